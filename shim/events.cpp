@@ -1,0 +1,136 @@
+#include "events.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "process_info.h"
+#include "real_calls.h"
+#include "text.h"
+
+namespace rdzv {
+
+Slot new_record(Create create, const EventHead& head) {
+  Slot s = reserve_record(create);
+  if (!s) return s;
+  rdzv_record* r = s.rec;
+  r->kind = head.kind;
+  r->op = head.op;
+  r->flags = head.flags;
+  r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  r->ts_ns = head.ts_ns;
+  r->dur_ns = head.dur_ns;
+  r->ret = head.ret;
+  r->fd = head.fd;
+  r->err = head.err;
+  return s;
+}
+
+void to_trace_addr(const struct sockaddr* sa, socklen_t len, rdzv_sockaddr* out) {
+  memset(out, 0, sizeof *out);
+  if (!sa || len < static_cast<socklen_t>(sizeof(sa_family_t))) return;
+  if (sa->sa_family == AF_INET && len >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    out->family = AF_INET;
+    out->port = ntohs(in->sin_port);
+    memcpy(out->addr, &in->sin_addr, 4);
+  } else if (sa->sa_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    out->family = AF_INET6;
+    out->port = ntohs(in6->sin6_port);
+    out->scope_id = in6->sin6_scope_id;
+    memcpy(out->addr, &in6->sin6_addr, 16);
+  }
+}
+
+void local_addr_of(int fd, rdzv_sockaddr* out) {
+  sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
+    to_trace_addr(ss, len, out);
+  else
+    memset(out, 0, sizeof *out);
+}
+
+uint32_t tcp_state_of(int fd) {
+  struct tcp_info info;
+  socklen_t len = sizeof info;
+  if (real::getsockopt()(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || len < 1) return 0;
+  return info.tcpi_state;
+}
+
+bool is_tcp_socket(int fd) {
+  int domain = 0, type = 0;
+  socklen_t len = sizeof domain;
+  auto gso = real::getsockopt();
+  if (gso(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) return false;
+  if (domain != AF_INET && domain != AF_INET6) return false;
+  len = sizeof type;
+  return gso(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+}
+
+bool is_nonblocking(int fd) {
+  int fl = real::fcntl()(fd, F_GETFL);
+  return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+namespace {
+
+uint64_t field_after(const char* text, const char* key) {
+  const char* p = strstr(text, key);
+  if (!p) return 0;
+  p += strlen(key);
+  while (*p == ' ') ++p;
+  uint64_t v = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) v = v * 10 + static_cast<uint64_t>(*p - '0');
+  return v;
+}
+
+uint64_t g_last_failure_snapshot_ns;
+constexpr uint64_t kFailureSnapshotGapNs = 250'000'000;
+
+}  // namespace
+
+void record_snapshot(Create create, rdzv_snapshot_reason reason) {
+  uint64_t now = mono_ns();
+  if (reason == RDZV_SNAP_FAILURE) {
+    uint64_t last = __atomic_load_n(&g_last_failure_snapshot_ns, __ATOMIC_RELAXED);
+    if (last && now - last < kFailureSnapshotGapNs) return;
+    if (!__atomic_compare_exchange_n(&g_last_failure_snapshot_ns, &last, now, false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return;
+  }
+  EventHead head{RDZV_EV_SNAPSHOT, static_cast<uint8_t>(reason)};
+  head.ts_ns = now;
+  Slot s = new_record(create, head);
+  if (!s) return;
+  rdzv_ev_snapshot& snap = s.rec->u.snap;
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    snap.utime_us = static_cast<uint64_t>(ru.ru_utime.tv_sec) * 1000000 +
+                    static_cast<uint64_t>(ru.ru_utime.tv_usec);
+    snap.stime_us = static_cast<uint64_t>(ru.ru_stime.tv_sec) * 1000000 +
+                    static_cast<uint64_t>(ru.ru_stime.tv_usec);
+    snap.vol_ctxsw = static_cast<uint64_t>(ru.ru_nvcsw);
+    snap.invol_ctxsw = static_cast<uint64_t>(ru.ru_nivcsw);
+    snap.maxrss_kb = static_cast<uint64_t>(ru.ru_maxrss);
+  }
+  char io[512];
+  if (read_proc_file("/proc/self/io", io, sizeof io) > 0) {
+    snap.rchar = field_after(io, "rchar:");
+    snap.wchar = field_after(io, "wchar:");
+    snap.read_bytes = field_after(io, "\nread_bytes:");
+    snap.write_bytes = field_after(io, "\nwrite_bytes:");
+  }
+  uint64_t start = process_start_realtime_ns();
+  uint64_t rt = clock_ns(CLOCK_REALTIME);
+  snap.since_start_ns = (start && rt > start) ? rt - start : 0;
+  commit_record(s);
+}
+
+}  // namespace rdzv

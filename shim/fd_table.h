@@ -1,0 +1,61 @@
+// What the shim knows about each file descriptor, in 2 bytes per fd so that the check on
+// every send/recv/read/write of the host is one load. Sockets that need more state (store
+// sockets and connects still in progress) get a slot in a small fixed table.
+#pragma once
+
+#include <stdint.h>
+
+#include "rdzvscope/trace_format.h"
+
+namespace rdzv {
+
+constexpr int kMaxTrackedFd = 65536;  // higher fds are passed through untraced (README: limits)
+constexpr uint16_t kFdTcp = 0x8000;      // a TCP socket we saw connect, bind or accept
+constexpr uint16_t kFdPending = 0x4000;  // non-blocking connect whose outcome is not read yet
+constexpr uint16_t kFdNonblock = 0x2000;
+constexpr uint16_t kFdStore = 0x1000;    // store socket: per-call events are recorded
+constexpr uint16_t kFdSlotMask = 0x0FFF; // slot index + 1, 0 = none
+constexpr int kMaxConnSlots = 1024;
+
+struct ConnSlot {
+  int32_t owner_fd;  // -1 when free; claimed with a compare-and-swap
+  uint32_t store;
+  uint64_t opened_ns;         // connect start or accept time (monotonic)
+  rdzv_sockaddr peer;
+  rdzv_sockaddr local;
+  uint64_t bytes_sent, bytes_recv, calls_send, calls_recv;  // relaxed atomics
+  uint32_t events_recorded;   // per-call events written so far (atomic)
+  int32_t reserved;
+  int64_t rcvtimeo_ms, sndtimeo_ms;  // last values recorded, to record only changes
+};
+
+extern uint16_t g_fd_info[kMaxTrackedFd];
+
+inline uint16_t fd_info(int fd) {
+  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxTrackedFd)) return 0;
+  return __atomic_load_n(&g_fd_info[fd], __ATOMIC_RELAXED);
+}
+
+void fd_info_set(int fd, uint16_t info);
+void fd_info_update(int fd, uint16_t set_bits, uint16_t clear_bits);
+
+ConnSlot* conn_slot(uint16_t info);
+
+// Claims a slot for fd, initialised; null when the table is full.
+ConnSlot* conn_slot_claim(int fd, bool store, uint64_t opened_ns, const rdzv_sockaddr& peer);
+
+// The kFdSlotMask bits that point at s (0 for null).
+uint16_t conn_slot_bits(const ConnSlot* s);
+
+// Forgets fd: frees its slot and clears its bits. Returns the old info.
+uint16_t fd_forget(int fd);
+
+// Number of fds that are store sockets or pending connects; waits that time out are only
+// examined when this is non-zero.
+extern int g_watched_fds;
+extern int g_store_pending;  // pending connects to a store port (for epoll timeouts)
+
+// After fork: per-socket counters restart at zero in the child.
+void fd_table_reset_counters();
+
+}  // namespace rdzv

@@ -1,0 +1,241 @@
+// connect, bind, listen, accept/accept4: recorded for every TCP socket; a socket whose peer
+// or local port is a store port becomes a store socket (per-call events from then on).
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "clock.h"
+#include "events.h"
+#include "fd_table.h"
+#include "guard.h"
+#include "real_calls.h"
+#include "sockets.h"
+#include "store_ports.h"
+
+using namespace rdzv;
+
+namespace {
+
+bool inet_family(const struct sockaddr* sa) {
+  return sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6);
+}
+
+bool store_port(uint16_t port) {
+  store_ports_refresh();
+  writer_sync_store_ports();
+  return is_store_port(port);
+}
+
+// A connect() on a socket whose non-blocking connect is still pending is how some programs
+// poll for the outcome: EALREADY/EINPROGRESS = not yet, EISCONN = connected, else failed.
+int repeated_connect(int fd, uint16_t info, int r, int err) {
+  if (r < 0 && (err == EALREADY || err == EINPROGRESS || err == EINTR)) return r;
+  Guard guard;
+  complete_pending_connect(fd, info, (r == 0 || err == EISCONN) ? 0 : err, RDZV_OP_CONNECT);
+  return r;
+}
+
+void record_connect(int fd, const struct sockaddr* addr, socklen_t len, bool nonblock,
+                    uint64_t t0, int r, int err) {
+  rdzv_sockaddr peer;
+  to_trace_addr(addr, len, &peer);
+  const bool store = store_port(peer.port);
+  const bool pending = r < 0 && err == EINPROGRESS;
+  uint16_t info = static_cast<uint16_t>(kFdTcp | (nonblock ? kFdNonblock : 0) |
+                                        (store ? kFdStore : 0));
+  ConnSlot* slot = nullptr;
+  if (store || pending) {
+    slot = conn_slot_claim(fd, store, t0, peer);
+    if (store && !slot) info = static_cast<uint16_t>(info & ~kFdStore);  // table full
+  }
+  rdzv_sockaddr local{};
+  if (r == 0) local_addr_of(fd, &local);
+  if (slot) slot->local = local;
+  if (pending && slot) info |= kFdPending;
+  if (r == 0 || pending) fd_info_set(fd, static_cast<uint16_t>(info | conn_slot_bits(slot)));
+  else {
+    if (slot) __atomic_store_n(&slot->owner_fd, -1, __ATOMIC_RELEASE);
+    fd_info_set(fd, static_cast<uint16_t>(info & ~kFdStore));
+  }
+
+  EventHead head{RDZV_EV_CONNECT, RDZV_OP_CONNECT};
+  head.flags = static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | (nonblock ? RDZV_F_NONBLOCK : 0));
+  head.fd = fd;
+  head.ts_ns = t0;
+  head.dur_ns = mono_ns() - t0;
+  head.ret = r;
+  head.err = r < 0 ? err : 0;
+  if (Slot s = new_record(Create::IfNeeded, head)) {
+    s.rec->u.net.peer = peer;
+    s.rec->u.net.local = local;
+    s.rec->u.net.timeout_ms = -1;
+    commit_record(s);
+  }
+  if (r == 0 && store) snapshot_first_store_connect();
+  if (r < 0 && !pending && err != EINTR) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
+}
+
+void record_accept(int listen_fd, uint16_t listen_info, int r, int err, bool nonblock,
+                   rdzv_op op, uint64_t t0) {
+  if (r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) return;
+  const bool store = listen_info & kFdStore;
+  rdzv_sockaddr peer{}, local{};
+  if (r >= 0) {
+    sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getpeername(r, reinterpret_cast<sockaddr*>(&ss), &len) == 0) to_trace_addr(ss, len, &peer);
+    local_addr_of(r, &local);
+    ConnSlot* slot = store ? conn_slot_claim(r, true, t0, peer) : nullptr;
+    if (slot) slot->local = local;
+    fd_info_set(r, static_cast<uint16_t>(kFdTcp | (nonblock ? kFdNonblock : 0) |
+                                         (slot ? kFdStore : 0) | conn_slot_bits(slot)));
+  }
+  EventHead head{RDZV_EV_ACCEPT, static_cast<uint8_t>(op)};
+  head.flags = static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | (nonblock ? RDZV_F_NONBLOCK : 0));
+  head.fd = r >= 0 ? r : listen_fd;
+  head.ts_ns = t0;
+  head.dur_ns = mono_ns() - t0;
+  head.ret = r;
+  head.err = r < 0 ? err : 0;
+  if (Slot s = new_record(Create::IfNeeded, head)) {
+    s.rec->u.net.peer = peer;
+    s.rec->u.net.local = local;
+    s.rec->u.net.size = static_cast<uint64_t>(listen_fd);
+    s.rec->u.net.timeout_ms = -1;
+    commit_record(s);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int connect(int fd, const struct sockaddr* addr,
+                                                   socklen_t len) {
+  auto fn = real::connect();
+  if (in_guard() || !inet_family(addr)) return fn(fd, addr, len);
+  uint16_t info = fd_info(fd);
+  if (info & kFdPending) {
+    int r = fn(fd, addr, len);
+    int err = errno;
+    repeated_connect(fd, info, r, err);
+    errno = err;
+    return r;
+  }
+  int saved = errno;
+  bool tcp, nonblock = false;
+  {
+    Guard guard;
+    tcp = is_tcp_socket(fd);
+    if (tcp) nonblock = is_nonblocking(fd);
+  }
+  errno = saved;
+  if (!tcp) return fn(fd, addr, len);  // UDP "connect" (the resolver's DNS sockets)
+  uint64_t t0 = mono_ns();
+  int r = fn(fd, addr, len);
+  int err = errno;
+  {
+    Guard guard;
+    record_connect(fd, addr, len, nonblock, t0, r, err);
+  }
+  errno = err;
+  return r;
+}
+
+__attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* addr,
+                                                socklen_t len) {
+  auto fn = real::bind();
+  if (in_guard() || !inet_family(addr)) return fn(fd, addr, len);
+  uint64_t t0 = mono_ns();
+  int r = fn(fd, addr, len);
+  int err = errno;
+  {
+    Guard guard;
+    if (is_tcp_socket(fd)) {
+      rdzv_sockaddr local;
+      to_trace_addr(addr, len, &local);
+      if (r == 0 && local.port == 0) local_addr_of(fd, &local);  // ephemeral port picked
+      const bool store = store_port(local.port);
+      ConnSlot* slot = (r == 0 && store) ? conn_slot_claim(fd, true, t0, rdzv_sockaddr{}) : nullptr;
+      if (slot) slot->local = local;
+      fd_info_set(fd, static_cast<uint16_t>(kFdTcp | (slot ? kFdStore : 0) | conn_slot_bits(slot)));
+      EventHead head{RDZV_EV_BIND, RDZV_OP_BIND};
+      head.flags = store ? RDZV_F_STORE : 0;
+      head.fd = fd;
+      head.ts_ns = t0;
+      head.dur_ns = mono_ns() - t0;
+      head.ret = r;
+      head.err = r < 0 ? err : 0;
+      if (Slot s = new_record(Create::IfNeeded, head)) {
+        s.rec->u.net.local = local;
+        s.rec->u.net.timeout_ms = -1;
+        commit_record(s);
+      }
+      if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
+    }
+  }
+  errno = err;
+  return r;
+}
+
+__attribute__((visibility("default"))) int listen(int fd, int backlog) {
+  auto fn = real::listen();
+  uint16_t info = fd_info(fd);
+  if (in_guard() || !(info & kFdTcp)) return fn(fd, backlog);
+  uint64_t t0 = mono_ns();
+  int r = fn(fd, backlog);
+  int err = errno;
+  {
+    Guard guard;
+    EventHead head{RDZV_EV_LISTEN, RDZV_OP_LISTEN};
+    head.flags = (info & kFdStore) ? RDZV_F_STORE : 0;
+    head.fd = fd;
+    head.ts_ns = t0;
+    head.dur_ns = mono_ns() - t0;
+    head.ret = r;
+    head.err = r < 0 ? err : 0;
+    if (Slot s = new_record(Create::IfNeeded, head)) {
+      local_addr_of(fd, &s.rec->u.net.local);
+      s.rec->u.net.size = static_cast<uint64_t>(backlog);
+      s.rec->u.net.timeout_ms = -1;
+      commit_record(s);
+    }
+    if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
+  }
+  errno = err;
+  return r;
+}
+
+__attribute__((visibility("default"))) int accept(int fd, struct sockaddr* addr,
+                                                  socklen_t* len) {
+  auto fn = real::accept();
+  uint16_t info = fd_info(fd);
+  if (in_guard() || !(info & kFdTcp)) return fn(fd, addr, len);
+  uint64_t t0 = mono_ns();
+  int r = fn(fd, addr, len);
+  int err = errno;
+  {
+    Guard guard;
+    record_accept(fd, info, r, err, false, RDZV_OP_ACCEPT, t0);
+  }
+  errno = err;
+  return r;
+}
+
+__attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr,
+                                                   socklen_t* len, int flags) {
+  auto fn = real::accept4();
+  uint16_t info = fd_info(fd);
+  if (in_guard() || !(info & kFdTcp)) return fn(fd, addr, len, flags);
+  uint64_t t0 = mono_ns();
+  int r = fn(fd, addr, len, flags);
+  int err = errno;
+  {
+    Guard guard;
+    record_accept(fd, info, r, err, flags & SOCK_NONBLOCK, RDZV_OP_ACCEPT4, t0);
+  }
+  errno = err;
+  return r;
+}
+
+}  // extern "C"

@@ -1,0 +1,279 @@
+// Process life: fork/vfork/posix_spawn, the exec family, exit/_exit/_Exit and the return
+// from main. None of these creates a trace file: a job script's sed/date/mkdir processes
+// leave nothing behind; they are recorded only in a process that already traces.
+#include <alloca.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "env_inject.h"
+#include "events.h"
+#include "guard.h"
+#include "real_calls.h"
+#include "text.h"
+
+extern char** environ;
+
+using namespace rdzv;
+
+namespace {
+
+void record_proc(rdzv_kind kind, rdzv_op op, int64_t ret, int err, int child, const char* path,
+                 int status = 0, uint16_t flags = 0) {
+  EventHead head{static_cast<uint8_t>(kind), static_cast<uint8_t>(op), flags};
+  head.ts_ns = mono_ns();
+  head.ret = ret;
+  head.err = err;
+  if (Slot s = new_record(Create::OnlyIfOpen, head)) {
+    s.rec->u.proc.child_pid = child;
+    s.rec->u.proc.status = status;
+    if (copy_cut(s.rec->u.proc.path, sizeof s.rec->u.proc.path, path))
+      s.rec->flags |= RDZV_F_TRUNCATED;
+    commit_record(s);
+  }
+}
+
+int g_exit_recorded;
+
+void record_exit(rdzv_op op, int status, uint16_t flags) {
+  if (__atomic_exchange_n(&g_exit_recorded, 1, __ATOMIC_RELAXED)) return;
+  if (!trace_is_open()) return;
+  record_snapshot(Create::OnlyIfOpen, RDZV_SNAP_EXIT);
+  record_proc(RDZV_EV_PROC_EXIT, op, status, 0, -1, nullptr, status, flags);
+}
+
+// The environment to exec with, built on this frame's caller stack by the macro below.
+#define RDZV_EXEC_ENV(envp, out_env)                                                        \
+  char* const* out_env = (envp);                                                            \
+  do {                                                                                      \
+    long count_ = env_count(envp);                                                          \
+    if (count_ >= 0 && count_ < 16384) {                                                    \
+      char** slots_ = static_cast<char**>(alloca(sizeof(char*) * (count_ + kInjectedVars + 1))); \
+      char* text_ = static_cast<char*>(alloca(kInjectTextSize));                            \
+      Guard guard_;                                                                         \
+      out_env = env_for_exec(envp, count_, slots_, text_);                                  \
+    }                                                                                       \
+  } while (0)
+
+void before_exec(const char* path) {
+  Guard guard;
+  record_proc(RDZV_EV_EXEC, RDZV_OP_EXEC, 0, 0, -1, path);
+}
+
+int after_failed_exec(const char* path, int r, int err) {
+  Guard guard;
+  record_proc(RDZV_EV_EXEC, RDZV_OP_EXEC, r, err, -1, path);
+  return r;
+}
+
+pid_t vfork_unavailable() {
+  errno = ENOSYS;
+  return -1;
+}
+
+}  // namespace
+
+#define RDZV_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+
+RDZV_EXPORT pid_t fork(void) {
+  pid_t r = real::fork()();
+  if (r > 0 && !in_guard()) {
+    int saved = errno;
+    Guard guard;
+    record_proc(RDZV_EV_FORK, RDZV_OP_FORK, r, 0, r, nullptr);
+    errno = saved;
+  } else if (r < 0 && !in_guard()) {
+    int saved = errno;
+    Guard guard;
+    record_proc(RDZV_EV_FORK, RDZV_OP_FORK, r, saved, -1, nullptr);
+    errno = saved;
+  }
+  return r;
+}
+
+// Called by the vfork trampoline (vfork_*.S) before it jumps to libc's vfork with the
+// caller's stack untouched; a C wrapper cannot return twice from one frame. The child of a
+// vfork shares our memory until it execs, so its exec is recorded in this file too.
+__attribute__((visibility("hidden"))) void* rdzv_prepare_vfork(void) {
+  int saved = errno;
+  if (!in_guard()) {
+    Guard guard;
+    record_proc(RDZV_EV_SPAWN, RDZV_OP_VFORK, 0, 0, -1, nullptr);
+  }
+  errno = saved;
+  void* fn = reinterpret_cast<void*>(real::vfork());
+  return fn ? fn : reinterpret_cast<void*>(&vfork_unavailable);
+}
+
+RDZV_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa,
+                            const posix_spawnattr_t* attr, char* const argv[],
+                            char* const envp[]) {
+  if (in_guard() || !envp) return real::posix_spawn()(pid, path, fa, attr, argv, envp);
+  RDZV_EXEC_ENV(envp, env);
+  pid_t child = -1;
+  int r = real::posix_spawn()(&child, path, fa, attr, argv, env);
+  if (pid && r == 0) *pid = child;
+  int saved = errno;
+  {
+    Guard guard;
+    record_proc(RDZV_EV_SPAWN, RDZV_OP_POSIX_SPAWN, r, r, r == 0 ? child : -1, path);
+  }
+  errno = saved;
+  return r;
+}
+
+RDZV_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa,
+                             const posix_spawnattr_t* attr, char* const argv[],
+                             char* const envp[]) {
+  if (in_guard() || !envp) return real::posix_spawnp()(pid, file, fa, attr, argv, envp);
+  RDZV_EXEC_ENV(envp, env);
+  pid_t child = -1;
+  int r = real::posix_spawnp()(&child, file, fa, attr, argv, env);
+  if (pid && r == 0) *pid = child;
+  int saved = errno;
+  {
+    Guard guard;
+    record_proc(RDZV_EV_SPAWN, RDZV_OP_POSIX_SPAWNP, r, r, r == 0 ? child : -1, file);
+  }
+  errno = saved;
+  return r;
+}
+
+RDZV_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  if (in_guard()) return real::execve()(path, argv, envp);
+  before_exec(path);
+  RDZV_EXEC_ENV(envp, env);
+  int r = real::execve()(path, argv, env);
+  int err = errno;
+  after_failed_exec(path, r, err);
+  errno = err;
+  return r;
+}
+
+RDZV_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  if (in_guard()) return real::execvpe()(file, argv, envp);
+  before_exec(file);
+  RDZV_EXEC_ENV(envp, env);
+  int r = real::execvpe()(file, argv, env);
+  int err = errno;
+  after_failed_exec(file, r, err);
+  errno = err;
+  return r;
+}
+
+RDZV_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  if (in_guard()) return real::fexecve()(fd, argv, envp);
+  before_exec("(fexecve)");
+  RDZV_EXEC_ENV(envp, env);
+  int r = real::fexecve()(fd, argv, env);
+  int err = errno;
+  after_failed_exec("(fexecve)", r, err);
+  errno = err;
+  return r;
+}
+
+// glibc's execv/execvp/execl* call its internal execve directly, so each is wrapped here.
+RDZV_EXPORT int execv(const char* path, char* const argv[]) { return execve(path, argv, environ); }
+
+RDZV_EXPORT int execvp(const char* file, char* const argv[]) {
+  return execvpe(file, argv, environ);
+}
+
+#define RDZV_COLLECT_ARGS(first, argv)                                           \
+  va_list ap_;                                                                   \
+  va_start(ap_, first);                                                          \
+  long argc_ = 1;                                                                \
+  {                                                                              \
+    va_list count_ap_;                                                           \
+    va_copy(count_ap_, ap_);                                                     \
+    while (va_arg(count_ap_, char*) != nullptr) ++argc_;                         \
+    va_end(count_ap_);                                                           \
+  }                                                                              \
+  char** argv = static_cast<char**>(alloca(sizeof(char*) * (argc_ + 1)));        \
+  argv[0] = const_cast<char*>(first);                                            \
+  for (long i_ = 1; i_ <= argc_; ++i_) argv[i_] = va_arg(ap_, char*);
+
+RDZV_EXPORT int execl(const char* path, const char* arg, ...) {
+  RDZV_COLLECT_ARGS(arg, argv);
+  va_end(ap_);
+  return execve(path, argv, environ);
+}
+
+RDZV_EXPORT int execlp(const char* file, const char* arg, ...) {
+  RDZV_COLLECT_ARGS(arg, argv);
+  va_end(ap_);
+  return execvpe(file, argv, environ);
+}
+
+RDZV_EXPORT int execle(const char* path, const char* arg, ...) {
+  RDZV_COLLECT_ARGS(arg, argv);
+  char* const* envp = va_arg(ap_, char* const*);
+  va_end(ap_);
+  return execve(path, argv, envp);
+}
+
+RDZV_EXPORT __attribute__((noreturn)) void exit(int status) {
+  {
+    int saved = errno;
+    Guard guard;
+    record_exit(RDZV_OP_EXIT, status, 0);
+    errno = saved;
+  }
+  real::exit()(status);
+  __builtin_unreachable();
+}
+
+RDZV_EXPORT __attribute__((noreturn)) void _exit(int status) {
+  if (!in_guard()) {
+    Guard guard;
+    record_exit(RDZV_OP_UNDERSCORE_EXIT, status, 0);
+  }
+  real::_exit()(status);
+  __builtin_unreachable();
+}
+
+RDZV_EXPORT __attribute__((noreturn)) void _Exit(int status) {
+  if (!in_guard()) {
+    Guard guard;
+    record_exit(RDZV_OP_UNDERSCORE_EXIT, status, 0);
+  }
+  real::_Exit()(status);
+  __builtin_unreachable();
+}
+
+}  // extern "C"
+
+// Returning from main reaches exit() inside libc, past our exit hook; wrapping main is how the
+// status of such a process (a Python script that raised, say) still gets recorded.
+namespace {
+int (*g_real_main)(int, char**, char**);
+
+int traced_main(int argc, char** argv, char** envp) {
+  int status = g_real_main(argc, argv, envp);
+  int saved = errno;
+  {
+    Guard guard;
+    record_exit(RDZV_OP_EXIT, status, 0);
+  }
+  errno = saved;
+  return status;
+}
+}  // namespace
+
+extern "C" RDZV_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc,
+                                             char** argv, void (*init)(void), void (*fini)(void),
+                                             void (*rtld_fini)(void), void* stack_end) {
+  g_real_main = main;
+  return real::__libc_start_main()(traced_main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+namespace rdzv {
+// Called from the library destructor: a process whose exit we did not see (main returned in
+// a program whose start we did not wrap) still gets an exit record, with unknown status.
+void record_exit_at_unload() { record_exit(RDZV_OP_DESTRUCTOR, 0, RDZV_F_STATUS_UNKNOWN); }
+}  // namespace rdzv

@@ -1,0 +1,199 @@
+// Name resolution: getaddrinfo, gethostbyname*, getnameinfo. The resolver's own sockets
+// (DNS over UDP, nscd over AF_UNIX) run inside the guard and are not recorded.
+#include <errno.h>
+#include <netdb.h>
+#include <string.h>
+
+#include "clock.h"
+#include "events.h"
+#include "guard.h"
+#include "real_calls.h"
+#include "text.h"
+
+using namespace rdzv;
+
+namespace {
+
+struct Lookup {
+  const char* host;
+  const char* service;
+  int family = 0;
+  int socktype = 0;
+  int ai_flags = 0;
+  uint16_t flags = 0;
+};
+
+void record_lookup(rdzv_op op, const Lookup& q, uint64_t t0, int64_t ret, int err,
+                   uint32_t naddrs, const rdzv_sockaddr& first) {
+  EventHead head{RDZV_EV_RESOLVE, static_cast<uint8_t>(op), q.flags};
+  head.ts_ns = t0;
+  head.dur_ns = mono_ns() - t0;
+  head.ret = ret;
+  head.err = err;
+  Slot s = new_record(Create::IfNeeded, head);
+  if (!s) return;
+  rdzv_ev_resolve& r = s.rec->u.resolve;
+  bool cut = copy_cut(r.host, sizeof r.host, q.host);
+  cut |= copy_cut(r.service, sizeof r.service, q.service);
+  if (cut) s.rec->flags |= RDZV_F_TRUNCATED;
+  r.family = q.family;
+  r.socktype = q.socktype;
+  r.ai_flags = q.ai_flags;
+  r.naddrs = naddrs;
+  r.first = first;
+  commit_record(s);
+}
+
+void hostent_summary(const hostent* he, uint32_t* naddrs, rdzv_sockaddr* first) {
+  *naddrs = 0;
+  memset(first, 0, sizeof *first);
+  if (!he || !he->h_addr_list) return;
+  for (char** a = he->h_addr_list; *a; ++a) ++*naddrs;
+  if (*naddrs == 0) return;
+  if (he->h_addrtype == AF_INET && he->h_length == 4) {
+    first->family = AF_INET;
+    memcpy(first->addr, he->h_addr_list[0], 4);
+  } else if (he->h_addrtype == AF_INET6 && he->h_length == 16) {
+    first->family = AF_INET6;
+    memcpy(first->addr, he->h_addr_list[0], 16);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int getaddrinfo(const char* node, const char* service,
+                                                       const struct addrinfo* hints,
+                                                       struct addrinfo** res) {
+  auto fn = real::getaddrinfo();
+  if (in_guard()) return fn(node, service, hints, res);
+  Guard guard;
+  uint64_t t0 = mono_ns();
+  int r = fn(node, service, hints, res);
+  int saved = errno;
+  Lookup q{node, service};
+  if (hints) {
+    q.family = hints->ai_family;
+    q.socktype = hints->ai_socktype;
+    q.ai_flags = hints->ai_flags;
+    if (hints->ai_flags & AI_PASSIVE) q.flags |= RDZV_F_PASSIVE;
+  }
+  uint32_t n = 0;
+  rdzv_sockaddr first{};
+  if (r == 0 && res && *res) {
+    for (const addrinfo* ai = *res; ai; ai = ai->ai_next) ++n;
+    to_trace_addr((*res)->ai_addr, (*res)->ai_addrlen, &first);
+  }
+  record_lookup(RDZV_OP_GETADDRINFO, q, t0, r, r == EAI_SYSTEM ? saved : 0, n, first);
+  errno = saved;
+  return r;
+}
+
+__attribute__((visibility("default"))) struct hostent* gethostbyname(const char* name) {
+  auto fn = real::gethostbyname();
+  if (in_guard()) return fn(name);
+  Guard guard;
+  uint64_t t0 = mono_ns();
+  hostent* he = fn(name);
+  int saved = errno;
+  int herr = he ? 0 : h_errno;
+  uint32_t n;
+  rdzv_sockaddr first;
+  hostent_summary(he, &n, &first);
+  record_lookup(RDZV_OP_GETHOSTBYNAME, Lookup{name, nullptr}, t0, herr, 0, n, first);
+  errno = saved;
+  return he;
+}
+
+__attribute__((visibility("default"))) struct hostent* gethostbyname2(const char* name, int af) {
+  auto fn = real::gethostbyname2();
+  if (in_guard()) return fn(name, af);
+  Guard guard;
+  uint64_t t0 = mono_ns();
+  hostent* he = fn(name, af);
+  int saved = errno;
+  int herr = he ? 0 : h_errno;
+  uint32_t n;
+  rdzv_sockaddr first;
+  hostent_summary(he, &n, &first);
+  Lookup q{name, nullptr};
+  q.family = af;
+  record_lookup(RDZV_OP_GETHOSTBYNAME2, q, t0, herr, 0, n, first);
+  errno = saved;
+  return he;
+}
+
+// The _r variants return ERANGE when the caller's buffer is small and the caller retries with
+// a bigger one: only the final answer is recorded.
+__attribute__((visibility("default"))) int gethostbyname_r(const char* name, struct hostent* ret,
+                                                           char* buf, size_t buflen,
+                                                           struct hostent** result,
+                                                           int* h_errnop) {
+  auto fn = real::gethostbyname_r();
+  if (in_guard()) return fn(name, ret, buf, buflen, result, h_errnop);
+  Guard guard;
+  uint64_t t0 = mono_ns();
+  int r = fn(name, ret, buf, buflen, result, h_errnop);
+  int saved = errno;
+  if (r != ERANGE) {
+    uint32_t n;
+    rdzv_sockaddr first;
+    hostent_summary(result ? *result : nullptr, &n, &first);
+    int herr = (result && *result) ? 0 : (h_errnop ? *h_errnop : 0);
+    record_lookup(RDZV_OP_GETHOSTBYNAME_R, Lookup{name, nullptr}, t0, herr ? herr : r, r, n,
+                  first);
+  }
+  errno = saved;
+  return r;
+}
+
+__attribute__((visibility("default"))) int gethostbyname2_r(const char* name, int af,
+                                                            struct hostent* ret, char* buf,
+                                                            size_t buflen,
+                                                            struct hostent** result,
+                                                            int* h_errnop) {
+  auto fn = real::gethostbyname2_r();
+  if (in_guard()) return fn(name, af, ret, buf, buflen, result, h_errnop);
+  Guard guard;
+  uint64_t t0 = mono_ns();
+  int r = fn(name, af, ret, buf, buflen, result, h_errnop);
+  int saved = errno;
+  if (r != ERANGE) {
+    uint32_t n;
+    rdzv_sockaddr first;
+    hostent_summary(result ? *result : nullptr, &n, &first);
+    int herr = (result && *result) ? 0 : (h_errnop ? *h_errnop : 0);
+    Lookup q{name, nullptr};
+    q.family = af;
+    record_lookup(RDZV_OP_GETHOSTBYNAME2_R, q, t0, herr ? herr : r, r, n, first);
+  }
+  errno = saved;
+  return r;
+}
+
+// Reverse lookups: recent c10d resolves the peer's name on every connect, and a failure there
+// ("The hostname of the client socket cannot be retrieved") is name-resolution evidence too.
+__attribute__((visibility("default"))) int getnameinfo(const struct sockaddr* sa, socklen_t salen,
+                                                       char* host, socklen_t hostlen, char* serv,
+                                                       socklen_t servlen, int flags) {
+  auto fn = real::getnameinfo();
+  if (in_guard()) return fn(sa, salen, host, hostlen, serv, servlen, flags);
+  Guard guard;
+  uint64_t t0 = mono_ns();
+  int r = fn(sa, salen, host, hostlen, serv, servlen, flags);
+  int saved = errno;
+  rdzv_sockaddr addr;
+  to_trace_addr(sa, salen, &addr);
+  Lookup q{(r == 0 && host && hostlen) ? host : nullptr,
+           (r == 0 && serv && servlen) ? serv : nullptr};
+  q.ai_flags = flags;
+  q.family = addr.family;
+  q.flags = RDZV_F_REVERSE;
+  record_lookup(RDZV_OP_GETNAMEINFO, q, t0, r, r == EAI_SYSTEM ? saved : 0, addr.family ? 1 : 0,
+                addr);
+  errno = saved;
+  return r;
+}
+
+}  // extern "C"

@@ -1,0 +1,166 @@
+// poll, ppoll, select, pselect, epoll_wait, epoll_pwait. Only a wait that ends by its timeout
+// while a store socket or a connect in progress is among the descriptors is recorded: that is
+// c10d's barrier wait expiring, or a connect given up by the caller's own deadline.
+#include <errno.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+
+#include "clock.h"
+#include "events.h"
+#include "fd_table.h"
+#include "guard.h"
+#include "real_calls.h"
+
+using namespace rdzv;
+
+namespace {
+
+inline bool anything_watched() { return __atomic_load_n(&g_watched_fds, __ATOMIC_RELAXED) > 0; }
+
+int64_t timespec_ms(const struct timespec* ts) {
+  if (!ts) return -1;
+  return static_cast<int64_t>(ts->tv_sec) * 1000 + ts->tv_nsec / 1000000;
+}
+
+int64_t timeval_ms(const struct timeval* tv) {
+  if (!tv) return -1;
+  return static_cast<int64_t>(tv->tv_sec) * 1000 + tv->tv_usec / 1000;
+}
+
+__attribute__((noinline)) void record_wait_timeout(rdzv_op op, int fd, uint16_t info,
+                                                   int64_t timeout_ms, uint32_t nfds) {
+  Guard guard;
+  uint64_t now = mono_ns();
+  uint64_t waited = timeout_ms > 0 ? static_cast<uint64_t>(timeout_ms) * 1000000 : 0;
+  EventHead head{RDZV_EV_POLL, static_cast<uint8_t>(op)};
+  head.flags = static_cast<uint16_t>(RDZV_F_TIMEOUT | ((info & kFdStore) ? RDZV_F_STORE : 0) |
+                                     ((info & kFdPending) ? RDZV_F_NONBLOCK : 0));
+  head.fd = fd;
+  head.ts_ns = now > waited ? now - waited : 0;
+  head.dur_ns = waited;
+  if (Slot s = new_record(Create::IfNeeded, head)) {
+    if (ConnSlot* slot = conn_slot(info)) {
+      s.rec->u.net.peer = slot->peer;
+      s.rec->u.net.local = slot->local;
+    }
+    s.rec->u.net.timeout_ms = timeout_ms;
+    s.rec->u.net.nfds = nfds;
+    if (info & kFdPending) s.rec->u.net.tcp_state = tcp_state_of(fd);
+    commit_record(s);
+  }
+}
+
+void poll_timed_out(rdzv_op op, const struct pollfd* fds, nfds_t n, int64_t timeout_ms) {
+  for (nfds_t i = 0; fds && i < n; ++i) {
+    uint16_t info = fd_info(fds[i].fd);
+    if (info & (kFdStore | kFdPending)) {
+      int saved = errno;
+      record_wait_timeout(op, fds[i].fd, info, timeout_ms, static_cast<uint32_t>(n));
+      errno = saved;
+      return;
+    }
+  }
+}
+
+// select() clears the sets when it times out, so the watched fd is found before the call.
+int watched_in_sets(int nfds, const fd_set* r, const fd_set* w, const fd_set* e) {
+  if (nfds > FD_SETSIZE) nfds = FD_SETSIZE;
+  for (int fd = 0; fd < nfds; ++fd) {
+    bool in = (r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e));
+    if (in && (fd_info(fd) & (kFdStore | kFdPending))) return fd;
+  }
+  return -1;
+}
+
+}  // namespace
+
+#define RDZV_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+
+RDZV_EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
+  int r = real::poll()(fds, n, timeout);
+  if (__builtin_expect(r == 0 && timeout > 0, 0) && anything_watched() && !in_guard())
+    poll_timed_out(RDZV_OP_POLL, fds, n, timeout);
+  return r;
+}
+
+RDZV_EXPORT int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
+  int r = real::__poll_chk()(fds, n, timeout, fdslen);
+  if (__builtin_expect(r == 0 && timeout > 0, 0) && anything_watched() && !in_guard())
+    poll_timed_out(RDZV_OP_POLL, fds, n, timeout);
+  return r;
+}
+
+RDZV_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* ts,
+                      const sigset_t* mask) {
+  int r = real::ppoll()(fds, n, ts, mask);
+  if (__builtin_expect(r == 0 && ts != nullptr, 0) && anything_watched() && !in_guard())
+    poll_timed_out(RDZV_OP_PPOLL, fds, n, timespec_ms(ts));
+  return r;
+}
+
+RDZV_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t n, const struct timespec* ts,
+                            const sigset_t* mask, size_t fdslen) {
+  int r = real::__ppoll_chk()(fds, n, ts, mask, fdslen);
+  if (__builtin_expect(r == 0 && ts != nullptr, 0) && anything_watched() && !in_guard())
+    poll_timed_out(RDZV_OP_PPOLL, fds, n, timespec_ms(ts));
+  return r;
+}
+
+RDZV_EXPORT int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, struct timeval* tv) {
+  auto fn = real::select();
+  if (!tv || !anything_watched() || in_guard()) return fn(nfds, rd, wr, ex, tv);
+  int watched = watched_in_sets(nfds, rd, wr, ex);
+  int64_t ms = timeval_ms(tv);  // Linux updates *tv with the time left
+  int r = fn(nfds, rd, wr, ex, tv);
+  if (r == 0 && watched >= 0 && ms > 0) {
+    int saved = errno;
+    record_wait_timeout(RDZV_OP_SELECT, watched, fd_info(watched), ms, static_cast<uint32_t>(nfds));
+    errno = saved;
+  }
+  return r;
+}
+
+RDZV_EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const struct timespec* ts,
+                        const sigset_t* mask) {
+  auto fn = real::pselect();
+  if (!ts || !anything_watched() || in_guard()) return fn(nfds, rd, wr, ex, ts, mask);
+  int watched = watched_in_sets(nfds, rd, wr, ex);
+  int r = fn(nfds, rd, wr, ex, ts, mask);
+  int64_t ms = timespec_ms(ts);
+  if (r == 0 && watched >= 0 && ms > 0) {
+    int saved = errno;
+    record_wait_timeout(RDZV_OP_PSELECT, watched, fd_info(watched), ms, static_cast<uint32_t>(nfds));
+    errno = saved;
+  }
+  return r;
+}
+
+// epoll reports user data, not fds, so a timeout is attributed to the epoll fd, and only while
+// a store connect is in progress.
+RDZV_EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
+  int r = real::epoll_wait()(epfd, ev, max, timeout);
+  if (__builtin_expect(r == 0 && timeout > 0, 0) &&
+      __atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0 && !in_guard()) {
+    int saved = errno;
+    record_wait_timeout(RDZV_OP_EPOLL_WAIT, epfd, kFdStore, timeout, 0);
+    errno = saved;
+  }
+  return r;
+}
+
+RDZV_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout,
+                            const sigset_t* mask) {
+  int r = real::epoll_pwait()(epfd, ev, max, timeout, mask);
+  if (__builtin_expect(r == 0 && timeout > 0, 0) &&
+      __atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0 && !in_guard()) {
+    int saved = errno;
+    record_wait_timeout(RDZV_OP_EPOLL_PWAIT, epfd, kFdStore, timeout, 0);
+    errno = saved;
+  }
+  return r;
+}
+
+}  // extern "C"

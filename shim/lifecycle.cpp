@@ -1,0 +1,39 @@
+// Load and unload of the library, and the fork child's reset.
+#include <errno.h>
+#include <pthread.h>
+
+#include "env_inject.h"
+#include "fd_table.h"
+#include "guard.h"
+#include "trace_writer.h"
+
+namespace rdzv {
+void record_exit_at_unload();
+}
+
+using namespace rdzv;
+
+namespace {
+
+void child_after_fork() {
+  writer_forget_after_fork();
+  fd_table_reset_counters();
+}
+
+__attribute__((constructor)) void rdzvscope_load() {
+  int saved = errno;
+  Guard guard;
+  writer_configure();
+  env_inject_init();
+  pthread_atfork(nullptr, nullptr, child_after_fork);
+  errno = saved;
+}
+
+__attribute__((destructor)) void rdzvscope_unload() {
+  int saved = errno;
+  Guard guard;
+  record_exit_at_unload();
+  errno = saved;
+}
+
+}  // namespace

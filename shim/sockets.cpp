@@ -1,0 +1,80 @@
+#include "sockets.h"
+
+#include <netinet/tcp.h>
+#include <string.h>
+
+#include "clock.h"
+#include "events.h"
+
+namespace rdzv {
+
+namespace {
+bool g_first_store_connect_seen;
+}
+
+void snapshot_first_store_connect() {
+  bool expected = false;
+  if (__atomic_compare_exchange_n(&g_first_store_connect_seen, &expected, true, false,
+                                  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    record_snapshot(Create::IfNeeded, RDZV_SNAP_FIRST_STORE_CONNECT);
+}
+
+void complete_pending_connect(int fd, uint16_t info, int so_error, rdzv_op op) {
+  ConnSlot* slot = conn_slot(info);
+  const bool store = info & kFdStore;
+  uint64_t now = mono_ns();
+  EventHead head{RDZV_EV_CONNECT_DONE, static_cast<uint8_t>(op)};
+  head.flags = static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | RDZV_F_NONBLOCK);
+  head.fd = fd;
+  head.ts_ns = slot ? slot->opened_ns : now;
+  head.dur_ns = slot ? now - slot->opened_ns : 0;
+  head.ret = so_error ? -1 : 0;
+  head.err = so_error;
+  rdzv_sockaddr local{};
+  if (so_error == 0) local_addr_of(fd, &local);
+  if (slot) slot->local = local;
+  if (Slot s = new_record(Create::IfNeeded, head)) {
+    if (slot) s.rec->u.net.peer = slot->peer;
+    s.rec->u.net.local = local;
+    s.rec->u.net.timeout_ms = -1;
+    commit_record(s);
+  }
+  if (store) {
+    fd_info_update(fd, 0, kFdPending);
+  } else {
+    // Plain TCP sockets keep no slot once their connect is settled.
+    fd_info_update(fd, 0, static_cast<uint16_t>(kFdPending | kFdSlotMask));
+    if (slot) __atomic_store_n(&slot->owner_fd, -1, __ATOMIC_RELEASE);
+  }
+  if (so_error == 0 && store) snapshot_first_store_connect();
+  if (so_error != 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
+}
+
+void note_socket_closing(int fd, uint16_t info, rdzv_op op, bool already_closed) {
+  ConnSlot* slot = conn_slot(info);
+  if (info & (kFdStore | kFdPending)) {
+    uint64_t now = mono_ns();
+    EventHead head{RDZV_EV_CLOSE, static_cast<uint8_t>(op)};
+    head.fd = fd;
+    head.ts_ns = now;
+    if (info & kFdStore) head.flags |= RDZV_F_STORE;
+    if (info & kFdPending) head.flags |= RDZV_F_ABANDONED;
+    if (Slot s = new_record(Create::OnlyIfOpen, head)) {
+      rdzv_ev_close& c = s.rec->u.close;
+      if (slot) {
+        c.peer = slot->peer;
+        c.local = slot->local;
+        c.bytes_sent = __atomic_load_n(&slot->bytes_sent, __ATOMIC_RELAXED);
+        c.bytes_recv = __atomic_load_n(&slot->bytes_recv, __ATOMIC_RELAXED);
+        c.calls_send = __atomic_load_n(&slot->calls_send, __ATOMIC_RELAXED);
+        c.calls_recv = __atomic_load_n(&slot->calls_recv, __ATOMIC_RELAXED);
+        c.open_ns = now - slot->opened_ns;
+      }
+      if (!already_closed) c.tcp_state = tcp_state_of(fd);
+      commit_record(s);
+    }
+  }
+  fd_forget(fd);
+}
+
+}  // namespace rdzv

@@ -1,0 +1,250 @@
+#include "trace_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "guard.h"
+#include "process_info.h"
+#include "store_ports.h"
+#include "text.h"
+
+namespace rdzv {
+namespace {
+
+enum State : int { kClosed = 0, kOpening = 1, kOpen = 2, kDisabled = 3 };
+
+constexpr uint64_t kDefaultMaxMb = 2;
+constexpr uint64_t kMaxMaxMb = 1024;
+constexpr int kMaxNameAttempts = 1000;
+
+int g_state = kClosed;
+rdzv_file_header* g_header = nullptr;
+rdzv_record* g_records = nullptr;
+uint64_t g_capacity = 0;
+size_t g_map_len = 0;
+
+char g_dir[4096];
+uint64_t g_max_bytes = kDefaultMaxMb << 20;
+bool g_group_read = false;
+bool g_configured = false;
+
+void say_once(const char* what, int err) {
+  // One line on stderr, then the job runs on untraced (DEVELOPERS.md: never harm the host).
+  char line[512];
+  TextBuf msg(line, sizeof line);
+  msg.str("rdzvscope: cannot trace pid ").i64(getpid()).str(": ").str(what);
+  if (err) msg.str(": ").str(strerror(err));
+  msg.str(" (").str(g_dir).str("); running untraced\n");
+  ssize_t ignored = write(STDERR_FILENO, msg.c_str(), msg.size());
+  (void)ignored;
+}
+
+// Host names may hold characters that do not belong in a file name.
+void sanitize_for_filename(const char* in, char* out, size_t cap) {
+  size_t n = 0;
+  for (; in[n] && n + 1 < cap; ++n) {
+    char c = in[n];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
+    out[n] = ok ? c : '_';
+  }
+  out[n] = '\0';
+  if (n == 0) copy_cut(out, cap, "unknown-host");
+}
+
+// O_EXCL|O_NOFOLLOW: never follow a planted symlink, never overwrite another file. A second
+// image of the same pid (after exec) or a reused pid takes the next free suffix.
+int create_file(const char* host, uint32_t* generation) {
+  const mode_t mode = g_group_read ? 0640 : 0600;
+  for (int n = 0; n < kMaxNameAttempts; ++n) {
+    char path[sizeof g_dir + 128];
+    TextBuf p(path, sizeof path);
+    p.str(g_dir).ch('/').str(host).ch('.').i64(getpid());
+    if (n > 0) p.ch('.').i64(n);
+    p.str(RDZV_FILE_SUFFIX);
+    if (p.truncated()) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0) {
+      fchmod(fd, mode);  // the umask must not widen or narrow what we promised
+      *generation = static_cast<uint32_t>(n);
+      return fd;
+    }
+    if (errno != EEXIST) return -1;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+bool ensure_dir() {
+  if (mkdir(g_dir, 0700) == 0) return true;
+  if (errno != EEXIST) return false;
+  struct stat st;
+  if (stat(g_dir, &st) != 0) return false;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return false;
+  }
+  return true;
+}
+
+void write_start_record() {
+  Slot s = reserve_record(Create::OnlyIfOpen);
+  if (!s) return;
+  s.rec->kind = RDZV_EV_PROC_START;
+  s.rec->op = RDZV_OP_INIT;
+  s.rec->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  s.rec->ts_ns = g_header->created_monotonic_ns;
+  s.rec->fd = -1;
+  s.rec->u.proc.child_pid = -1;
+  copy_cut(s.rec->u.proc.path, sizeof s.rec->u.proc.path, g_header->exe);
+  commit_record(s);
+}
+
+// Runs once per process image (and once per fork child), with the guard held.
+bool open_trace() {
+  writer_configure();
+  if (!g_dir[0]) return false;
+  if (!ensure_dir()) {
+    say_once("trace directory unusable", errno);
+    return false;
+  }
+  char raw_host[256];
+  if (gethostname(raw_host, sizeof raw_host) != 0) raw_host[0] = '\0';
+  raw_host[sizeof raw_host - 1] = '\0';
+  char host[128];
+  sanitize_for_filename(raw_host, host, sizeof host);
+
+  uint32_t generation = 0;
+  int fd = create_file(host, &generation);
+  if (fd < 0) {
+    say_once("cannot create trace file", errno);
+    return false;
+  }
+  uint64_t capacity = (g_max_bytes - RDZV_HEADER_SIZE) / RDZV_RECORD_SIZE;
+  if (capacity > UINT32_MAX) capacity = UINT32_MAX;
+  size_t len = RDZV_HEADER_SIZE + capacity * RDZV_RECORD_SIZE;
+  // Blocks are allocated now: a store into a mapped hole on a full disk would be a SIGBUS in
+  // the host process, while a failure here only costs us the trace.
+  int err = posix_fallocate(fd, 0, static_cast<off_t>(len));
+  if (err != 0 && err != EOPNOTSUPP && err != EINVAL) {
+    close(fd);
+    say_once("cannot allocate trace file", err);
+    return false;
+  }
+  if (err != 0 && ftruncate(fd, static_cast<off_t>(len)) != 0) {
+    err = errno;
+    close(fd);
+    say_once("cannot size trace file", err);
+    return false;
+  }
+  void* map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  err = errno;
+  close(fd);  // the mapping keeps the file; no fd of ours stays open for the host to trip on
+  if (map == MAP_FAILED) {
+    say_once("cannot map trace file", err);
+    return false;
+  }
+
+  auto* h = static_cast<rdzv_file_header*>(map);
+  h->version = RDZV_FORMAT_VERSION;
+  h->header_size = RDZV_HEADER_SIZE;
+  h->record_size = RDZV_RECORD_SIZE;
+  h->features = RDZV_FEAT_SNAPSHOTS | RDZV_FEAT_STORE_IO;
+  h->source = RDZV_SOURCE_SHIM;
+  h->capacity = static_cast<uint32_t>(capacity);
+  h->exec_generation = generation;
+  fill_process(h);
+  fill_identity(&h->ident);
+  store_ports_export(h->store_ports);
+
+  g_records = reinterpret_cast<rdzv_record*>(static_cast<char*>(map) + RDZV_HEADER_SIZE);
+  g_capacity = capacity;
+  g_map_len = len;
+  g_header = h;
+  // The magic goes last: a reader that sees it sees a complete header.
+  char magic[RDZV_MAGIC_LEN];
+  memcpy(magic, RDZV_MAGIC, RDZV_MAGIC_LEN);
+  uint64_t magic_word;
+  memcpy(&magic_word, magic, sizeof magic_word);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(h->magic), magic_word, __ATOMIC_RELEASE);
+  return true;
+}
+
+}  // namespace
+
+void writer_configure() {
+  if (g_configured) return;
+  g_configured = true;
+  copy_cut(g_dir, sizeof g_dir, env_nonempty("RDZVSCOPE_DIR"));
+  int64_t mb;
+  if (parse_i64(env_nonempty("RDZVSCOPE_MAX_MB"), &mb) && mb > 0)
+    g_max_bytes = static_cast<uint64_t>(mb > static_cast<int64_t>(kMaxMaxMb) ? kMaxMaxMb : mb)
+                  << 20;
+  const char* gr = env_nonempty("RDZVSCOPE_GROUP_READ");
+  g_group_read = gr && strcmp(gr, "0") != 0;
+  store_ports_init();
+}
+
+const char* trace_dir() {
+  writer_configure();
+  return g_dir;
+}
+
+Slot reserve_record(Create create) {
+  int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(state != kOpen, 0)) {
+    if (state == kDisabled || create == Create::OnlyIfOpen) return {};
+    int expected = kClosed;
+    if (__atomic_compare_exchange_n(&g_state, &expected, kOpening, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      bool ok = open_trace();
+      __atomic_store_n(&g_state, ok ? kOpen : kDisabled, __ATOMIC_RELEASE);
+      if (ok) write_start_record();
+    } else {
+      // Another thread is creating the file: wait a little, never block the host for long.
+      for (int i = 0; i < 2000 && __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == kOpening; ++i)
+        sched_yield();
+    }
+    if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != kOpen) return {};
+  }
+  uint64_t index = __atomic_fetch_add(&g_header->next_slot, 1, __ATOMIC_RELAXED);
+  if (index >= g_capacity) {
+    __atomic_fetch_add(&g_header->dropped, 1, __ATOMIC_RELAXED);
+    return {};
+  }
+  return Slot{&g_records[index], index};
+}
+
+void commit_record(const Slot& slot) {
+  __atomic_store_n(&slot.rec->seal, rdzv_seal_for(slot.index), __ATOMIC_RELEASE);
+}
+
+bool trace_is_open() { return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == kOpen; }
+
+uint64_t process_start_realtime_ns() { return trace_is_open() ? g_header->start_realtime_ns : 0; }
+
+void writer_sync_store_ports() {
+  if (trace_is_open()) store_ports_export(g_header->store_ports);
+}
+
+void writer_forget_after_fork() {
+  // Only the forking thread exists in the child, so plain stores are enough here.
+  if (g_state == kOpen && g_header) munmap(g_header, g_map_len);
+  g_header = nullptr;
+  g_records = nullptr;
+  g_capacity = 0;
+  g_map_len = 0;
+  g_state = (!g_configured || g_dir[0]) ? kClosed : kDisabled;
+}
+
+}  // namespace rdzv

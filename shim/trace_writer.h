@@ -1,0 +1,47 @@
+// The per-process trace file: created on the first socket or resolver call, mapped
+// MAP_SHARED, appended to without locks. See include/rdzvscope/trace_format.h for the
+// crash-safety rules this follows.
+#pragma once
+
+#include <stdint.h>
+
+#include "rdzvscope/trace_format.h"
+
+namespace rdzv {
+
+enum class Create { IfNeeded, OnlyIfOpen };
+
+// A reserved record slot; fill in `rec`, then commit().
+struct Slot {
+  rdzv_record* rec = nullptr;
+  uint64_t index = 0;
+  explicit operator bool() const { return rec != nullptr; }
+};
+
+// Reserves the next slot, creating the file first when asked to. Returns an empty Slot when
+// tracing is off, the file could not be made, or the file is full (then counted as dropped).
+// Must be called with the guard held.
+Slot reserve_record(Create create);
+
+// Publishes the record: stores its seal last with release order.
+void commit_record(const Slot& slot);
+
+bool trace_is_open();
+
+// The time the trace header says the process started (0 when unknown).
+uint64_t process_start_realtime_ns();
+
+// After a store port was learnt late (MASTER_PORT set at run time), refresh the header copy.
+void writer_sync_store_ports();
+
+// fork child: drop the parent's mapping so that the child never writes the parent's file;
+// the child makes its own file on its first socket call.
+void writer_forget_after_fork();
+
+// Configuration read once at load: RDZVSCOPE_DIR etc. Safe to call more than once.
+void writer_configure();
+
+// Path of the directory traces go to ("" when tracing is off), for exec re-injection.
+const char* trace_dir();
+
+}  // namespace rdzv
