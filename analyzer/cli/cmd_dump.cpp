@@ -1,0 +1,111 @@
+// rdzvscope dump FILE|DIR...: every trace as JSON lines (header, events, summary), for
+// scripts and for looking at a trace by eye. Damage is reported on stderr, one line per
+// problem, and the other files are still dumped; exit 2 at the end if anything was wrong.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "reader/dump_json.h"
+#include "reader/trace_reader.h"
+
+namespace rdzvscope::cli {
+namespace {
+
+struct DumpOptions {
+  std::vector<std::string> paths;
+};
+
+void report(const Error& e) { std::fprintf(stderr, "rdzvscope dump: %s\n", e.message().c_str()); }
+
+void print_line(const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The *.rzt files of a directory, sorted by name (host.pid: stable, groups a host's files).
+Result<std::vector<std::string>> traces_in_dir(const std::string& dir) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  if (!d) return Error{dir, std::strerror(errno), std::nullopt};
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d.get())) {
+    const std::string name = e->d_name;
+    if (ends_with(name, RDZV_FILE_SUFFIX) && name != RDZV_FILE_SUFFIX) names.push_back(name);
+  }
+  if (names.empty()) {
+    return Error{dir, std::string("no *") + RDZV_FILE_SUFFIX + " trace files in this directory",
+                 std::nullopt};
+  }
+  std::sort(names.begin(), names.end());
+  const std::string prefix = ends_with(dir, "/") ? dir : dir + "/";
+  for (auto& n : names) n = prefix + n;
+  return names;
+}
+
+// Dumps one file; returns false when anything was wrong with it.
+bool dump_file(const std::string& path) {
+  auto result = read_trace(path);
+  if (!result) {
+    report(result.error());
+    return false;
+  }
+  const Trace& trace = result.value();
+  print_line(json_line(header_json(trace)));
+  for (const auto& rec : trace.records) print_line(json_line(event_json(trace.header, rec)));
+  print_line(json_line(summary_json(trace)));
+  if (trace.damage) {
+    std::fflush(stdout);  // keep stdout and stderr in a sensible order on a terminal
+    report(*trace.damage);
+    return false;
+  }
+  return true;
+}
+
+int run_dump(const DumpOptions& opt) {
+  bool all_ok = true;
+  for (const auto& path : opt.paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      report(Error{path, std::strerror(errno), std::nullopt});
+      all_ok = false;
+      continue;
+    }
+    std::vector<std::string> files{path};
+    if (S_ISDIR(st.st_mode)) {
+      auto listed = traces_in_dir(path);
+      if (!listed) {
+        report(listed.error());
+        all_ok = false;
+        continue;
+      }
+      files = std::move(listed.value());
+    }
+    for (const auto& f : files) all_ok = dump_file(f) && all_ok;
+  }
+  std::fflush(stdout);
+  return all_ok ? kExitOk : kExitUsage;
+}
+
+}  // namespace
+
+Command add_dump_command(CLI::App& app) {
+  auto opt = std::make_shared<DumpOptions>();
+  CLI::App* sub = app.add_subcommand("dump", "Print trace files as JSON lines (header, events, summary)");
+  sub->add_option("paths", opt->paths, "Trace files, or directories of *.rzt files")
+      ->required()
+      ->type_name("FILE|DIR");
+  return Command{sub, [opt] { return run_dump(*opt); }};
+}
+
+}  // namespace rdzvscope::cli

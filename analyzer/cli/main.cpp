@@ -1,0 +1,41 @@
+// rdzvscope: diagnose PyTorch distributed rendezvous failures. See the architecture notes
+// for the parts; this file only dispatches to the subcommands (cmd_*.cpp).
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "commands.h"
+
+#ifndef RDZVSCOPE_VERSION
+#define RDZVSCOPE_VERSION "unknown"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace rdzvscope::cli;
+  CLI::App app{"rdzvscope: diagnose PyTorch distributed rendezvous failures", "rdzvscope"};
+  app.set_version_flag("--version", std::string("rdzvscope ") + RDZVSCOPE_VERSION);
+  app.require_subcommand(1);
+
+  std::vector<Command> commands{add_run_command(app), add_dump_command(app)};
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" to CLI11 with exit code 0; anything else is bad
+    // usage, and the architecture promises exit status 2 for that.
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  try {
+    for (const auto& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
+  } catch (const std::exception& e) {
+    // Last resort: the commands report errors as values; this is for the unforeseen
+    // (bad_alloc, filesystem errors), so that the user gets a message, not an abort.
+    std::fprintf(stderr, "rdzvscope: internal error: %s\n", e.what());
+    return kExitUsage;
+  }
+  return kExitUsage;
+}

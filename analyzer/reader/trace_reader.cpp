@@ -1,0 +1,178 @@
+#include "trace_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+namespace rdzvscope {
+namespace {
+
+// Closes the descriptor on every return path.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// pread until `len` bytes or end of file; returns bytes read, or -1 with errno set.
+// Loops because pread may return short counts (signals, network file systems).
+ssize_t pread_full(int fd, void* buf, std::size_t len, std::uint64_t offset) {
+  auto* p = static_cast<std::byte*>(buf);
+  std::size_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pread(fd, p + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+Error error_at(const std::string& path, std::uint64_t offset, std::string detail) {
+  return Error{path, std::move(detail), offset};
+}
+
+bool magic_is_zero(const rdzv_file_header& h) {
+  return std::all_of(std::begin(h.magic), std::end(h.magic), [](char c) { return c == 0; });
+}
+
+// Every check that decides whether the header can be trusted at all; nullopt when it can.
+std::optional<Error> check_header(const std::string& path, const rdzv_file_header& h) {
+  // The writer stores the magic last: all zero means it died while creating the file.
+  if (magic_is_zero(h)) {
+    return error_at(path, 0,
+                    "header never completed (magic at offset 0 is all zero: the writer died "
+                    "while creating the file)");
+  }
+  if (std::memcmp(h.magic, RDZV_MAGIC, RDZV_MAGIC_LEN) != 0) {
+    return error_at(path, 0, "not an rdzvscope trace (bad magic at offset 0)");
+  }
+  const auto at = [](std::size_t off) { return static_cast<std::uint64_t>(off); };
+  if (h.version > RDZV_FORMAT_VERSION) {
+    return error_at(path, at(offsetof(rdzv_file_header, version)),
+                    "format version " + std::to_string(h.version) +
+                        " is newer than this rdzvscope (supports " +
+                        std::to_string(RDZV_FORMAT_VERSION) + ")");
+  }
+  if (h.version == 0) {
+    return error_at(path, at(offsetof(rdzv_file_header, version)),
+                    "format version 0 at offset " +
+                        std::to_string(offsetof(rdzv_file_header, version)) + " is not valid");
+  }
+  if (h.header_size != RDZV_HEADER_SIZE) {
+    return error_at(path, at(offsetof(rdzv_file_header, header_size)),
+                    "header size " + std::to_string(h.header_size) + " at offset " +
+                        std::to_string(offsetof(rdzv_file_header, header_size)) +
+                        " is not " + std::to_string(RDZV_HEADER_SIZE));
+  }
+  if (h.record_size != RDZV_RECORD_SIZE) {
+    return error_at(path, at(offsetof(rdzv_file_header, record_size)),
+                    "record size " + std::to_string(h.record_size) + " at offset " +
+                        std::to_string(offsetof(rdzv_file_header, record_size)) +
+                        " is not " + std::to_string(RDZV_RECORD_SIZE));
+  }
+  if (h.capacity > kMaxPlausibleCapacity) {
+    return error_at(path, at(offsetof(rdzv_file_header, capacity)),
+                    "capacity " + std::to_string(h.capacity) + " at offset " +
+                        std::to_string(offsetof(rdzv_file_header, capacity)) +
+                        " is not plausible (at most " + std::to_string(kMaxPlausibleCapacity) +
+                        " records)");
+  }
+  return std::nullopt;
+}
+
+bool record_is_valid(const rdzv_record& r) {
+  return r.kind != 0 && r.kind <= RDZV_EV_KIND_MAX && r.op < RDZV_OP_MAX;
+}
+
+}  // namespace
+
+std::uint64_t Trace::dropped() const {
+  const std::uint64_t overflow =
+      header.next_slot > header.capacity ? header.next_slot - header.capacity : 0;
+  return std::max(header.dropped, overflow);
+}
+
+Result<Trace> read_trace(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Error{path, std::strerror(errno), std::nullopt};
+
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Error{path, std::strerror(errno), std::nullopt};
+  if (S_ISDIR(st.st_mode)) return Error{path, "is a directory, not a trace file", std::nullopt};
+  if (!S_ISREG(st.st_mode)) return Error{path, "not a regular file", std::nullopt};
+
+  Trace trace;
+  trace.path = path;
+  trace.file_size = static_cast<std::uint64_t>(st.st_size);
+  if (trace.file_size < RDZV_HEADER_SIZE) {
+    return error_at(path, 0,
+                    "too short for a trace header (" + std::to_string(trace.file_size) +
+                        " bytes)");
+  }
+
+  ssize_t n = pread_full(fd.get(), &trace.header, sizeof trace.header, 0);
+  if (n < 0) return error_at(path, 0, std::string("read error at offset 0: ") + std::strerror(errno));
+  if (static_cast<std::size_t>(n) < sizeof trace.header) {
+    // The file shrank between fstat and pread.
+    return error_at(path, 0, "too short for a trace header (" + std::to_string(n) + " bytes)");
+  }
+  if (auto bad = check_header(path, trace.header)) return std::move(*bad);
+
+  // Only reserved slots hold records; next_slot may run past capacity (events dropped).
+  const std::uint64_t slots = std::min<std::uint64_t>(trace.header.next_slot, trace.header.capacity);
+
+  // Read in chunks: bounded memory whatever the capacity claims.
+  constexpr std::uint64_t kChunk = 1024;
+  std::vector<rdzv_record> buf(kChunk);
+  for (std::uint64_t first = 0; first < slots; first += kChunk) {
+    const std::uint64_t want = std::min(kChunk, slots - first);
+    const std::uint64_t offset = rdzv_record_offset(first);
+    n = pread_full(fd.get(), buf.data(), want * RDZV_RECORD_SIZE, offset);
+    if (n < 0) {
+      trace.damage = error_at(path, offset,
+                              "read error at offset " + std::to_string(offset) + ": " +
+                                  std::strerror(errno));
+      break;
+    }
+    const std::uint64_t complete = static_cast<std::uint64_t>(n) / RDZV_RECORD_SIZE;
+    for (std::uint64_t i = 0; i < complete; ++i) {
+      const std::uint64_t slot = first + i;
+      const rdzv_record& r = buf[i];
+      if (r.seal != rdzv_seal_for(slot)) {
+        ++trace.torn;
+      } else if (!record_is_valid(r)) {
+        ++trace.invalid;
+      } else {
+        trace.records.push_back(Record{SlotIndex{slot}, r});
+      }
+    }
+    if (complete < want) {
+      const std::uint64_t slot = first + complete;
+      const std::uint64_t at = rdzv_record_offset(slot);
+      trace.damage = error_at(path, at,
+                              "truncated at offset " + std::to_string(at) + " (record slot " +
+                                  std::to_string(slot) + ")");
+      break;
+    }
+  }
+  return trace;
+}
+
+}  // namespace rdzvscope

@@ -1,0 +1,50 @@
+// Reads one trace file (include/rdzvscope/trace_format.h) into memory and validates it.
+//
+// Damage is expected: the writer may have been SIGKILLed at any instruction, the file may
+// have been copied while written, or cut by a full disk. So:
+//   - a header that cannot be trusted is an Error (the file is unusable);
+//   - a torn record (seal missing: the writer died while filling it) is counted and skipped;
+//   - a sealed record with an impossible kind/op is counted as invalid and skipped;
+//   - a file that ends inside the record area keeps every complete record before the cut,
+//     and reports the cut in Trace::damage.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <rdzvscope/trace_format.h>
+
+#include "error.h"
+#include "ids.h"
+
+namespace rdzvscope {
+
+// A record together with the slot it was found in (the slot orders events of one process).
+struct Record {
+  SlotIndex slot;
+  rdzv_record raw;
+};
+
+struct Trace {
+  std::string path;
+  std::uint64_t file_size = 0;
+  rdzv_file_header header{};   // as read; the live counters are a snapshot
+  std::vector<Record> records; // sealed and valid, in slot order
+  std::uint64_t torn = 0;      // reserved slots whose record was never finished
+  std::uint64_t invalid = 0;   // sealed records with an impossible kind or op
+  std::optional<Error> damage; // set when the file ends inside the record area
+
+  // Events the writer could not store. header.dropped is incremented after next_slot, so a
+  // writer killed in between leaves next_slot > capacity + dropped: take the larger.
+  std::uint64_t dropped() const;
+};
+
+// Larger than any file a writer makes (RDZVSCOPE_MAX_MB is a few MiB): a capacity above this
+// is garbage in the header, not a big trace.
+inline constexpr std::uint64_t kMaxPlausibleCapacity = std::uint64_t{1} << 24;
+
+Result<Trace> read_trace(const std::string& path);
+
+}  // namespace rdzvscope

@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the rdzvscope executable, one case per ctest test.
+
+usage: cli_test.py RDZVSCOPE MAKE_TEST_TRACE CASE
+
+Each case runs the built binary as a user would and checks exit status, stdout and stderr.
+A case fails by raising (any exception exits non-zero, which ctest reports).
+"""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+RDZVSCOPE, MAKE_TRACE, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def run(args, env=None, cwd=None, unset=()):
+    e = dict(os.environ)
+    # The parent environment must not decide where the shim is found.
+    e.pop("RDZVSCOPE_SHIM", None)
+    e.pop("LD_PRELOAD", None)
+    e.pop("SLURM_JOB_ID", None)
+    for k in unset:
+        e.pop(k, None)
+    e.update(env or {})
+    p = subprocess.run([RDZVSCOPE] + args, capture_output=True, text=True, env=e, cwd=cwd,
+                       timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(cond, what, *context):
+    if not cond:
+        raise AssertionError(what + "".join("\n--- " + str(c) for c in context))
+
+
+def make_trace(kind, path):
+    subprocess.run([MAKE_TRACE, kind, path], check=True)
+
+
+def parse_lines(out):
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def env_of(out):
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def case_help(tmp):
+    for args in (["--help"], ["dump", "--help"], ["run", "--help"]):
+        rc, out, err = run(args)
+        expect(rc == 0, f"{args}: exit {rc}", err)
+        expect("Usage:" in out, f"{args}: no usage text", out)
+    rc, out, _ = run(["run", "--help"])
+    for opt in ("--out", "--ports", "--shim", "--max-mb"):
+        expect(opt in out, f"run --help does not mention {opt}", out)
+
+
+def case_version(tmp):
+    rc, out, err = run(["--version"])
+    expect(rc == 0 and out.startswith("rdzvscope "), "bad --version", rc, out, err)
+
+
+def case_no_subcommand(tmp):
+    rc, out, err = run([])
+    expect(rc == 2, f"no subcommand: exit {rc}", err)
+    rc, out, err = run(["frobnicate"])
+    expect(rc == 2, f"unknown subcommand: exit {rc}", err)
+
+
+def case_dump_good(tmp):
+    path = os.path.join(tmp, "host.1.rzt")
+    make_trace("good", path)
+    rc, out, err = run(["dump", path])
+    expect(rc == 0, f"exit {rc}", err)
+    expect(err == "", "stderr not empty", err)
+    lines = parse_lines(out)
+    expect([l["type"] for l in lines] == ["header"] + ["event"] * 4 + ["summary"],
+           "line types", out)
+    h, events, s = lines[0], lines[1:-1], lines[-1]
+    expect(h["file"] == path and h["pid"] == 4242 and h["host"] == "node1", "header", h)
+    expect([e["kind"] for e in events] == ["proc_start", "resolve", "connect", "proc_exit"],
+           "event kinds", events)
+    c = events[2]
+    expect(c["errno_name"] == "ECONNREFUSED" and c["peer"] == "10.0.0.1:29500"
+           and c["flags"] == ["store"], "connect event", c)
+    expect(events[1]["first"] == "10.0.0.1:29500" and events[1]["gai_error"] is None,
+           "resolve event", events[1])
+    expect(s == {"type": "summary", "file": path, "records": 4, "torn": 0, "invalid": 0,
+                 "dropped": 0, "lost": 0}, "summary", s)
+
+
+def case_dump_dir(tmp):
+    for name in ("b.2.rzt", "a.1.rzt"):
+        make_trace("good", os.path.join(tmp, name))
+    with open(os.path.join(tmp, "notes.txt"), "w") as f:
+        f.write("not a trace")
+    rc, out, err = run(["dump", tmp])
+    expect(rc == 0, f"exit {rc}", err)
+    headers = [l["file"] for l in parse_lines(out) if l["type"] == "header"]
+    expect(headers == [os.path.join(tmp, "a.1.rzt"), os.path.join(tmp, "b.2.rzt")],
+           "files in name order, .rzt only", headers)
+
+
+def case_dump_truncated(tmp):
+    path = os.path.join(tmp, "cut.rzt")
+    make_trace("truncated", path)
+    rc, out, err = run(["dump", path])
+    expect(rc == 2, f"exit {rc}", err)
+    err_lines = err.splitlines()
+    expect(len(err_lines) == 1, "one stderr line", err)
+    expect(err_lines[0] == f"rdzvscope dump: {path}: truncated at offset 4672 (record slot 3)",
+           "stderr names file, offset and slot", err)
+    lines = parse_lines(out)
+    expect([l["type"] for l in lines] == ["header", "event", "event", "event", "summary"],
+           "records before the cut still dumped", out)
+
+
+def case_dump_torn(tmp):
+    path = os.path.join(tmp, "torn.rzt")
+    make_trace("torn", path)
+    rc, out, err = run(["dump", path])
+    expect(rc == 0, f"a torn record is not an error: exit {rc}", err)
+    s = parse_lines(out)[-1]
+    expect(s["torn"] == 1 and s["records"] == 3, "torn counted", s)
+
+
+def case_dump_missing(tmp):
+    path = os.path.join(tmp, "nope.rzt")
+    rc, out, err = run(["dump", path])
+    expect(rc == 2, f"exit {rc}", err)
+    expect(err == f"rdzvscope dump: {path}: No such file or directory\n", "message", err)
+    expect(out == "", "no output", out)
+
+
+def case_dump_empty_dir(tmp):
+    rc, out, err = run(["dump", tmp])
+    expect(rc == 2, f"exit {rc}", err)
+    expect(err.startswith(f"rdzvscope dump: {tmp}: ") and len(err.splitlines()) == 1,
+           "one line naming the directory", err)
+
+
+def case_dump_mixed(tmp):
+    """A bad file among good ones: the good ones are dumped, exit 2 at the end."""
+    good = os.path.join(tmp, "good.rzt")
+    bad = os.path.join(tmp, "bad.rzt")
+    make_trace("good", good)
+    with open(bad, "wb") as f:
+        f.write(b"\0" * 5000)
+    rc, out, err = run(["dump", bad, good, os.path.join(tmp, "missing.rzt")])
+    expect(rc == 2, f"exit {rc}", err)
+    expect(len(err.splitlines()) == 2, "one line per bad file", err)
+    expect(f"{bad}: header never completed" in err, "all-zero header explained", err)
+    expect([l["file"] for l in parse_lines(out) if l["type"] == "summary"] == [good],
+           "good file dumped", out)
+
+
+def fake_shim(tmp, sub="shim"):
+    d = os.path.join(tmp, sub)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "librdzvscope.so")
+    with open(path, "w") as f:
+        f.write("not an ELF: ld.so complains on stderr and goes on")
+    return path
+
+
+def case_run_missing_shim(tmp):
+    missing = os.path.join(tmp, "nowhere", "librdzvscope.so")
+    rc, out, err = run(["run", "--shim", missing, "--out", os.path.join(tmp, "t"), "--",
+                        "/bin/true"])
+    expect(rc == 2, f"exit {rc}", err)
+    expect(len(err.splitlines()) == 1 and missing in err, "one line naming the path", err)
+    expect(not os.path.exists(os.path.join(tmp, "t")), "no trace dir made for nothing")
+
+
+def case_run_env(tmp):
+    shim = fake_shim(tmp)
+    out_dir = os.path.join(tmp, "deep", "traces")
+    rc, out, err = run(["run", "--shim", shim, "--out", out_dir, "--ports", "29600,29601",
+                        "--max-mb", "8", "--", "/usr/bin/env"])
+    expect(rc == 0, f"exit {rc}", err)
+    env = env_of(out)
+    expect(env["LD_PRELOAD"].split(":")[0] == shim, "shim first in LD_PRELOAD", env)
+    expect(env["RDZVSCOPE_DIR"] == out_dir, "RDZVSCOPE_DIR absolute", env)
+    expect(env["RDZVSCOPE_SHIM"] == shim, "RDZVSCOPE_SHIM", env)
+    expect(env["RDZVSCOPE_PORTS"] == "29600,29601", "RDZVSCOPE_PORTS", env)
+    expect(env["RDZVSCOPE_MAX_MB"] == "8", "RDZVSCOPE_MAX_MB", env)
+    expect(os.path.isdir(out_dir) and mode(out_dir) == 0o700, "dir 0700", oct(mode(out_dir)))
+    expect(mode(os.path.join(tmp, "deep")) == 0o700, "parents 0700 too")
+    expect(f"rdzvscope: tracing into {out_dir}\n" in err, "announces the dir", err)
+
+
+def case_run_relative_out(tmp):
+    shim = fake_shim(tmp)
+    rc, out, err = run(["run", "--shim", "shim/librdzvscope.so", "--out", "rel/t", "--",
+                        "/usr/bin/env"], cwd=tmp)
+    expect(rc == 0, f"exit {rc}", err)
+    env = env_of(out)
+    expect(env["RDZVSCOPE_DIR"] == os.path.join(tmp, "rel", "t"), "dir made absolute", env)
+    expect(env["LD_PRELOAD"] == shim, "shim made absolute", env)
+
+
+def case_run_default_out(tmp):
+    shim = fake_shim(tmp)
+    rc, out, err = run(["run", "--shim", shim, "--", "/usr/bin/env"], cwd=tmp,
+                       env={"SLURM_JOB_ID": "777"})
+    expect(rc == 0, f"exit {rc}", err)
+    expect(env_of(out)["RDZVSCOPE_DIR"] == os.path.join(tmp, "rdzvscope-777"), "slurm dir",
+           out)
+    expect(mode(os.path.join(tmp, "rdzvscope-777")) == 0o700, "0700")
+    rc, out, err = run(["run", "--shim", shim, "--", "/usr/bin/env"], cwd=tmp)
+    expect(rc == 0, f"exit {rc}", err)
+    d = env_of(out)["RDZVSCOPE_DIR"]
+    name = os.path.basename(d)
+    expect(os.path.dirname(d) == tmp and name.startswith("rdzvscope-20") and len(name) == 25,
+           "timestamped dir in the current dir", d)
+
+
+def case_run_shim_beside_exe(tmp):
+    """Installed layout: bin/rdzvscope finds ../lib/librdzvscope.so by itself."""
+    global RDZVSCOPE
+    os.makedirs(os.path.join(tmp, "bin"))
+    exe = os.path.join(tmp, "bin", "rdzvscope")
+    shutil.copy2(RDZVSCOPE, exe)
+    saved, RDZVSCOPE = RDZVSCOPE, exe
+    try:
+        rc, out, err = run(["run", "--out", os.path.join(tmp, "t"), "--", "/usr/bin/env"])
+        expect(rc == 2 and os.path.join(tmp, "lib", "librdzvscope.so") in err,
+               "names where it looked", rc, err)
+        shim = fake_shim(tmp, "lib")
+        rc, out, err = run(["run", "--out", os.path.join(tmp, "t"), "--", "/usr/bin/env"])
+        expect(rc == 0, f"exit {rc}", err)
+        expect(env_of(out)["LD_PRELOAD"] == shim, "found beside the exe", out)
+    finally:
+        RDZVSCOPE = saved
+
+
+def case_run_env_shim(tmp):
+    shim = fake_shim(tmp)
+    rc, out, err = run(["run", "--out", os.path.join(tmp, "t"), "--", "/usr/bin/env"],
+                       env={"RDZVSCOPE_SHIM": shim})
+    expect(rc == 0, f"exit {rc}", err)
+    expect(env_of(out)["LD_PRELOAD"] == shim, "RDZVSCOPE_SHIM used", out)
+    other = fake_shim(tmp, "other")
+    rc, out, err = run(["run", "--shim", other, "--out", os.path.join(tmp, "t"), "--",
+                        "/usr/bin/env"], env={"RDZVSCOPE_SHIM": shim})
+    expect(rc == 0 and env_of(out)["LD_PRELOAD"] == other, "--shim wins over the env", out)
+
+
+def case_run_keeps_preload(tmp):
+    shim = fake_shim(tmp)
+    rc, out, err = run(["run", "--shim", shim, "--out", os.path.join(tmp, "t"), "--",
+                        "/usr/bin/env"], env={"LD_PRELOAD": f"/x/liba.so {shim}"})
+    expect(rc == 0, f"exit {rc}", err)
+    expect(env_of(out)["LD_PRELOAD"] == f"{shim}:/x/liba.so", "merged, shim once", out)
+
+
+def case_run_no_command(tmp):
+    shim = fake_shim(tmp)
+    for args in (["run", "--shim", shim], ["run", "--shim", shim, "--"]):
+        rc, out, err = run(args, cwd=tmp)
+        expect(rc == 2, f"{args}: exit {rc}", err)
+        expect("rdzvscope run:" in err, "usage error", err)
+
+
+def case_run_exec_fails(tmp):
+    shim = fake_shim(tmp)
+    rc, out, err = run(["run", "--shim", shim, "--out", os.path.join(tmp, "t"), "--",
+                        "no-such-command-rdzvscope"])
+    expect(rc == 127, f"exit {rc}", err)
+    expect("rdzvscope run: no-such-command-rdzvscope: No such file or directory" in err,
+           "names the command", err)
+
+
+def case_run_bad_ports(tmp):
+    shim = fake_shim(tmp)
+    for ports in ("0", "65536", "29500,x", ""):
+        rc, out, err = run(["run", "--shim", shim, "--out", os.path.join(tmp, "t"),
+                            "--ports", ports, "--", "/bin/true"])
+        # An empty --ports is CLI11's "needs an argument" or our own error: both exit 2.
+        expect(rc == 2, f"--ports {ports!r}: exit {rc}", err)
+
+
+def case_run_out_is_file(tmp):
+    shim = fake_shim(tmp)
+    f = os.path.join(tmp, "file")
+    open(f, "w").close()
+    rc, out, err = run(["run", "--shim", shim, "--out", f, "--", "/bin/true"])
+    expect(rc == 2 and f in err, f"exit {rc}", err)
+
+
+def case_run_args_after_dashdash(tmp):
+    """Options after -- belong to the command, not to rdzvscope."""
+    shim = fake_shim(tmp)
+    rc, out, err = run(["run", "--shim", shim, "--out", os.path.join(tmp, "t"), "--",
+                        "/bin/sh", "-c", "echo \"$0 $1\"", "--help", "--out"])
+    expect(rc == 0, f"exit {rc}", err)
+    expect(out == "--help --out\n", "arguments passed through", out)
+
+
+def main():
+    fn = globals().get("case_" + CASE)
+    if fn is None:
+        raise SystemExit(f"unknown case {CASE}")
+    with tempfile.TemporaryDirectory(prefix="rdzvscope-cli-") as tmp:
+        fn(os.path.realpath(tmp))
+    print(f"{CASE}: ok")
+
+
+if __name__ == "__main__":
+    main()
