@@ -5,23 +5,23 @@
 namespace rdzv {
 
 uint16_t g_fd_info[kMaxTrackedFd];
+ConnSlot g_conn_slots[kMaxConnSlots];
 int g_watched_fds;
 int g_store_pending;
 
 namespace {
 
-ConnSlot g_slots[kMaxConnSlots];
-bool g_slots_ready;
+bool g_conn_slots_ready;
 
 void init_slots() {
   // Static storage starts zeroed, and fd 0 is a real fd: mark every slot free once.
-  if (__atomic_load_n(&g_slots_ready, __ATOMIC_ACQUIRE)) return;
-  for (auto& s : g_slots) {
+  if (__atomic_load_n(&g_conn_slots_ready, __ATOMIC_ACQUIRE)) return;
+  for (auto& s : g_conn_slots) {
     int32_t zero = 0;
     __atomic_compare_exchange_n(&s.owner_fd, &zero, -1, false, __ATOMIC_RELAXED,
                                 __ATOMIC_RELAXED);
   }
-  __atomic_store_n(&g_slots_ready, true, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_conn_slots_ready, true, __ATOMIC_RELEASE);
 }
 
 bool watched(uint16_t info) { return info & (kFdStore | kFdPending); }
@@ -53,14 +53,9 @@ void fd_info_update(int fd, uint16_t set_bits, uint16_t clear_bits) {
   account_watch(before, after);
 }
 
-ConnSlot* conn_slot(uint16_t info) {
-  uint16_t idx = info & kFdSlotMask;
-  return idx ? &g_slots[idx - 1] : nullptr;
-}
-
 ConnSlot* conn_slot_claim(int fd, bool store, uint64_t opened_ns, const rdzv_sockaddr& peer) {
   init_slots();
-  for (auto& s : g_slots) {
+  for (auto& s : g_conn_slots) {
     int32_t free_mark = -1;
     if (__atomic_load_n(&s.owner_fd, __ATOMIC_RELAXED) != -1) continue;
     if (!__atomic_compare_exchange_n(&s.owner_fd, &free_mark, fd, false, __ATOMIC_ACQUIRE,
@@ -87,11 +82,11 @@ uint16_t fd_forget(int fd) {
 }
 
 uint16_t conn_slot_bits(const ConnSlot* s) {
-  return s ? static_cast<uint16_t>((s - g_slots) + 1) : 0;
+  return s ? static_cast<uint16_t>((s - g_conn_slots) + 1) : 0;
 }
 
 void fd_table_reset_counters() {
-  for (auto& s : g_slots) {
+  for (auto& s : g_conn_slots) {
     s.bytes_sent = s.bytes_recv = s.calls_send = s.calls_recv = 0;
     s.events_recorded = 0;
   }

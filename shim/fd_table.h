@@ -39,7 +39,12 @@ inline uint16_t fd_info(int fd) {
 void fd_info_set(int fd, uint16_t info);
 void fd_info_update(int fd, uint16_t set_bits, uint16_t clear_bits);
 
-ConnSlot* conn_slot(uint16_t info);
+extern ConnSlot g_conn_slots[kMaxConnSlots];
+
+inline ConnSlot* conn_slot(uint16_t info) {
+  uint16_t idx = info & kFdSlotMask;
+  return idx ? &g_conn_slots[idx - 1] : nullptr;
+}
 
 // Claims a slot for fd, initialised; null when the table is full.
 ConnSlot* conn_slot_claim(int fd, bool store, uint64_t opened_ns, const rdzv_sockaddr& peer);

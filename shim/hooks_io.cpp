@@ -18,20 +18,20 @@ namespace {
 // the rendezvous handshake and first queries, bounded for a heartbeat that runs for days.
 constexpr uint32_t kDetailedEventsPerSocket = 32;
 
-inline bool traced(int fd, uint16_t* info) {
-  *info = fd_info(fd);
-  return __builtin_expect((*info & kFdStore) != 0, 0) && !in_guard();
-}
-
 size_t iov_bytes(const struct iovec* iov, long n) {
   size_t total = 0;
   for (long i = 0; iov && i < n; ++i) total += iov[i].iov_len;
   return total;
 }
 
+inline uint64_t coarse_ns() { return clock_ns(CLOCK_MONOTONIC_COARSE); }
+
+// Once a socket's detailed events are spent, the start of a call is read from the coarse
+// clock (a few instructions instead of a TSC read); only failures are recorded then, and for
+// those a resolution of a few milliseconds is plenty (they block for seconds).
 __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info,
-                                       size_t asked, bool dontwait, uint64_t t0, ssize_t r,
-                                       int err) {
+                                       size_t asked, bool dontwait, bool detail, uint64_t t0,
+                                       ssize_t r, int err) {
   Guard guard;
   ConnSlot* slot = conn_slot(info);
   const bool is_send = kind == RDZV_EV_SEND;
@@ -57,8 +57,7 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
   } else if (r == 0 && !is_send && asked > 0) {
     zero = true;
   }
-  bool detail = false;
-  if (slot && __atomic_load_n(&slot->events_recorded, __ATOMIC_RELAXED) < kDetailedEventsPerSocket)
+  if (detail)
     detail = __atomic_fetch_add(&slot->events_recorded, 1, __ATOMIC_RELAXED) <
              kDetailedEventsPerSocket;
   if (!failure && !zero && !detail) return;
@@ -68,8 +67,15 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
                                      (timeout ? RDZV_F_TIMEOUT : 0) |
                                      (zero ? RDZV_F_ZERO_READ : 0));
   head.fd = fd;
-  head.ts_ns = t0;
-  head.dur_ns = mono_ns() - t0;
+  uint64_t now = mono_ns();
+  if (detail) {
+    head.ts_ns = t0;
+    head.dur_ns = now - t0;
+  } else {
+    uint64_t c = coarse_ns();
+    head.dur_ns = c > t0 ? c - t0 : 0;
+    head.ts_ns = now - head.dur_ns;
+  }
   head.ret = r;
   head.err = r < 0 ? err : 0;
   if (Slot s = new_record(Create::IfNeeded, head)) {
@@ -91,10 +97,22 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
 template <typename Call>
 inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size_t asked,
                          bool dontwait, Call call) {
-  uint64_t t0 = mono_ns();
+  ConnSlot* slot = conn_slot(info);  // kFdStore is only ever set together with a slot
+  if (in_guard() || !slot) return call();
+  const bool detail =
+      __atomic_load_n(&slot->events_recorded, __ATOMIC_RELAXED) < kDetailedEventsPerSocket;
+  const uint64_t t0 = detail ? mono_ns() : coarse_ns();
   ssize_t r = call();
+  if (__builtin_expect(r > 0 && !detail, 1)) {
+    // The steady state of a store connection: count it, record nothing, leave errno alone.
+    const bool is_send = kind == RDZV_EV_SEND;
+    __atomic_fetch_add(is_send ? &slot->calls_send : &slot->calls_recv, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(is_send ? &slot->bytes_sent : &slot->bytes_recv,
+                       static_cast<uint64_t>(r), __ATOMIC_RELAXED);
+    return r;
+  }
   int err = errno;
-  note_io(kind, op, fd, info, asked, dontwait, t0, r, err);
+  note_io(kind, op, fd, info, asked, dontwait, detail, t0, r, err);
   errno = err;
   return r;
 }
@@ -103,107 +121,54 @@ inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size
 
 #define RDZV_EXPORT __attribute__((visibility("default")))
 
-extern "C" {
+#define RDZV_IO_HOOK(name, ret_t, params, args, kind, op, asked, dontwait)            \
+  __attribute__((noinline)) static ret_t name##_traced(real::name##_fn fn, uint16_t info,   \
+                                                      RDZV_UNPAREN params) {               \
+    return traced_io(kind, op, fd, info, asked, dontwait, [&] { return fn args; });        \
+  }                                                                                         \
+  extern "C" RDZV_EXPORT ret_t name params {                                               \
+    auto fn = real::name();                                                                 \
+    uint16_t info = fd_info(fd);                                                            \
+    if (__builtin_expect(!(info & kFdStore), 1)) return fn args;                            \
+    return name##_traced(fn, info, RDZV_UNPAREN args);                                      \
+  }
 
-RDZV_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
-  auto fn = real::send();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, buf, n, flags);
-  return traced_io(RDZV_EV_SEND, RDZV_OP_SEND, fd, info, n, flags & MSG_DONTWAIT,
-                   [&] { return fn(fd, buf, n, flags); });
-}
+#define RDZV_UNPAREN(...) __VA_ARGS__
 
-RDZV_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags,
-                           const struct sockaddr* to, socklen_t tolen) {
-  auto fn = real::sendto();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, buf, n, flags, to, tolen);
-  return traced_io(RDZV_EV_SEND, RDZV_OP_SENDTO, fd, info, n, flags & MSG_DONTWAIT,
-                   [&] { return fn(fd, buf, n, flags, to, tolen); });
-}
-
-RDZV_EXPORT ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
-  auto fn = real::sendmsg();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, msg, flags);
-  size_t n = msg ? iov_bytes(msg->msg_iov, static_cast<long>(msg->msg_iovlen)) : 0;
-  return traced_io(RDZV_EV_SEND, RDZV_OP_SENDMSG, fd, info, n, flags & MSG_DONTWAIT,
-                   [&] { return fn(fd, msg, flags); });
-}
-
-RDZV_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
-  auto fn = real::write();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, buf, n);
-  return traced_io(RDZV_EV_SEND, RDZV_OP_WRITE, fd, info, n, false,
-                   [&] { return fn(fd, buf, n); });
-}
-
-RDZV_EXPORT ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
-  auto fn = real::writev();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, iov, iovcnt);
-  return traced_io(RDZV_EV_SEND, RDZV_OP_WRITEV, fd, info, iov_bytes(iov, iovcnt), false,
-                   [&] { return fn(fd, iov, iovcnt); });
-}
-
-RDZV_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  auto fn = real::recv();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, buf, n, flags);
-  return traced_io(RDZV_EV_RECV, RDZV_OP_RECV, fd, info, n, flags & MSG_DONTWAIT,
-                   [&] { return fn(fd, buf, n, flags); });
-}
-
-RDZV_EXPORT ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
-  auto fn = real::__recv_chk();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, buf, n, buflen, flags);
-  return traced_io(RDZV_EV_RECV, RDZV_OP_RECV, fd, info, n, flags & MSG_DONTWAIT,
-                   [&] { return fn(fd, buf, n, buflen, flags); });
-}
-
-RDZV_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* from,
-                             socklen_t* fromlen) {
-  auto fn = real::recvfrom();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, buf, n, flags, from, fromlen);
-  return traced_io(RDZV_EV_RECV, RDZV_OP_RECVFROM, fd, info, n, flags & MSG_DONTWAIT,
-                   [&] { return fn(fd, buf, n, flags, from, fromlen); });
-}
-
-RDZV_EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags,
-                                   struct sockaddr* from, socklen_t* fromlen) {
-  auto fn = real::__recvfrom_chk();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, buf, n, buflen, flags, from, fromlen);
-  return traced_io(RDZV_EV_RECV, RDZV_OP_RECVFROM, fd, info, n, flags & MSG_DONTWAIT,
-                   [&] { return fn(fd, buf, n, buflen, flags, from, fromlen); });
-}
-
-RDZV_EXPORT ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
-  auto fn = real::recvmsg();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, msg, flags);
-  size_t n = msg ? iov_bytes(msg->msg_iov, static_cast<long>(msg->msg_iovlen)) : 0;
-  return traced_io(RDZV_EV_RECV, RDZV_OP_RECVMSG, fd, info, n, flags & MSG_DONTWAIT,
-                   [&] { return fn(fd, msg, flags); });
-}
-
-RDZV_EXPORT ssize_t read(int fd, void* buf, size_t n) {
-  auto fn = real::read();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, buf, n);
-  return traced_io(RDZV_EV_RECV, RDZV_OP_READ, fd, info, n, false,
-                   [&] { return fn(fd, buf, n); });
-}
-
-RDZV_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
-  auto fn = real::__read_chk();
-  uint16_t info;
-  if (!traced(fd, &info)) return fn(fd, buf, n, buflen);
-  return traced_io(RDZV_EV_RECV, RDZV_OP_READ, fd, info, n, false,
-                   [&] { return fn(fd, buf, n, buflen); });
-}
-
-}  // extern "C"
+// The exported hook is a leaf that tail-calls libc unless fd is a store socket; all other
+// work sits in the out-of-line *_traced function so that the common path saves no registers.
+RDZV_IO_HOOK(send, ssize_t, (int fd, const void* buf, size_t n, int flags), (fd, buf, n, flags),
+             RDZV_EV_SEND, RDZV_OP_SEND, n, flags & MSG_DONTWAIT)
+RDZV_IO_HOOK(sendto, ssize_t,
+             (int fd, const void* buf, size_t n, int flags, const struct sockaddr* to,
+              socklen_t tolen),
+             (fd, buf, n, flags, to, tolen), RDZV_EV_SEND, RDZV_OP_SENDTO, n, flags & MSG_DONTWAIT)
+RDZV_IO_HOOK(sendmsg, ssize_t, (int fd, const struct msghdr* msg, int flags), (fd, msg, flags),
+             RDZV_EV_SEND, RDZV_OP_SENDMSG,
+             msg ? iov_bytes(msg->msg_iov, static_cast<long>(msg->msg_iovlen)) : 0,
+             flags & MSG_DONTWAIT)
+RDZV_IO_HOOK(write, ssize_t, (int fd, const void* buf, size_t n), (fd, buf, n), RDZV_EV_SEND,
+             RDZV_OP_WRITE, n, false)
+RDZV_IO_HOOK(writev, ssize_t, (int fd, const struct iovec* iov, int iovcnt), (fd, iov, iovcnt),
+             RDZV_EV_SEND, RDZV_OP_WRITEV, iov_bytes(iov, iovcnt), false)
+RDZV_IO_HOOK(recv, ssize_t, (int fd, void* buf, size_t n, int flags), (fd, buf, n, flags),
+             RDZV_EV_RECV, RDZV_OP_RECV, n, flags & MSG_DONTWAIT)
+RDZV_IO_HOOK(__recv_chk, ssize_t, (int fd, void* buf, size_t n, size_t buflen, int flags),
+             (fd, buf, n, buflen, flags), RDZV_EV_RECV, RDZV_OP_RECV, n, flags & MSG_DONTWAIT)
+RDZV_IO_HOOK(recvfrom, ssize_t,
+             (int fd, void* buf, size_t n, int flags, struct sockaddr* from, socklen_t* fromlen),
+             (fd, buf, n, flags, from, fromlen), RDZV_EV_RECV, RDZV_OP_RECVFROM, n,
+             flags & MSG_DONTWAIT)
+RDZV_IO_HOOK(__recvfrom_chk, ssize_t,
+             (int fd, void* buf, size_t n, size_t buflen, int flags, struct sockaddr* from,
+              socklen_t* fromlen),
+             (fd, buf, n, buflen, flags, from, fromlen), RDZV_EV_RECV, RDZV_OP_RECVFROM, n,
+             flags & MSG_DONTWAIT)
+RDZV_IO_HOOK(recvmsg, ssize_t, (int fd, struct msghdr* msg, int flags), (fd, msg, flags),
+             RDZV_EV_RECV, RDZV_OP_RECVMSG,
+             msg ? iov_bytes(msg->msg_iov, static_cast<long>(msg->msg_iovlen)) : 0,
+             flags & MSG_DONTWAIT)
+RDZV_IO_HOOK(read, ssize_t, (int fd, void* buf, size_t n), (fd, buf, n), RDZV_EV_RECV,
+             RDZV_OP_READ, n, false)
+RDZV_IO_HOOK(__read_chk, ssize_t, (int fd, void* buf, size_t n, size_t buflen),
+             (fd, buf, n, buflen), RDZV_EV_RECV, RDZV_OP_READ, n, false)
