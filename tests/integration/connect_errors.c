@@ -1,0 +1,72 @@
+/* connect() failures: refused, and (inside a namespace whose SYNs are dropped) timed out,
+ * blocking and non-blocking. Usage:
+ *   connect_errors refused PORT
+ *   connect_errors timeout_blocking PORT        (inside the SYN-dropping namespace)
+ *   connect_errors timeout_poll PORT            (non-blocking, poll 500 ms, close: abandoned)
+ *   connect_errors timeout_so_error PORT        (non-blocking, poll until done, SO_ERROR) */
+#include "common.h"
+
+#include <fcntl.h>
+#include <poll.h>
+
+static int nb_socket(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  if (s < 0) it_die("socket");
+  int fl = fcntl(s, F_GETFL);
+  if (fcntl(s, F_SETFL, fl | O_NONBLOCK) != 0) it_die("fcntl");
+  return s;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) return 98;
+  const char* mode = argv[1];
+  int port = it_port_arg(argv[2]);
+  struct sockaddr_in a = it_loopback(port);
+
+  if (strcmp(mode, "refused") == 0) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REPORT("connect refused", connect(fd, (struct sockaddr*)&a, sizeof a));
+    /* The shim opens its trace file at that first connect: it must keep no descriptor. */
+    int probe = open("/dev/null", O_RDONLY);
+    printf("next free fd after the first connect: %d\n", probe);
+    close(probe);
+    /* Same socket again: Linux lets a refused socket retry. */
+    REPORT("connect refused again", connect(fd, (struct sockaddr*)&a, sizeof a));
+    REPORT("close", close(fd));
+    return 11;
+  }
+  if (strcmp(mode, "timeout_blocking") == 0) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    double t0 = it_now();
+    REPORT("connect blocking", connect(fd, (struct sockaddr*)&a, sizeof a));
+    double dt = it_now() - t0;
+    printf("took_more_than_2s=%d\n", dt > 2.0);
+    fprintf(stderr, "elapsed_s=%.3f\n", dt);
+    REPORT("close", close(fd));
+    return 12;
+  }
+  if (strcmp(mode, "timeout_poll") == 0) {
+    int fd = nb_socket();
+    REPORT("connect nonblocking", connect(fd, (struct sockaddr*)&a, sizeof a));
+    struct pollfd p = {fd, POLLOUT, 0};
+    REPORT("poll 500ms", poll(&p, 1, 500));
+    printf("revents=%d\n", p.revents);
+    REPORT("close", close(fd));
+    return 13;
+  }
+  if (strcmp(mode, "timeout_so_error") == 0) {
+    int fd = nb_socket();
+    REPORT("connect nonblocking", connect(fd, (struct sockaddr*)&a, sizeof a));
+    struct pollfd p = {fd, POLLOUT, 0};
+    double t0 = it_now();
+    REPORT("poll until done", poll(&p, 1, 10000));
+    fprintf(stderr, "elapsed_s=%.3f\n", it_now() - t0);
+    int soerr = -1;
+    socklen_t len = sizeof soerr;
+    REPORT("getsockopt SO_ERROR", getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len));
+    printf("so_error=%s\n", it_errname(soerr));
+    REPORT("close", close(fd));
+    return 14;
+  }
+  return 97;
+}

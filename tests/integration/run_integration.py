@@ -1,0 +1,1093 @@
+#!/usr/bin/env python3
+"""Integration tests of librdzvscope.so: real programs, real errnos, real traces.
+
+Each scenario runs a small C program (or bash, or python3) twice, without the shim and with
+it, asserts that stdout and the exit status are identical (the shim must not change what a
+call returns or the errno it leaves), then reads the trace through `rdzvscope dump` and checks
+the recorded events. One scenario per invocation:
+
+    run_integration.py --progs DIR --shim LIB --rdzvscope CLI --exports-map MAP --work DIR NAME
+
+Exit status 0 = pass, 1 = fail (with the reason and the relevant dump on stderr).
+"""
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+OPTS = None
+SCENARIOS = {}
+
+
+def scenario(fn):
+    SCENARIOS[fn.__name__] = fn
+    return fn
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg, context=None):
+    if not cond:
+        if context is not None:
+            msg += "\n--- context ---\n" + (context if isinstance(context, str)
+                                            else "\n".join(json.dumps(c) for c in context))
+        raise Fail(msg)
+
+
+# ---------------------------------------------------------------- running programs
+
+SCRUBBED = ("LD_PRELOAD", "MASTER_PORT", "MASTER_ADDR", "PET_RDZV_ENDPOINT", "RANK", "WORLD_SIZE",
+            "LOCAL_RANK")
+
+
+def base_env():
+    env = {k: v for k, v in os.environ.items()
+           if k not in SCRUBBED and not k.startswith("RDZVSCOPE_")}
+    env["LC_ALL"] = "C"
+    return env
+
+
+def prog(name):
+    path = os.path.join(OPTS.progs, "it_" + name)
+    check(os.access(path, os.X_OK), f"test program {path} is missing (build the tests)")
+    return path
+
+
+_dir_counter = [0]
+
+
+def new_dir(tag):
+    _dir_counter[0] += 1
+    d = os.path.join(OPTS.work, f"{tag}-{_dir_counter[0]}")
+    shutil.rmtree(d, ignore_errors=True)
+    return d
+
+
+class Result:
+    def __init__(self, argv, rc, out, err, pid, trace_dir, elapsed):
+        self.argv, self.rc, self.out, self.err = argv, rc, out, err
+        self.pid, self.trace_dir, self.elapsed = pid, trace_dir, elapsed
+
+    def describe(self):
+        return (f"argv={self.argv} rc={self.rc} elapsed={self.elapsed:.2f}s\n"
+                f"stdout:\n{self.out}\nstderr:\n{self.err}")
+
+
+def shim_env(trace_dir, ports=None, extra=None):
+    env = base_env()
+    env["LD_PRELOAD"] = OPTS.shim
+    env["RDZVSCOPE_DIR"] = trace_dir
+    if ports:
+        env["RDZVSCOPE_PORTS"] = ",".join(str(p) for p in ports)
+    env.update(extra or {})
+    return env
+
+
+def start(argv, shim, ports=None, extra=None, trace_dir=None, stdin=None, prefix=(),
+          umask=None):
+    """Starts argv; with shim, LD_PRELOAD is set on argv itself (after `prefix`, which runs
+    untraced, e.g. `ip netns exec NS`)."""
+    env = base_env()
+    if extra:
+        env.update({k: v for k, v in extra.items() if not k.startswith("RDZVSCOPE_")})
+    cmd = list(argv)
+    if shim:
+        trace_dir = trace_dir or new_dir("trace")
+        senv = shim_env(trace_dir, ports, extra)
+        # `env` applies the variables to argv only, not to the prefix command.
+        cmd = ["env"] + [f"{k}={senv[k]}" for k in sorted(senv)
+                         if k == "LD_PRELOAD" or k.startswith("RDZVSCOPE_")] + cmd
+    cmd = list(prefix) + cmd
+    pre = (lambda: os.umask(umask)) if umask is not None else None
+    p = subprocess.Popen(cmd, env=env, stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=pre)
+    p.rdzv_trace_dir = trace_dir if shim else None
+    p.rdzv_t0 = time.monotonic()
+    p.rdzv_argv = argv
+    return p
+
+
+def finish(p, timeout=20, stdin_text=None):
+    try:
+        out, err = p.communicate(stdin_text, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise Fail(f"{p.rdzv_argv} did not finish within {timeout}s\nstdout:\n{out}\nstderr:\n{err}")
+    return Result(p.rdzv_argv, p.returncode, out, err, p.pid, p.rdzv_trace_dir,
+                  time.monotonic() - p.rdzv_t0)
+
+
+def run(argv, shim, **kw):
+    timeout = kw.pop("timeout", 20)
+    return finish(start(argv, shim, **kw), timeout)
+
+
+def run_both(argv, ports=None, extra=None, expect_rc=None, concurrent=False, timeout=20,
+             compare_stderr=False, **kw):
+    """Runs argv without then with the shim (or both at once); asserts identical behaviour.
+    Returns (plain, traced) Results."""
+    if concurrent:
+        a = start(argv, False, ports=ports, extra=extra, **kw)
+        b = start(argv, True, ports=ports, extra=extra, **kw)
+        plain, traced = finish(a, timeout), finish(b, timeout)
+    else:
+        plain = run(argv, False, ports=ports, extra=extra, timeout=timeout, **kw)
+        traced = run(argv, True, ports=ports, extra=extra, timeout=timeout, **kw)
+    check(plain.out == traced.out and plain.rc == traced.rc,
+          "the program behaved differently under the shim\n=== without shim:\n"
+          + plain.describe() + "\n=== with shim:\n" + traced.describe())
+    if compare_stderr:
+        check(plain.err == traced.err, "stderr differs under the shim\n=== without:\n"
+              + plain.err + "\n=== with:\n" + traced.err)
+    if expect_rc is not None:
+        check(plain.rc == expect_rc, f"unexpected exit status (want {expect_rc})\n"
+              + plain.describe())
+    for line in (plain.err + traced.err).splitlines():
+        check(not line.startswith("FATAL"), "a test program failed to set up\n"
+              + plain.describe() + "\n" + traced.describe())
+    return plain, traced
+
+
+def stderr_values(res):
+    vals = {}
+    for line in res.err.splitlines():
+        m = re.match(r"^([a-z_0-9]+)=(-?[0-9.]+)$", line.strip())
+        if m:
+            vals[m.group(1)] = float(m.group(2)) if "." in m.group(2) else int(m.group(2))
+    return vals
+
+
+# ---------------------------------------------------------------- reading traces
+
+class Trace:
+    def __init__(self, header, events, summary):
+        self.header, self.events, self.summary = header, events, summary
+
+    @property
+    def pid(self):
+        return self.header["pid"]
+
+    def find(self, kind=None, **match):
+        out = []
+        for e in self.events:
+            if kind is not None and e["kind"] != kind:
+                continue
+            ok = True
+            for k, v in match.items():
+                if k == "flag":
+                    ok = v in e["flags"]
+                elif k == "noflag":
+                    ok = v not in e["flags"]
+                elif callable(v):
+                    ok = v(e.get(k))
+                else:
+                    ok = e.get(k) == v
+                if not ok:
+                    break
+            if ok:
+                out.append(e)
+        return out
+
+    def lines(self):
+        return [self.header] + self.events + [self.summary]
+
+
+def dump(path, expect_rc=0):
+    p = subprocess.run([OPTS.rdzvscope, "dump", path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=60)
+    check(p.returncode == expect_rc,
+          f"`rdzvscope dump {path}` exited {p.returncode}, want {expect_rc}\n{p.stderr}")
+    traces, cur = [], None
+    for line in p.stdout.splitlines():
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        t = obj.get("type")
+        if t == "header":
+            cur = Trace(obj, [], None)
+            traces.append(cur)
+        elif t == "event":
+            check(cur is not None, "event before any header in dump output", line)
+            cur.events.append(obj)
+        elif t == "summary":
+            check(cur is not None, "summary before any header in dump output", line)
+            cur.summary = obj
+    for t in traces:
+        check(t.summary is not None, f"no summary line for {t.header.get('file')}")
+    return traces
+
+
+def trace_files(d):
+    if not d or not os.path.isdir(d):
+        return []
+    return sorted(os.path.join(d, f) for f in os.listdir(d))
+
+
+def traces_of(res):
+    files = trace_files(res.trace_dir)
+    check(files, "no trace file was written\n" + res.describe())
+    return dump(res.trace_dir)
+
+
+def one_trace(res, pid=None):
+    pid = res.pid if pid is None else pid
+    ts = [t for t in traces_of(res) if t.pid == pid]
+    check(len(ts) == 1, f"want exactly one trace of pid {pid}, found {len(ts)}: "
+          f"{trace_files(res.trace_dir)}\n" + res.describe())
+    t = ts[0]
+    check_sane(t)
+    return t
+
+
+def check_sane(t):
+    check(t.summary["torn"] == 0 and t.summary["invalid"] == 0,
+          f"torn or invalid records in {t.header['file']}", t.lines())
+    check(t.events and t.events[0]["kind"] == "proc_start",
+          "the first record is not proc_start", t.lines())
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def free_ports(n):
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def addr(port):
+    return f"127.0.0.1:{port}"
+
+
+def one(t, kind, what, **match):
+    ev = t.find(kind, **match)
+    check(len(ev) >= 1, f"no {kind} event {what} {match}", t.lines())
+    return ev[0]
+
+
+def require_root():
+    check(os.geteuid() == 0, "this test needs root (network namespaces, iptables); CI runs as root")
+
+
+# ---------------------------------------------------------------- 1. resolver
+
+@scenario
+def resolve_unresolvable():
+    host = "rdzvscope-no-such-host.invalid"
+    plain, traced = run_both([prog("resolve"), host], expect_rc=7)
+    check("getaddrinfo(bad): ret=-2 name=EAI_NONAME" in plain.out,
+          "this machine does not answer EAI_NONAME for a .invalid name", plain.describe())
+    t = one_trace(traced)
+    e = one(t, "resolve", "for getaddrinfo(bad)", op="getaddrinfo", host=host)
+    check(e["ret"] == -2 and e["gai_error"] == "EAI_NONAME" and e["service"] == "29511"
+          and e["naddrs"] == 0, "getaddrinfo event wrong", [e])
+    e = one(t, "resolve", "for gethostbyname(bad)", op="gethostbyname", host=host)
+    check(e["ret"] == 1 and e["gai_error"] == "HOST_NOT_FOUND", "gethostbyname event wrong", [e])
+    e = one(t, "resolve", "for gethostbyname_r(bad)", op="gethostbyname_r", host=host)
+    check(e["ret"] == 1 and e["gai_error"] == "HOST_NOT_FOUND",
+          "gethostbyname_r event wrong", [e])
+    e = one(t, "resolve", "for getaddrinfo(127.0.0.1)", op="getaddrinfo", host="127.0.0.1")
+    check(e["ret"] == 0 and e["gai_error"] is None and e["naddrs"] >= 1
+          and e["first"] == "127.0.0.1:29512", "getaddrinfo(127.0.0.1) event wrong", [e])
+
+
+# ---------------------------------------------------------------- 2. refused
+
+@scenario
+def connect_refused():
+    port = free_port()
+    plain, traced = run_both([prog("connect_errors"), "refused", str(port)], ports=[port],
+                             expect_rc=11)
+    check("connect refused: ret=-1 errno=ECONNREFUSED" in plain.out, "not refused", plain.describe())
+    t = one_trace(traced)
+    check(port in t.header["store_ports"], "RDZVSCOPE_PORTS not in the header", t.lines())
+    ev = t.find("connect", peer=addr(port))
+    check(len(ev) == 2, "want 2 connect events", t.lines())
+    for e in ev:
+        check(e["ret"] == -1 and e["errno_name"] == "ECONNREFUSED" and "store" in e["flags"]
+              and "nonblock" not in e["flags"], "connect event wrong", [e])
+    one(t, "snapshot", "(failure)", reason="failure")
+    check(re.search(r"next free fd after the first connect: 4\n", plain.out) is not None,
+          "unexpected descriptor numbering", plain.describe())
+    e = one(t, "proc_exit", "(return from main)")
+    check(e["status"] == 11 and "status_unknown" not in e["flags"], "proc_exit wrong", [e])
+    check(t.events[-1]["kind"] == "proc_exit", "proc_exit is not the last record", t.events[-3:])
+
+
+# ---------------------------------------------------------------- 3. timeouts in a netns
+
+@contextlib.contextmanager
+def syn_dropping_netns(port):
+    require_root()
+    check(shutil.which("ip") and shutil.which("iptables"), "ip or iptables is not installed")
+    ns = f"rdzvtest-{os.getpid()}"
+    subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+    try:
+        for cmd in (["ip", "netns", "add", ns],
+                    ["ip", "-n", ns, "link", "set", "lo", "up"],
+                    ["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_syn_retries=1"],
+                    ["ip", "netns", "exec", ns, "iptables", "-A", "INPUT", "-p", "tcp",
+                     "--dport", str(port), "--syn", "-j", "DROP"]):
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            check(p.returncode == 0, f"{' '.join(cmd)} failed: {p.stdout}")
+        yield ["ip", "netns", "exec", ns]
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+
+
+def netns_run(mode, expect_rc):
+    port = free_port()
+    with syn_dropping_netns(port) as prefix:
+        # Both runs at once: each waits ~3 s for its SYN retries.
+        plain, traced = run_both([prog("connect_errors"), mode, str(port)], ports=[port],
+                                 expect_rc=expect_rc, concurrent=True, prefix=prefix, timeout=15)
+    return port, plain, traced, one_trace(traced)
+
+
+@scenario
+def timeout_blocking():
+    port, plain, traced, t = netns_run("timeout_blocking", 12)
+    check("connect blocking: ret=-1 errno=ETIMEDOUT" in plain.out and "took_more_than_2s=1" in
+          plain.out, "the SYN-dropping namespace did not produce ETIMEDOUT", plain.describe())
+    e = one(t, "connect", "", peer=addr(port))
+    check(e["ret"] == -1 and e["errno_name"] == "ETIMEDOUT" and "store" in e["flags"]
+          and e["dur_ns"] >= 2_000_000_000, "connect event wrong", [e])
+    one(t, "snapshot", "(failure)", reason="failure")
+
+
+@scenario
+def timeout_poll_abandoned():
+    port, plain, traced, t = netns_run("timeout_poll", 13)
+    check("poll 500ms: ret=0" in plain.out, "poll did not time out", plain.describe())
+    e = one(t, "connect", "", peer=addr(port))
+    check(e["ret"] == -1 and e["errno_name"] == "EINPROGRESS" and "nonblock" in e["flags"]
+          and "store" in e["flags"], "connect event wrong", [e])
+    e = one(t, "poll", "")
+    check("timeout" in e["flags"] and e["timeout_ms"] == 500 and e["peer"] == addr(port)
+          and e["op"] == "poll", "poll event wrong", [e])
+    e = one(t, "close", "")
+    check("abandoned" in e["flags"] and e["peer"] == addr(port), "close event not abandoned", [e])
+    check(not t.find("connect_done"), "a connect_done was recorded for an abandoned connect",
+          t.lines())
+
+
+@scenario
+def timeout_so_error():
+    port, plain, traced, t = netns_run("timeout_so_error", 14)
+    check("so_error=ETIMEDOUT" in plain.out, "SO_ERROR was not ETIMEDOUT", plain.describe())
+    e = one(t, "connect", "", peer=addr(port))
+    check(e["errno_name"] == "EINPROGRESS", "connect event wrong", [e])
+    e = one(t, "connect_done", "")
+    check(e["errno_name"] == "ETIMEDOUT" and e["ret"] == -1 and e["peer"] == addr(port)
+          and e["op"] == "getsockopt" and "store" in e["flags"]
+          and e["dur_ns"] >= 2_000_000_000, "connect_done event wrong", [e])
+    check(not t.find("close", flag="abandoned"), "connect read via SO_ERROR still abandoned",
+          t.lines())
+    check(not t.find("poll"), "a poll that did not time out was recorded", t.lines())
+
+
+# ---------------------------------------------------------------- 4-7. store socket I/O
+
+def io_run(mode, rc):
+    port = free_port()
+    plain, traced = run_both([prog("io_errors"), mode, str(port)], ports=[port], expect_rc=rc)
+    return port, plain, traced, one_trace(traced)
+
+
+@scenario
+def send_epipe():
+    port, plain, traced, t = io_run("epipe", 21)
+    check("send until failure: ret=-1 errno=EPIPE" in plain.out, "no EPIPE", plain.describe())
+    e = one(t, "send", "failing", errno_name="EPIPE", peer=addr(port))
+    check("store" in e["flags"] and e["ret"] == -1 and e["size"] == 1, "send event wrong", [e])
+    one(t, "recv", "of EOF after the kill", flag="zero_read", ret=0)
+    one(t, "snapshot", "(failure)", reason="failure")
+
+
+@scenario
+def send_econnreset():
+    port, plain, traced, t = io_run("econnreset", 22)
+    check("send until failure: ret=-1 errno=ECONNRESET" in plain.out, "no ECONNRESET",
+          plain.describe())
+    e = one(t, "send", "failing", errno_name="ECONNRESET", peer=addr(port))
+    check("store" in e["flags"] and e["ret"] == -1, "send event wrong", [e])
+    one(t, "send", "failing again", errno_name="EPIPE", peer=addr(port))
+
+
+@scenario
+def recv_zero():
+    port, plain, traced, t = io_run("zero_read", 23)
+    check("recv data: ret=5" in plain.out and "recv eof: ret=0" in plain.out, "no EOF",
+          plain.describe())
+    e = one(t, "recv", "of 0 bytes", flag="zero_read")
+    check(e["ret"] == 0 and "store" in e["flags"] and e["peer"] == addr(port) and e["size"] == 64,
+          "recv event wrong", [e])
+    data = t.find("recv", ret=5)
+    check(data and "zero_read" not in data[0]["flags"], "the 5-byte recv is missing", t.lines())
+    # The server child traces too: its accepted socket sent the 5 bytes.
+    server = [x for x in traces_of(traced) if x.pid != traced.pid]
+    check(len(server) == 1 and server[0].header["ppid"] == traced.pid,
+          "the server child's own trace is missing", [x.header for x in traces_of(traced)])
+    s = server[0]
+    one(s, "accept", "in the server", flag="store")
+    c = one(s, "close", "of the accepted socket", local=addr(port))
+    check(c["bytes_sent"] == 5 and c["calls_send"] == 1, "server close totals wrong", [c])
+    e = one(s, "proc_exit", "of the server child (_exit)")
+    check(e["op"] == "_exit" and e["status"] == 0, "server proc_exit wrong", [e])
+
+
+@scenario
+def poll_timeout():
+    port, plain, traced, t = io_run("poll_timeout", 24)
+    check("poll 200ms: ret=0" in plain.out, "poll did not time out", plain.describe())
+    e = one(t, "poll", "")
+    check(e["timeout_ms"] == 200 and "timeout" in e["flags"] and "store" in e["flags"]
+          and e["peer"] == addr(port) and e["nfds"] == 1, "poll event wrong", [e])
+
+
+@scenario
+def rcvtimeo():
+    port, plain, traced, t = io_run("rcvtimeo", 25)
+    check("recv with timeout: ret=-1 errno=EAGAIN" in plain.out, "recv did not time out",
+          plain.describe())
+    e = one(t, "sockopt", "")
+    check(e["timeout_ms"] == 300 and e["size"] == socket.SO_RCVTIMEO and "store" in e["flags"],
+          "sockopt event wrong", [e])
+    e = one(t, "recv", "timed out", flag="timeout")
+    check(e["errno_name"] in ("EAGAIN", "EWOULDBLOCK") and e["ret"] == -1
+          and e["timeout_ms"] == 300 and "store" in e["flags"], "recv event wrong", [e])
+
+
+# ---------------------------------------------------------------- 8-10. server side
+
+@scenario
+def bind_eaddrinuse():
+    port = free_port()
+    plain, traced = run_both([prog("server"), "eaddrinuse", str(port)], ports=[port],
+                             expect_rc=31)
+    check("bind second: ret=-1 errno=EADDRINUSE" in plain.out, "no EADDRINUSE", plain.describe())
+    t = one_trace(traced)
+    ev = t.find("bind")
+    check(len(ev) == 2, "want 2 bind events", t.lines())
+    check(ev[0]["ret"] == 0 and "store" in ev[0]["flags"] and ev[0]["local"] == addr(port),
+          "first bind event wrong", [ev[0]])
+    check(ev[1]["ret"] == -1 and ev[1]["errno_name"] == "EADDRINUSE" and "store" in ev[1]["flags"]
+          and ev[1]["local"] == addr(port), "second bind event wrong", [ev[1]])
+    one(t, "listen", "", flag="store")
+
+
+@scenario
+def server_totals():
+    port = free_port()
+    plain, traced = run_both([prog("server"), "serve", str(port)], ports=[port], expect_rc=32)
+    t = one_trace(traced)
+    one(t, "bind", "", flag="store", local=addr(port), ret=0)
+    e = one(t, "listen", "", flag="store")
+    check(e["size"] == 16 and e["local"] == addr(port), "listen event wrong", [e])
+    e = one(t, "accept", "", flag="store")
+    check(e["local"] == addr(port) and e["ret"] >= 0 and e["peer"] and e["peer"].startswith("127.0.0.1:"),
+          "accept event wrong", [e])
+    acc = t.find("close", local=addr(port), peer=lambda p: p is not None)
+    cli = t.find("close", peer=addr(port))
+    check(len(acc) == 1 and len(cli) == 1, "want one close of the accepted and one of the client"
+          " socket", t.lines())
+    a, c = acc[0], cli[0]
+    check(a["bytes_sent"] == 1000 and a["bytes_recv"] == 500 and a["calls_send"] == 3
+          and a["calls_recv"] >= 1, "accepted socket's totals wrong", [a])
+    check(c["bytes_sent"] == 500 and c["bytes_recv"] == 1000 and c["calls_send"] == 2,
+          "client socket's totals wrong", [c])
+    sends = t.find("send", fd=a["fd"])
+    check(len(sends) == 3 and all(s["ret"] == s["size"] for s in sends),
+          "want the 3 detailed sends of the accepted socket", t.lines())
+    writes = t.find("send", op="write")
+    check(len(writes) == 2, "want the client's 2 write() calls as send events", t.lines())
+
+
+@scenario
+def nonstore_no_io_events():
+    port = free_port()
+    plain, traced = run_both([prog("server"), "nonstore", str(port)], expect_rc=33)
+    check("sent=17600 received=17600" in plain.out, "unexpected totals", plain.describe())
+    t = one_trace(traced)
+    check(port not in t.header["store_ports"], "port unexpectedly a store port", t.lines())
+    e = one(t, "connect", "", peer=addr(port), ret=0)
+    check("store" not in e["flags"], "connect flagged store", [e])
+    e = one(t, "accept", "", op="accept4")
+    check("store" not in e["flags"] and e["local"] == addr(port), "accept event wrong", [e])
+    one(t, "bind", "", local=addr(port))
+    for kind in ("send", "recv", "close", "poll"):
+        check(not t.find(kind), f"{kind} events recorded for a socket that is no store socket",
+              t.lines())
+
+
+@scenario
+def dup_store_socket():
+    """A copy of a store socket (dup, fcntl F_DUPFD_CLOEXEC, dup2: what bash's `>&3` does) is
+    the same store socket: its sends are recorded and counted in the close totals."""
+    port = free_port()
+    plain, traced = run_both([prog("server"), "dup", str(port)], ports=[port], expect_rc=35)
+    check("server recv all: ret=175" in plain.out, "the exchange failed", plain.describe())
+    t = one_trace(traced)
+    c = one(t, "connect", "", peer=addr(port), ret=0, flag="store")
+    sends = [e for e in t.find("send", flag="store") if e["fd"] != c["fd"] and
+             e["peer"] == addr(port)]
+    sizes = sorted(e["size"] for e in sends)
+    check(sizes == [25, 50, 100], f"want send events of 100, 50 and 25 bytes through the copies"
+          f" of fd {c['fd']}, got sizes {sizes}", t.lines())
+    closes = t.find("close", peer=addr(port))
+    total = sum(e["bytes_sent"] for e in closes)
+    check(total >= 175, f"close events account for {total} of the 175 bytes sent", t.lines())
+
+
+# ---------------------------------------------------------------- 11. bounded
+
+@scenario
+def bounded_many_sends():
+    port = free_port()
+    n = 200000
+    plain, traced = run_both([prog("bounded"), "many_sends", str(port), str(n)], ports=[port],
+                             expect_rc=41)
+    check(f"sent_ok={n} received={n * 8}" in plain.out, "sends failed", plain.describe())
+    t = one_trace(traced)
+    c = one(t, "close", "of the client", peer=addr(port))
+    check(c["calls_send"] == n and c["bytes_sent"] == 8 * n, "client totals wrong", [c])
+    a = one(t, "close", "of the accepted socket", local=addr(port), peer=lambda p: p is not None)
+    check(a["bytes_recv"] == 8 * n, "accepted totals wrong", [a])
+    sends = t.find("send", fd=c["fd"])
+    check(1 <= len(sends) <= 32, f"{len(sends)} detailed send events for one socket (max 32)",
+          t.lines()[:50])
+    recvs = t.find("recv", fd=a["fd"])
+    # 32 detailed, plus the 0-byte read at the end.
+    check(len(recvs) <= 33, f"{len(recvs)} recv events for one socket", t.lines()[:50])
+    check(len(t.events) < 200, f"{len(t.events)} events for a bounded sender", t.lines()[:50])
+    vp, vt = stderr_values(plain), stderr_values(traced)
+    grow_p, grow_t = vp.get("rss_anon_growth_kb"), vt.get("rss_anon_growth_kb")
+    check(grow_t is not None and grow_p is not None, "no RSS measure", traced.describe())
+    print(f"RssAnon growth: {grow_p} kB without the shim, {grow_t} kB with it; "
+          f"send loop alone: {vp.get('rss_anon_send_loop_growth_kb')} / "
+          f"{vt.get('rss_anon_send_loop_growth_kb')} kB; "
+          f"elapsed {plain.elapsed:.2f}s / {traced.elapsed:.2f}s")
+    check(grow_t < 1024 and grow_t - grow_p < 1024,
+          f"anonymous memory grew by {grow_t} kB under the shim ({grow_p} kB without)",
+          traced.err)
+    check(vt["rss_anon_send_loop_growth_kb"] < 256,
+          "anonymous memory grew during the send loop under the shim", traced.err)
+
+
+@scenario
+def bounded_dropped():
+    port = free_port()
+    n = 8000
+    plain, traced = run_both([prog("bounded"), "fail_connects", str(port), str(n)],
+                             ports=[port], extra={"RDZVSCOPE_MAX_MB": "1"}, expect_rc=42)
+    check(f"refused={n} other=0" in plain.out, "connects not refused", plain.describe())
+    t = one_trace(traced)
+    cap = t.header["capacity"]
+    check(cap == ((1 << 20) - 4096) // 192, f"capacity {cap} for RDZVSCOPE_MAX_MB=1", [t.header])
+    check(t.header["dropped"] > 0 and t.summary["dropped"] == t.header["dropped"],
+          "nothing dropped", [t.header, t.summary])
+    check(len(t.events) == cap and t.summary["records"] == cap, "file not full", [t.summary])
+    check(t.header["dropped"] + cap == t.header["next_slot"], "dropped + capacity != next_slot",
+          [t.header])
+    check(t.events[1]["kind"] == "connect" and t.events[1]["errno_name"] == "ECONNREFUSED",
+          "the first connect is not kept right after proc_start", t.events[:4])
+    connects = t.find("connect")
+    check(len(connects) >= cap - 50, f"only {len(connects)} connects kept", t.events[:10])
+    ts = [e["ts_ns"] for e in connects]
+    check(ts == sorted(ts), "kept connects are not the first ones in order", t.events[:10])
+    # More events happened than fit: each connect gives one, so at least n + 1 were offered.
+    check(t.header["next_slot"] >= n + 1, "fewer events counted than connects made", [t.header])
+
+
+# ---------------------------------------------------------------- 12. robustness
+
+@scenario
+def threads_concurrent():
+    port = free_port()
+    plain, traced = run_both([prog("threads"), str(port)], ports=[port], expect_rc=51)
+    check(plain.out.count("connect ret=0 errno=0 sent=6400 close=0") == 32 and
+          "server exit=0" in plain.out, "the threaded exchange failed", plain.describe())
+    traces = traces_of(traced)
+    for x in traces:
+        check_sane(x)
+    t = [x for x in traces if x.pid == traced.pid]
+    check(len(t) == 1, "no trace of the client process", [x.header for x in traces])
+    t = t[0]
+    connects = t.find("connect", peer=addr(port), ret=0, flag="store")
+    check(len(connects) == 32, f"{len(connects)} of 32 concurrent connects recorded", t.lines())
+    check(len({e["tid"] for e in connects}) == 32, "connects not from 32 threads", connects)
+    closes = t.find("close", peer=addr(port))
+    check(len(closes) == 32 and all(c["bytes_sent"] == 6400 and c["calls_send"] == 100
+                                    for c in closes), "close totals wrong", closes)
+    sends = t.find("send")
+    check(len(sends) == 32 * 32, f"want 32 detailed sends per socket, got {len(sends)}", [])
+    server = [x for x in traces if x.pid != traced.pid]
+    check(len(server) == 1 and server[0].header["ppid"] == traced.pid, "no server trace",
+          [x.header for x in traces])
+    check(len(server[0].find("accept", flag="store")) == 32, "want 32 accepts", server[0].lines())
+    first_conn = min(e["slot"] for e in connects)
+    check(t.find("proc_start")[0]["slot"] == 0 and first_conn >= 1, "order wrong", t.events[:3])
+
+
+@scenario
+def fork_child_trace():
+    port = free_port()
+    plain, traced = run_both([prog("forks"), "fork", str(port)], ports=[port], expect_rc=61)
+    check("child: exited=1 code=5" in plain.out and plain.out.count("ECONNREFUSED") == 3,
+          "fork scenario failed", plain.describe())
+    child = stderr_values(traced)["child"]
+    parent = one_trace(traced)
+    e = one(parent, "fork", "")
+    check(e["child_pid"] == child and e["ret"] == child, "fork event wrong", [e])
+    check(len(parent.find("connect")) == 2, "parent should have its 2 connects", parent.lines())
+    c = one_trace(traced, pid=child)
+    check(c.header["ppid"] == traced.pid and c.header["exec_generation"] == 0,
+          "child header wrong", [c.header])
+    check(len(c.find("connect")) == 1, "the child's file must hold only its own connect",
+          c.lines())
+    e = one(c, "proc_exit", "")
+    check(e["status"] == 5, "child exit status wrong", [e])
+    check(len(traces_of(traced)) == 2, "want 2 files", trace_files(traced.trace_dir))
+
+
+@scenario
+def exec_chain_scrubbed_env():
+    port = free_port()
+    self_path = prog("forks")
+    plain, traced = run_both([self_path, "exec_chain", str(port), self_path], ports=[port],
+                             expect_rc=62)
+    check("stage3: exited=1 code=6" in plain.out and "stage3 connect: ret=-1" in plain.out,
+          "exec chain failed", plain.describe())
+    v = stderr_values(traced)
+    p1, p3 = v["stage1"], v["stage3"]
+    check(v["stage2"] == p1 == traced.pid, "exec changed the pid?", traced.describe())
+    traces = traces_of(traced)
+    by = {(x.pid, x.header["exec_generation"]): x for x in traces}
+    check(set(by) == {(p1, 0), (p1, 1), (p3, 0)},
+          f"want files for (pid,generation) {[(p1, 0), (p1, 1), (p3, 0)]}, got {sorted(by)}",
+          [x.header for x in traces])
+    for x in traces:
+        check_sane(x)
+    g0, g1, c = by[(p1, 0)], by[(p1, 1)], by[(p3, 0)]
+    e = one(g0, "exec", "before the execve", path=self_path)
+    check(e["ret"] == 0, "exec event wrong", [e])
+    check(g0.header["cmdline"].split()[1] == "exec_chain" and
+          g1.header["cmdline"].split()[1] == "exec_stage2", "cmdline wrong", [g0.header, g1.header])
+    check(port in g1.header["store_ports"], "RDZVSCOPE_PORTS not re-injected", [g1.header])
+    one(g1, "connect", "of stage2", flag="store", errno_name="ECONNREFUSED")
+    e = one(g1, "fork", "")
+    check(e["child_pid"] == p3, "fork event wrong", [e])
+    check(c.header["ppid"] == p1 and port in c.header["store_ports"], "stage3 header wrong",
+          [c.header])
+    one(c, "connect", "of stage3", flag="store", errno_name="ECONNREFUSED")
+    e = one(c, "proc_exit", "")
+    check(e["status"] == 6, "stage3 exit status", [e])
+
+
+def spawn_like(mode, rc, kind, op):
+    port = free_port()
+    self_path = prog("forks")
+    plain, traced = run_both([self_path, mode, str(port), self_path], ports=[port],
+                             expect_rc=rc)
+    check("code=6" in plain.out and "stage3 connect: ret=-1 errno=ECONNREFUSED" in plain.out,
+          f"{mode} failed", plain.describe())
+    child = stderr_values(traced)["child"]
+    parent = one_trace(traced)
+    e = one(parent, kind, "", op=op)
+    if op != "vfork":
+        check(e["child_pid"] == child and e["ret"] == 0 and e["path"] == self_path,
+              f"{kind} event wrong", [e])
+    else:
+        one(parent, "exec", "of the vfork child", path=self_path)
+    c = one_trace(traced, pid=child)
+    check(c.header["ppid"] == traced.pid, "child ppid", [c.header])
+    one(c, "connect", "of the child", flag="store", errno_name="ECONNREFUSED")
+
+
+@scenario
+def posix_spawn_child():
+    spawn_like("spawn", 63, "spawn", "posix_spawn")
+
+
+@scenario
+def vfork_exec_child():
+    spawn_like("vfork", 64, "spawn", "vfork")
+
+
+@scenario
+def sigkill_mid_run():
+    port = free_port()
+    p = start([prog("killed"), str(port)], True, ports=[port])
+    time.sleep(0.5)
+    os.kill(p.pid, signal.SIGKILL)
+    res = finish(p, 10)
+    check(res.rc == -signal.SIGKILL, "not killed", res.describe())
+    done = [int(l.split()[1]) for l in res.out.splitlines() if l.startswith("done ")]
+    check(len(done) >= 10, "the loop barely ran", res.describe())
+    completed = done[-1]
+    ts = dump(res.trace_dir)
+    check(len(ts) == 1, "want one file", [x.header for x in ts])
+    t = ts[0]
+    check(t.summary["torn"] <= 1 and t.summary["invalid"] == 0, "torn/invalid records",
+          [t.summary])
+    check(t.events[0]["kind"] == "proc_start", "no proc_start", t.events[:3])
+    connects = t.find("connect", peer=addr(port))
+    check(len(connects) >= completed - 1,
+          f"{len(connects)} connect events for {completed} completed attempts", [t.summary])
+    check(not t.find("proc_exit"), "a SIGKILLed process cannot have recorded its exit", t.lines())
+    print(f"killed after {completed} attempts; {len(connects)} connects recorded, "
+          f"torn={t.summary['torn']}")
+
+
+@scenario
+def no_socket_no_file():
+    work = new_dir("nosock")
+    os.makedirs(work)
+    tmp = os.path.join(work, "data")
+    trace_dir = os.path.join(work, "traces")
+    plain = run([prog("no_socket"), tmp], False)
+    traced = run([prog("no_socket"), tmp], True, trace_dir=trace_dir)
+    check(plain.out == traced.out and plain.rc == traced.rc == 9 and plain.err == traced.err,
+          "behaved differently under the shim\n" + plain.describe() + "\n" + traced.describe())
+    check("read: ret=12" in plain.out and "child exited=1 code=0" in plain.out,
+          "program did not run as expected", plain.describe())
+    check(not trace_files(trace_dir), f"trace files left: {trace_files(trace_dir)}")
+
+
+class LineServer:
+    """A listener on 127.0.0.1:port that answers each line with "ok <line>"."""
+
+    def __init__(self, port, conns):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(8)
+        self.sock.settimeout(15)
+        self.conns = conns
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        for _ in range(self.conns):
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with c, c.makefile("rwb") as f:
+                line = f.readline()
+                f.write(b"ok " + line)
+                f.flush()
+
+    def close(self):
+        self.thread.join(20)
+        self.sock.close()
+
+
+@scenario
+def bash_dev_tcp():
+    port = free_port()
+    srv = LineServer(port, 2)
+    try:
+        script = (f"exec 3<>/dev/tcp/127.0.0.1/{port} || exit 3; echo hi >&3; "
+                  "read -r line <&3; echo \"got $line\"; exec 3>&-; echo done; exit 5")
+        plain, traced = run_both(["bash", "-c", script], ports=[port], expect_rc=5,
+                                 compare_stderr=True)
+    finally:
+        srv.close()
+    check("got ok hi\ndone\n" == plain.out, "bash exchange failed", plain.describe())
+    t = one_trace(traced)
+    e = one(t, "connect", "", peer=addr(port), ret=0)
+    check("store" in e["flags"], "bash connect not store", [e])
+    one(t, "resolve", "of the /dev/tcp host", host="127.0.0.1", service=str(port))
+    one(t, "close", "", peer=addr(port))
+    # bash writes through dup2() copies of fd 3 (`>&3`, `<&3`): see dup_store_socket.
+
+
+PY_SCRIPT = r"""
+import socket, sys, threading
+port = int(sys.argv[1])
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port))
+srv.listen(4)
+def serve():
+    c, _ = srv.accept()
+    with c:
+        data = b""
+        while not data.endswith(b"\n"):
+            data += c.recv(100)
+        c.sendall(b"echo " + data)
+t = threading.Thread(target=serve)
+t.start()
+cli = socket.create_connection(("127.0.0.1", port))
+cli.sendall(b"ping\n")
+print("client got", cli.recv(100))
+cli.close()
+t.join()
+srv.close()
+try:
+    socket.getaddrinfo("rdzvscope-no-such-host.invalid", 80)
+except socket.gaierror as e:
+    print("gaierror", e.errno)
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=2)
+except OSError as e:
+    print("connect error", e.errno)
+sys.exit(3)
+"""
+
+
+@scenario
+def python_socket_script():
+    port = free_port()
+    py = shutil.which("python3")
+    check(py, "no python3 on PATH")
+    work = new_dir("py")
+    os.makedirs(work)
+    script = os.path.join(work, "script.py")
+    with open(script, "w") as f:
+        f.write(PY_SCRIPT)
+    plain, traced = run_both([py, script, str(port)], ports=[port], expect_rc=3,
+                             compare_stderr=True)
+    check("client got b'echo ping\\n'" in plain.out and "gaierror -2" in plain.out
+          and "connect error 111" in plain.out, "python script failed", plain.describe())
+    t = one_trace(traced)
+    for kind in ("bind", "listen", "accept"):
+        one(t, kind, "", flag="store")
+    one(t, "connect", "", peer=addr(port), ret=0, flag="store")
+    # create_connection with a timeout connects non-blocking and reads SO_ERROR.
+    e = one(t, "connect", "non-blocking", peer=addr(port), errno_name="EINPROGRESS",
+            flag="nonblock")
+    one(t, "connect_done", "refused", peer=addr(port), errno_name="ECONNREFUSED", fd=e["fd"])
+    one(t, "resolve", "", host="rdzvscope-no-such-host.invalid", gai_error="EAI_NONAME")
+
+
+@scenario
+def unwritable_dir():
+    port = free_port()
+    work = new_dir("unwritable")
+    os.makedirs(work)
+    not_a_dir = os.path.join(work, "regular-file")
+    with open(not_a_dir, "w") as f:
+        f.write("x")
+    argv = [prog("server"), "serve", str(port)]
+    plain = run(argv, False)
+    traced = run(argv, True, ports=[port], trace_dir=not_a_dir)
+    check(plain.out == traced.out and plain.rc == traced.rc == 32,
+          "behaved differently with an unusable RDZVSCOPE_DIR\n" + plain.describe() + "\n"
+          + traced.describe())
+    lines = traced.err.splitlines()
+    check(plain.err == "" and len(lines) == 1 and
+          lines[0].startswith(f"rdzvscope: cannot trace pid {traced.pid}"),
+          "want exactly one 'rdzvscope: cannot trace pid' line on stderr", traced.err)
+    with open(not_a_dir) as f:
+        check(f.read() == "x", "the regular file was touched")
+
+
+# ---------------------------------------------------------------- 13. security
+
+def sanitized_host():
+    h = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()[:127])
+    return h or "unknown-host"
+
+
+@scenario
+def file_modes():
+    port = free_port()
+    for extra, umask, want in (({}, 0o000, 0o600), ({"RDZVSCOPE_GROUP_READ": "1"}, 0o077, 0o640)):
+        res = run([prog("connect_errors"), "refused", str(port)], True, ports=[port],
+                  extra=extra, umask=umask)
+        files = trace_files(res.trace_dir)
+        check(len(files) == 1, "want one trace file", res.describe())
+        mode = stat.S_IMODE(os.stat(files[0]).st_mode)
+        check(mode == want, f"trace file mode {oct(mode)}, want {oct(want)} "
+              f"(umask {oct(umask)}, {extra})")
+        expect = f"{sanitized_host()}.{res.pid}.rzt"
+        check(os.path.basename(files[0]) == expect, f"file name {files[0]}, want {expect}")
+
+
+def planted(kind):
+    port = free_port()
+    trace_dir = new_dir("planted")
+    os.makedirs(trace_dir, mode=0o700)
+    outside = os.path.join(os.path.dirname(trace_dir), os.path.basename(trace_dir) + "-target")
+    with open(outside, "wb") as f:
+        f.write(b"precious bytes\n")
+    p = start([prog("security"), str(port)], True, ports=[port], trace_dir=trace_dir,
+              stdin=subprocess.PIPE)
+    path = os.path.join(trace_dir, f"{sanitized_host()}.{p.pid}.rzt")
+    if kind == "file":
+        with open(path, "wb") as f:
+            f.write(b"existing file\n")
+        os.chmod(path, 0o644)
+    else:
+        os.symlink(outside, path)
+    res = finish(p, 10, stdin_text="go\n")
+    check(res.rc == 71 and "connect: ret=-1 errno=ECONNREFUSED" in res.out, "program failed",
+          res.describe())
+    with open(outside, "rb") as f:
+        check(f.read() == b"precious bytes\n", "the symlink target was modified")
+    if kind == "file":
+        with open(path, "rb") as f:
+            check(f.read() == b"existing file\n", "the existing file was modified")
+        check(stat.S_IMODE(os.stat(path).st_mode) == 0o644, "existing file's mode changed")
+    else:
+        check(os.path.islink(path) and os.readlink(path) == outside, "the symlink was replaced")
+    alt = os.path.join(trace_dir, f"{sanitized_host()}.{p.pid}.1.rzt")
+    check(os.path.isfile(alt) and not os.path.islink(alt), f"{alt} was not created: "
+          f"{trace_files(trace_dir)}")
+    ts = dump(alt)
+    check(len(ts) == 1 and ts[0].pid == p.pid, "the .1 file is not this process's trace")
+    # Not an exec: this is the pid's first (and only) image (trace_format.h: exec_generation
+    # is 0 for the first image of a pid, +1 per traced exec).
+    check(kind != "file" or ts[0].header["exec_generation"] == 0,
+          f"exec_generation {ts[0].header['exec_generation']} for the first image of a pid "
+          "whose name clashed with a file already there", [ts[0].header])
+    one(ts[0], "connect", "", errno_name="ECONNREFUSED", flag="store")
+
+
+@scenario
+def existing_file_not_touched():
+    planted("file")
+
+
+@scenario
+def planted_symlink_not_followed():
+    planted("symlink")
+
+
+@scenario
+def payload_not_recorded():
+    port = free_port()
+    secret = "RDZV-SECRET-7c1f9a2b-payload-never-in-trace"
+    plain, traced = run_both([prog("server"), "secret", str(port)], ports=[port],
+                             extra={"IT_SECRET": secret}, expect_rc=34)
+    check("server send: ret=" in plain.out, "the exchange did not run", plain.describe())
+    t = one_trace(traced)
+    check(t.find("send") and t.find("recv"), "no I/O events recorded", t.lines())
+    for f in trace_files(traced.trace_dir):
+        with open(f, "rb") as fh:
+            data = fh.read()
+        for needle in (secret.encode(), secret[:12].encode(), secret[-16:].encode()):
+            check(needle not in data, f"payload bytes {needle!r} found in {f}")
+
+
+def exported_allowlist():
+    with open(OPTS.exports_map) as f:
+        text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    m = re.search(r"global:(.*?)local:", text, re.S)
+    check(m, f"cannot parse {OPTS.exports_map}")
+    return {s.strip() for s in m.group(1).replace("\n", " ").split(";") if s.strip()}
+
+
+@scenario
+def exported_symbols():
+    allow = exported_allowlist()
+    check(len(allow) > 30 and "connect" in allow, f"allowlist looks wrong: {sorted(allow)}")
+    p = subprocess.run(["nm", "-D", "--defined-only", OPTS.shim], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 0, "nm failed: " + p.stderr)
+    names = set()
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            names.add(parts[2].split("@")[0])
+    extra = sorted(names - allow)
+    check(not extra, f"symbols exported beyond shim/exports.map: {extra}")
+    check("connect" in names and "getaddrinfo" in names, "intercepted symbols not exported",
+          p.stdout)
+    # Every allowed name is a libc function: the shim must not invent names of its own.
+    libc = subprocess.run(["nm", "-D", "--defined-only", libc_path()], stdout=subprocess.PIPE,
+                          text=True).stdout
+    libc_names = {l.split()[2].split("@")[0] for l in libc.splitlines() if len(l.split()) >= 3}
+    check(not (names - libc_names), f"exported names that libc does not define: "
+          f"{sorted(names - libc_names)}")
+    p = subprocess.run(["readelf", "-d", OPTS.shim], stdout=subprocess.PIPE, text=True)
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", p.stdout)
+    check(needed == ["libc.so.6"], f"NEEDED is {needed}, want only libc.so.6")
+    p = subprocess.run(["nm", "-D", "--undefined-only", OPTS.shim], stdout=subprocess.PIPE,
+                       text=True)
+    check("GLIBCXX" not in p.stdout and "CXXABI" not in p.stdout and "_Znw" not in p.stdout,
+          "the shim refers to C++ runtime symbols", p.stdout)
+
+
+def libc_path():
+    p = subprocess.run(["ldd", OPTS.shim], stdout=subprocess.PIPE, text=True)
+    m = re.search(r"libc\.so\.6 => (\S+)", p.stdout)
+    check(m, "cannot find libc through ldd: " + p.stdout)
+    return m.group(1)
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    global OPTS
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--progs", required=True, help="directory of the it_* test programs")
+    ap.add_argument("--shim", required=True, help="librdzvscope.so")
+    ap.add_argument("--rdzvscope", required=True, help="the rdzvscope CLI")
+    ap.add_argument("--exports-map", required=True, help="shim/exports.map")
+    ap.add_argument("--work", required=True, help="scratch directory (emptied)")
+    ap.add_argument("scenario", nargs="*", help="scenarios to run (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the scenarios")
+    OPTS = ap.parse_args()
+    if OPTS.list:
+        print("\n".join(SCENARIOS))
+        return 0
+    OPTS.shim = os.path.abspath(OPTS.shim)
+    names = OPTS.scenario or list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        print(f"unknown scenario(s): {unknown}", file=sys.stderr)
+        return 2
+    if not os.access(OPTS.shim, os.R_OK):
+        print(f"FAIL: shim {OPTS.shim} not found", file=sys.stderr)
+        return 1
+    if not os.access(OPTS.rdzvscope, os.X_OK):
+        print(f"FAIL: rdzvscope CLI {OPTS.rdzvscope} not found (not built yet?)", file=sys.stderr)
+        return 1
+    failed = 0
+    base_work = OPTS.work
+    for name in names:
+        OPTS.work = os.path.join(base_work, name)
+        shutil.rmtree(OPTS.work, ignore_errors=True)
+        os.makedirs(OPTS.work)
+        t0 = time.monotonic()
+        try:
+            SCENARIOS[name]()
+        except Fail as e:
+            failed += 1
+            print(f"FAIL {name} ({time.monotonic() - t0:.2f}s): {e}", file=sys.stderr)
+            continue
+        print(f"PASS {name} ({time.monotonic() - t0:.2f}s)")
+        shutil.rmtree(OPTS.work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
