@@ -66,7 +66,7 @@ ConnSlot* conn_slot_claim(int fd, bool store, uint64_t opened_ns, const rdzv_soc
     s.peer = peer;
     memset(&s.local, 0, sizeof s.local);
     s.bytes_sent = s.bytes_recv = s.calls_send = s.calls_recv = 0;
-    s.events_recorded = 0;
+    s.events_recorded = s.failures_recorded = 0;
     s.rcvtimeo_ms = s.sndtimeo_ms = -2;  // -2: nothing recorded yet
     return &s;
   }
@@ -88,7 +88,7 @@ uint16_t conn_slot_bits(const ConnSlot* s) {
 void fd_table_reset_counters() {
   for (auto& s : g_conn_slots) {
     s.bytes_sent = s.bytes_recv = s.calls_send = s.calls_recv = 0;
-    s.events_recorded = 0;
+    s.events_recorded = s.failures_recorded = 0;
   }
 }
 

@@ -25,7 +25,7 @@ struct ConnSlot {
   rdzv_sockaddr local;
   uint64_t bytes_sent, bytes_recv, calls_send, calls_recv;  // relaxed atomics
   uint32_t events_recorded;   // per-call events written so far (atomic)
-  int32_t reserved;
+  uint32_t failures_recorded; // failure / 0-byte events written after those (atomic)
   int64_t rcvtimeo_ms, sndtimeo_ms;  // last values recorded, to record only changes
 };
 

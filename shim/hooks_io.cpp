@@ -17,6 +17,10 @@ namespace {
 // Individual events per store socket before only totals (and failures) are kept: enough for
 // the rendezvous handshake and first queries, bounded for a heartbeat that runs for days.
 constexpr uint32_t kDetailedEventsPerSocket = 32;
+// Failures and 0-byte reads keep being recorded after that, up to this many per socket: a
+// client that spins on recv()==0 after the store went away (torch 1.13's callback client does)
+// must not fill the file. The rest still count in the socket's totals at close.
+constexpr uint32_t kFailureEventsPerSocket = 16;
 
 size_t iov_bytes(const struct iovec* iov, long n) {
   size_t total = 0;
@@ -60,7 +64,12 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
   if (detail)
     detail = __atomic_fetch_add(&slot->events_recorded, 1, __ATOMIC_RELAXED) <
              kDetailedEventsPerSocket;
-  if (!failure && !zero && !detail) return;
+  if (!detail) {
+    if (!failure && !zero) return;
+    if (!slot || __atomic_fetch_add(&slot->failures_recorded, 1, __ATOMIC_RELAXED) >=
+                     kFailureEventsPerSocket)
+      return;
+  }
 
   EventHead head{static_cast<uint8_t>(kind), static_cast<uint8_t>(op)};
   head.flags = static_cast<uint16_t>(RDZV_F_STORE | (nonblock ? RDZV_F_NONBLOCK : 0) |

@@ -86,7 +86,7 @@ int create_file(const char* host, uint32_t* generation) {
 }
 
 bool ensure_dir() {
-  if (mkdir(g_dir, 0700) == 0) return true;
+  if (mkdir(g_dir, g_group_read ? 0750 : 0700) == 0) return true;
   if (errno != EEXIST) return false;
   struct stat st;
   if (stat(g_dir, &st) != 0) return false;
@@ -103,7 +103,13 @@ void write_start_record() {
   s.rec->kind = RDZV_EV_PROC_START;
   s.rec->op = RDZV_OP_INIT;
   s.rec->tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  s.rec->ts_ns = g_header->created_monotonic_ns;
+  // Dated at the process start (exec or fork), on the monotonic clock, so that it sorts
+  // before the call that made us create the file.
+  const rdzv_file_header* h = g_header;
+  uint64_t age = (h->features & RDZV_FEAT_PROC_START) && h->clock_realtime_ns > h->start_realtime_ns
+                     ? h->clock_realtime_ns - h->start_realtime_ns
+                     : 0;
+  s.rec->ts_ns = h->clock_monotonic_ns > age ? h->clock_monotonic_ns - age : 0;
   s.rec->fd = -1;
   s.rec->u.proc.child_pid = -1;
   copy_cut(s.rec->u.proc.path, sizeof s.rec->u.proc.path, g_header->exe);
