@@ -32,12 +32,19 @@ static inline long it_report(const char* what, long ret, int err) {
   fflush(stdout);
   return ret;
 }
+/* Like it_report, and also shows errno after a call that succeeded: REPORT sets errno to a
+ * sentinel (EDOM) first, so a shim that clobbers errno on success changes the output. */
+static inline long it_report_keep(const char* what, long ret, int err) {
+  printf("%s: ret=%ld errno=%s\n", what, ret, it_errname(err));
+  fflush(stdout);
+  return ret;
+}
 #define REPORT(what, call)                    \
   ({                                          \
-    errno = 0;                                \
+    errno = EDOM;                             \
     long it_r_ = (long)(call);                \
     int it_e_ = errno;                        \
-    it_report((what), it_r_, it_e_);          \
+    it_report_keep((what), it_r_, it_e_);     \
     errno = it_e_;                            \
     it_r_;                                    \
   })

@@ -35,6 +35,25 @@ int main(int argc, char** argv) {
     REPORT("close", close(fd));
     return 11;
   }
+  if (strcmp(mode, "refused6") == 0) {
+    struct sockaddr_in6 a6;
+    memset(&a6, 0, sizeof a6);
+    a6.sin6_family = AF_INET6;
+    a6.sin6_port = htons((unsigned short)port);
+    a6.sin6_addr = in6addr_loopback;
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    REPORT("connect [::1] refused", connect(fd, (struct sockaddr*)&a6, sizeof a6));
+    REPORT("close", close(fd));
+    return 15;
+  }
+  if (strcmp(mode, "setenv_master_port") == 0) {
+    /* torchrun's agent sets MASTER_PORT in its own environment before its workers connect. */
+    setenv("MASTER_PORT", argv[2], 1);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REPORT("connect to MASTER_PORT", connect(fd, (struct sockaddr*)&a, sizeof a));
+    REPORT("close", close(fd));
+    return 16;
+  }
   if (strcmp(mode, "timeout_blocking") == 0) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     double t0 = it_now();

@@ -6,6 +6,7 @@
  *                                stage2: connect; fork; child execve(SELF stage3), likewise
  *   forks spawn PORT SELF        connect; posix_spawn(SELF stage3) with the scrubbed env
  *   forks vfork PORT SELF        connect; vfork; child execve(SELF stage3) with it
+ *   forks exec_fail PORT         execve() of a missing and of a non-executable file
  * stderr gets "key=pid" lines the driver uses to find the files. */
 #include "common.h"
 
@@ -82,6 +83,14 @@ int main(int argc, char** argv) {
     report_status("stage3", status);
     return 62;
   }
+  if (strcmp(mode, "exec_fail") == 0) {
+    refused("connect", port);
+    char* args[] = {(char*)"nope", NULL};
+    REPORT("execve missing", execve("/nonexistent/rdzvscope-no-such-program", args, environ));
+    REPORT("execv not executable", execv("/etc/hostname", args));
+    refused("connect after failed execs", port);
+    return 65;
+  }
   if (strcmp(mode, "exec_stage3") == 0) {
     refused("stage3 connect", port);
     exit(6);
@@ -96,6 +105,7 @@ int main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     printf("posix_spawn: ret=%d\n", r); /* after the child's own output */
     report_status("spawned", status);
+    refused("parent connect after spawn", port);
     return 63;
   }
   if (strcmp(mode, "vfork") == 0 && self) {
@@ -113,6 +123,7 @@ int main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     it_report("vfork", pid > 0 ? 0 : -1, err);
     report_status("vforked", status);
+    refused("parent connect after vfork", port);
     return 64;
   }
   return 97;

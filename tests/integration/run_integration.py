@@ -338,6 +338,32 @@ def connect_refused():
     check(t.events[-1]["kind"] == "proc_exit", "proc_exit is not the last record", t.events[-3:])
 
 
+@scenario
+def connect_refused_ipv6():
+    port = free_port()
+    plain, traced = run_both([prog("connect_errors"), "refused6", str(port)], ports=[port],
+                             expect_rc=15)
+    check("connect [::1] refused: ret=-1 errno=ECONNREFUSED" in plain.out, "not refused",
+          plain.describe())
+    t = one_trace(traced)
+    e = one(t, "connect", "", peer=f"[::1]:{port}")
+    check(e["errno_name"] == "ECONNREFUSED" and "store" in e["flags"], "connect event wrong", [e])
+
+
+@scenario
+def master_port_setenv():
+    """MASTER_PORT set by the program itself (torchrun's agent does) makes a store port."""
+    port = free_port()
+    plain, traced = run_both([prog("connect_errors"), "setenv_master_port", str(port)],
+                             expect_rc=16)
+    t = one_trace(traced)
+    check(port in t.header["store_ports"], "MASTER_PORT set at run time not in the header",
+          [t.header])
+    e = one(t, "connect", "", peer=addr(port))
+    check(e["errno_name"] == "ECONNREFUSED" and "store" in e["flags"],
+          "connect to MASTER_PORT not flagged store", [e])
+
+
 # ---------------------------------------------------------------- 3. timeouts in a netns
 
 @contextlib.contextmanager
@@ -563,6 +589,26 @@ def dup_store_socket():
     check(total >= 175, f"close events account for {total} of the 175 bytes sent", t.lines())
 
 
+@scenario
+def stale_fd_after_fclose():
+    """A store socket closed where the shim cannot see it (fclose() of an fdopen()ed socket:
+    glibc closes internally), then a regular file opened on the same fd number: reads of that
+    file are no recv events of the old socket."""
+    port = free_port()
+    work = new_dir("fclose")
+    os.makedirs(work)
+    data = os.path.join(work, "data")
+    with open(data, "w") as f:
+        f.write("regular file\n")
+    plain, traced = run_both([prog("server"), "fclose", str(port), data], ports=[port],
+                             expect_rc=36)
+    check("regular file reuses the socket's fd: 1" in plain.out and
+          "read regular file: ret=13" in plain.out, "scenario did not run", plain.describe())
+    t = one_trace(traced)
+    bogus = t.find("recv") + t.find("send")
+    check(not bogus, "reads of a regular file recorded as I/O of a closed store socket", bogus)
+
+
 # ---------------------------------------------------------------- 11. bounded
 
 @scenario
@@ -726,6 +772,10 @@ def spawn_like(mode, rc, kind, op):
     c = one_trace(traced, pid=child)
     check(c.header["ppid"] == traced.pid, "child ppid", [c.header])
     one(c, "connect", "of the child", flag="store", errno_name="ECONNREFUSED")
+    check(len(parent.find("connect")) == 2, "the parent's connect after the child ran is missing",
+          parent.lines())
+    check(parent.events[-1]["kind"] == "proc_exit" and parent.events[-1]["status"] == rc,
+          "parent proc_exit missing or wrong", parent.events[-3:])
 
 
 @scenario
@@ -736,6 +786,22 @@ def posix_spawn_child():
 @scenario
 def vfork_exec_child():
     spawn_like("vfork", 64, "spawn", "vfork")
+
+
+@scenario
+def exec_failure():
+    port = free_port()
+    plain, traced = run_both([prog("forks"), "exec_fail", str(port)], ports=[port], expect_rc=65)
+    errs = re.findall(r"^execv(?:e missing| not executable): ret=-1 errno=(E[A-Z]+)$", plain.out,
+                      re.M)
+    check(len(errs) == 2 and errs[0] == "ENOENT", "execs did not fail", plain.describe())
+    t = one_trace(traced)
+    check(len(traces_of(traced)) == 1, "a failed exec made another file",
+          trace_files(traced.trace_dir))
+    failed = t.find("exec", ret=-1)
+    names = sorted(e["errno_name"] for e in failed)
+    check(names == sorted(errs), f"want failed exec events {errs}, got {names}", t.lines())
+    check(len(t.find("connect")) == 2, "connect after the failed execs missing", t.lines())
 
 
 @scenario

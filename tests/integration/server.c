@@ -4,6 +4,8 @@
  *   server nonstore PORT          the same on a port that is no store port, plus 1000 sends
  *   server secret PORT            send $IT_SECRET both ways over a store socket (not argv:
  *                                 the command line is recorded in the trace header)
+ *   server fclose PORT            fdopen()+fclose() a connected store socket (glibc closes
+ *                                 it internally), then read a regular file that gets its fd
  *   server dup PORT               send through dup(), fcntl(F_DUPFD_CLOEXEC) and dup2()
  *                                 copies of a connected store socket: 100 + 50 + 25 bytes */
 #include "common.h"
@@ -90,6 +92,23 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "secret") == 0 && secret && *secret) {
     exchange(port, secret, 3 * strlen(secret), 2 * strlen(secret), 1);
     return 34;
+  }
+  if (strcmp(mode, "fclose") == 0 && argc >= 4) {
+    int l = it_listener(port);
+    int c = it_connect(port);
+    int s = accept(l, NULL, NULL);
+    it_report("accept", s >= 0 ? 0 : -1, errno);
+    FILE* f = fdopen(c, "r+");
+    REPORT("fclose socket", fclose(f));
+    int fd = open(argv[3], O_RDONLY | O_CLOEXEC);
+    printf("regular file reuses the socket's fd: %d\n", fd == c);
+    char buf[64];
+    REPORT("read regular file", read(fd, buf, sizeof buf));
+    REPORT("read regular file at EOF", read(fd, buf, sizeof buf));
+    REPORT("close regular file", close(fd));
+    REPORT("close accepted", close(s));
+    REPORT("close listener", close(l));
+    return 36;
   }
   if (strcmp(mode, "dup") == 0) {
     int l = it_listener(port);
