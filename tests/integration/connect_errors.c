@@ -2,12 +2,14 @@
  * blocking and non-blocking. Usage:
  *   connect_errors refused PORT
  *   connect_errors timeout_blocking PORT        (inside the SYN-dropping namespace)
- *   connect_errors timeout_poll PORT            (non-blocking, poll 500 ms, close: abandoned)
+ *   connect_errors timeout_poll PORT            (non-blocking, poll 500 ms, epoll_wait 200 ms,
+ *                                               close: abandoned)
  *   connect_errors timeout_so_error PORT        (non-blocking, poll until done, SO_ERROR) */
 #include "common.h"
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 
 static int nb_socket(void) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -70,6 +72,12 @@ int main(int argc, char** argv) {
     struct pollfd p = {fd, POLLOUT, 0};
     REPORT("poll 500ms", poll(&p, 1, 500));
     printf("revents=%d\n", p.revents);
+    /* The same pending connect waited on through epoll. */
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLOUT, .data = {.fd = fd}};
+    REPORT("epoll_ctl", epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+    REPORT("epoll_wait 200ms", epoll_wait(ep, &ev, 1, 200));
+    close(ep);
     REPORT("close", close(fd));
     return 13;
   }

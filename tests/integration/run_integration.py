@@ -412,9 +412,13 @@ def timeout_poll_abandoned():
     e = one(t, "connect", "", peer=addr(port))
     check(e["ret"] == -1 and e["errno_name"] == "EINPROGRESS" and "nonblock" in e["flags"]
           and "store" in e["flags"], "connect event wrong", [e])
-    e = one(t, "poll", "")
+    check("epoll_wait 200ms: ret=0" in plain.out, "epoll_wait did not time out", plain.describe())
+    e = one(t, "poll", "", op="poll")
     check("timeout" in e["flags"] and e["timeout_ms"] == 500 and e["peer"] == addr(port)
-          and e["op"] == "poll", "poll event wrong", [e])
+          and e["tcp_state"] == 2, "poll event wrong (want SYN_SENT = 2)", [e])
+    e = one(t, "poll", "", op="epoll_wait")
+    check("timeout" in e["flags"] and e["timeout_ms"] == 200 and "store" in e["flags"],
+          "epoll_wait event wrong", [e])
     e = one(t, "close", "")
     check("abandoned" in e["flags"] and e["peer"] == addr(port), "close event not abandoned", [e])
     check(not t.find("connect_done"), "a connect_done was recorded for an abandoned connect",
@@ -506,6 +510,33 @@ def rcvtimeo():
     e = one(t, "recv", "timed out", flag="timeout")
     check(e["errno_name"] in ("EAGAIN", "EWOULDBLOCK") and e["ret"] == -1
           and e["timeout_ms"] == 300 and "store" in e["flags"], "recv event wrong", [e])
+
+
+@scenario
+def io_entry_points():
+    """Each send/recv entry point, the fortified ones included, and poll/ppoll/select timing
+    out on a store socket."""
+    port = free_port()
+    binary = prog("io_calls")
+    undef = subprocess.run(["nm", "-D", "--undefined-only", binary], stdout=subprocess.PIPE,
+                           text=True).stdout
+    for sym in ("__recv_chk", "__recvfrom_chk", "__read_chk", "__poll_chk"):
+        check(sym in undef, f"{binary} does not call {sym}: not built fortified?", undef)
+    plain, traced = run_both([binary, str(port), "1"], ports=[port], expect_rc=37)
+    check("select 100ms: ret=0" in plain.out and "read rest: ret=1" in plain.out,
+          "scenario did not run", plain.describe())
+    t = one_trace(traced)
+    for op in ("send", "sendto", "sendmsg", "write", "writev"):
+        e = one(t, "send", f"by {op}()", op=op)
+        check(e["ret"] == 1 and e["size"] == 1 and "store" in e["flags"], f"{op} event wrong", [e])
+    for op, count in (("recv", 1), ("recvfrom", 1), ("recvmsg", 1), ("read", 2)):
+        ev = t.find("recv", op=op)
+        check(len(ev) == count and all(e["ret"] == 1 for e in ev), f"want {count} {op} events",
+              t.lines())
+    for op, ms in (("poll", 120), ("ppoll", 110), ("select", 100)):
+        e = one(t, "poll", f"by {op}()", op=op)
+        check(e["timeout_ms"] == ms and "timeout" in e["flags"] and "store" in e["flags"],
+              f"{op} timeout event wrong", [e])
 
 
 # ---------------------------------------------------------------- 8-10. server side
