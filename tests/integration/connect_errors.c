@@ -1,6 +1,7 @@
 /* connect() failures: refused, and (inside a namespace whose SYNs are dropped) timed out,
  * blocking and non-blocking. Usage:
  *   connect_errors refused PORT
+ *   connect_errors nonblock_used PORT           (non-blocking connect that succeeds, then send)
  *   connect_errors timeout_blocking PORT        (inside the SYN-dropping namespace)
  *   connect_errors timeout_poll PORT            (non-blocking, poll 500 ms, epoll_wait 200 ms,
  *                                               close: abandoned)
@@ -55,6 +56,24 @@ int main(int argc, char** argv) {
     REPORT("connect to MASTER_PORT", connect(fd, (struct sockaddr*)&a, sizeof a));
     REPORT("close", close(fd));
     return 16;
+  }
+  if (strcmp(mode, "nonblock_used") == 0) {
+    /* A non-blocking connect that succeeds; the program learns it from poll(POLLOUT) and
+     * goes straight to send(), never reading SO_ERROR. */
+    int l = it_listener(port);
+    int fd = nb_socket();
+    REPORT("connect nonblocking", connect(fd, (struct sockaddr*)&a, sizeof a));
+    struct pollfd p = {fd, POLLOUT, 0};
+    REPORT("poll POLLOUT", poll(&p, 1, 5000));
+    int s = accept(l, NULL, NULL);
+    it_report("accept", s >= 0 ? 0 : -1, errno);
+    REPORT("send", send(fd, "abc", 3, 0));
+    char b[8];
+    REPORT("recv on accepted", recv(s, b, sizeof b, 0));
+    REPORT("close", close(fd));
+    close(s);
+    close(l);
+    return 17;
   }
   if (strcmp(mode, "timeout_blocking") == 0) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);

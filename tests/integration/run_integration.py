@@ -364,6 +364,21 @@ def master_port_setenv():
           "connect to MASTER_PORT not flagged store", [e])
 
 
+@scenario
+def nonblock_connect_used():
+    """A non-blocking connect that succeeded and carried data was not abandoned, even when
+    the program never read SO_ERROR (it polled for POLLOUT and sent)."""
+    port = free_port()
+    plain, traced = run_both([prog("connect_errors"), "nonblock_used", str(port)], ports=[port],
+                             expect_rc=17)
+    check("send: ret=3" in plain.out, "scenario did not run", plain.describe())
+    t = one_trace(traced)
+    e = one(t, "close", "of the client", peer=addr(port))
+    check(e["bytes_sent"] == 3, "close totals wrong", [e])
+    check("abandoned" not in e["flags"],
+          "an established connection that sent 3 bytes is reported as an abandoned connect", [e])
+
+
 # ---------------------------------------------------------------- 3. timeouts in a netns
 
 @contextlib.contextmanager
