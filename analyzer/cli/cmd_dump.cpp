@@ -93,7 +93,11 @@ int run_dump(const DumpOptions& opt) {
     }
     for (const auto& f : files) all_ok = dump_file(f) && all_ok;
   }
-  std::fflush(stdout);
+  // A full disk or a closed pipe must not look like a complete dump.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "rdzvscope dump: writing the output: %s\n", std::strerror(errno));
+    return kExitUsage;
+  }
   return all_ok ? kExitOk : kExitUsage;
 }
 

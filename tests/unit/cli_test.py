@@ -97,15 +97,19 @@ def case_dump_good(tmp):
 
 
 def case_dump_dir(tmp):
-    for name in ("b.2.rzt", "a.1.rzt"):
+    # Created out of order (tmpfs lists newest first, ext4 by hash): the dump sorts.
+    names = [f"node{i}.{100 + i}.rzt" for i in (3, 7, 1, 5, 0, 6, 2, 4)]
+    for name in names:
         make_trace("good", os.path.join(tmp, name))
+    os.mkdir(os.path.join(tmp, "sub"))
+    make_trace("good", os.path.join(tmp, "sub", "nested.rzt"))
     with open(os.path.join(tmp, "notes.txt"), "w") as f:
         f.write("not a trace")
     rc, out, err = run(["dump", tmp])
     expect(rc == 0, f"exit {rc}", err)
     headers = [l["file"] for l in parse_lines(out) if l["type"] == "header"]
-    expect(headers == [os.path.join(tmp, "a.1.rzt"), os.path.join(tmp, "b.2.rzt")],
-           "files in name order, .rzt only", headers)
+    expect(headers == [os.path.join(tmp, n) for n in sorted(names)],
+           "files in name order, .rzt only, not recursive", headers)
 
 
 def case_dump_truncated(tmp):
@@ -159,6 +163,17 @@ def case_dump_mixed(tmp):
     expect(f"{bad}: header never completed" in err, "all-zero header explained", err)
     expect([l["file"] for l in parse_lines(out) if l["type"] == "summary"] == [good],
            "good file dumped", out)
+
+
+def case_dump_output_full(tmp):
+    path = os.path.join(tmp, "t.rzt")
+    make_trace("good", path)
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([RDZVSCOPE, "dump", path], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=60)
+    expect(p.returncode == 2, f"exit {p.returncode}", p.stderr)
+    expect("rdzvscope dump: writing the output: No space left on device" in p.stderr,
+           "says why", p.stderr)
 
 
 def fake_shim(tmp, sub="shim"):

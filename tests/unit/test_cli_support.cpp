@@ -53,7 +53,7 @@ TEST_CASE("the shim is looked for beside the executable, in lib and the install 
         std::vector<std::string>{"/usr/lib/librdzvscope.so", "/opt/lib64/librdzvscope.so"});
 }
 
-TEST_CASE("find_shim: an explicit path is the only one tried; errors name every place", "[cli]") {
+TEST_CASE("find_shim: an explicit path is the only one tried, errors name every place", "[cli]") {
   TempDir dir;
   std::filesystem::create_directories(dir.file("bin"));
   std::filesystem::create_directories(dir.file("lib64"));
