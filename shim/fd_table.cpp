@@ -1,6 +1,7 @@
 #include "fd_table.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 namespace rdzv {
 
@@ -68,9 +69,32 @@ ConnSlot* conn_slot_claim(int fd, bool store, uint64_t opened_ns, const rdzv_soc
     s.bytes_sent = s.bytes_recv = s.calls_send = s.calls_recv = 0;
     s.events_recorded = s.failures_recorded = 0;
     s.rcvtimeo_ms = s.sndtimeo_ms = -2;  // -2: nothing recorded yet
+    struct stat st;
+    s.inode = fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
     return &s;
   }
   return nullptr;
+}
+
+bool slot_owns_fd(const ConnSlot* s, int fd) {
+  struct stat st;
+  if (!s || fstat(fd, &st) != 0) return false;
+  return S_ISSOCK(st.st_mode) && static_cast<uint64_t>(st.st_ino) == s->inode;
+}
+
+void fd_copy_classification(int oldfd, int newfd) {
+  uint16_t info = fd_info(oldfd);
+  if (!info || oldfd == newfd) return;
+  info = static_cast<uint16_t>(info & ~kFdPending);
+  ConnSlot* from = conn_slot(info);
+  ConnSlot* copy = nullptr;
+  if (from) {
+    copy = conn_slot_claim(newfd, from->store, from->opened_ns, from->peer);
+    if (copy) copy->local = from->local;
+  }
+  uint16_t bits = static_cast<uint16_t>(info & ~(kFdSlotMask | kFdStore));
+  if (copy && copy->store) bits |= kFdStore;
+  fd_info_set(newfd, static_cast<uint16_t>(bits | conn_slot_bits(copy)));
 }
 
 uint16_t fd_forget(int fd) {

@@ -27,6 +27,7 @@ struct ConnSlot {
   uint32_t events_recorded;   // per-call events written so far (atomic)
   uint32_t failures_recorded; // failure / 0-byte events written after those (atomic)
   int64_t rcvtimeo_ms, sndtimeo_ms;  // last values recorded, to record only changes
+  uint64_t inode;  // the socket's inode: tells our socket from a file that reused its number
 };
 
 extern uint16_t g_fd_info[kMaxTrackedFd];
@@ -48,6 +49,13 @@ inline ConnSlot* conn_slot(uint16_t info) {
 
 // Claims a slot for fd, initialised; null when the table is full.
 ConnSlot* conn_slot_claim(int fd, bool store, uint64_t opened_ns, const rdzv_sockaddr& peer);
+
+// False when fd no longer refers to the socket the slot was made for: glibc closes some fds
+// internally (fclose of an fdopen()ed socket, posix_spawn file actions), past our close hook.
+bool slot_owns_fd(const ConnSlot* s, int fd);
+
+// dup/dup2/dup3/F_DUPFD: the copy is the same socket and is traced like the original.
+void fd_copy_classification(int oldfd, int newfd);
 
 // The kFdSlotMask bits that point at s (0 for null).
 uint16_t conn_slot_bits(const ConnSlot* s);

@@ -44,6 +44,12 @@ void note_timeout_option(int fd, uint16_t info, int optname, const void* val, so
 
 int call_fcntl(rdzv::real::fcntl_fn fn, int fd, int cmd, void* arg) {
   int r = fn(fd, cmd, arg);
+  if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 && fd_info(fd) && !in_guard()) {
+    int saved = errno;
+    Guard guard;
+    fd_copy_classification(fd, r);
+    errno = saved;
+  }
   if (cmd == F_SETFL && r == 0) {
     uint16_t info = fd_info(fd);
     if (info & kFdTcp) {
@@ -155,33 +161,38 @@ RDZV_EXPORT int close_range(unsigned first, unsigned last, int flags) {
   return r;
 }
 
-// dup2/dup3 close newfd silently when it is open: a store socket replaced that way must not
-// leave its classification on the descriptor that takes its number.
+RDZV_EXPORT int dup(int oldfd) {
+  int r = real::dup()(oldfd);
+  if (r >= 0 && fd_info(oldfd) && !in_guard()) {
+    int saved = errno;
+    Guard guard;
+    fd_copy_classification(oldfd, r);
+    errno = saved;
+  }
+  return r;
+}
+
+// dup2/dup3 close newfd silently when it is open: what newfd was is forgotten (a store socket
+// gets its close record), and it becomes a traced copy when oldfd is a traced socket.
+static void after_dup_over(int oldfd, int newfd) {
+  uint16_t info = fd_info(newfd);
+  if (!info && !fd_info(oldfd)) return;
+  int saved = errno;
+  Guard guard;
+  if (info) note_socket_closing(newfd, info, RDZV_OP_CLOSE, true);
+  fd_copy_classification(oldfd, newfd);
+  errno = saved;
+}
+
 RDZV_EXPORT int dup2(int oldfd, int newfd) {
   int r = real::dup2()(oldfd, newfd);
-  if (r >= 0 && oldfd != newfd) {
-    uint16_t info = fd_info(newfd);
-    if (info) {
-      int saved = errno;
-      Guard guard;
-      note_socket_closing(newfd, info, RDZV_OP_CLOSE, true);
-      errno = saved;
-    }
-  }
+  if (r >= 0 && oldfd != newfd && !in_guard()) after_dup_over(oldfd, newfd);
   return r;
 }
 
 RDZV_EXPORT int dup3(int oldfd, int newfd, int flags) {
   int r = real::dup3()(oldfd, newfd, flags);
-  if (r >= 0) {
-    uint16_t info = fd_info(newfd);
-    if (info) {
-      int saved = errno;
-      Guard guard;
-      note_socket_closing(newfd, info, RDZV_OP_CLOSE, true);
-      errno = saved;
-    }
-  }
+  if (r >= 0 && !in_guard()) after_dup_over(oldfd, newfd);
   return r;
 }
 

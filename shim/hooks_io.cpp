@@ -9,6 +9,7 @@
 #include "fd_table.h"
 #include "guard.h"
 #include "real_calls.h"
+#include "sockets.h"
 
 using namespace rdzv;
 
@@ -38,6 +39,14 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
                                        ssize_t r, int err) {
   Guard guard;
   ConnSlot* slot = conn_slot(info);
+  if (!slot_owns_fd(slot, fd)) {  // the fd now names something else: stop tracing it
+    fd_forget(fd);
+    return;
+  }
+  if ((info & kFdPending) && r >= 0) {  // I/O worked, so the non-blocking connect did
+    complete_pending_connect(fd, info, 0, op);
+    info = static_cast<uint16_t>(info & ~kFdPending);
+  }
   const bool is_send = kind == RDZV_EV_SEND;
   if (slot) {
     __atomic_fetch_add(is_send ? &slot->calls_send : &slot->calls_recv, 1, __ATOMIC_RELAXED);

@@ -56,6 +56,7 @@
   X(fcntl64, int, (int, int, ...))                                                              \
   X(close, int, (int))                                                                          \
   X(close_range, int, (unsigned int, unsigned int, int))                                        \
+  X(dup, int, (int))                                                                            \
   X(dup2, int, (int, int))                                                                      \
   X(dup3, int, (int, int, int))                                                                 \
   X(fork, pid_t, (void))                                                                        \

@@ -1,10 +1,12 @@
 #include "sockets.h"
 
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "clock.h"
 #include "events.h"
+#include "real_calls.h"
 
 namespace rdzv {
 
@@ -52,6 +54,20 @@ void complete_pending_connect(int fd, uint16_t info, int so_error, rdzv_op op) {
 
 void note_socket_closing(int fd, uint16_t info, rdzv_op op, bool already_closed) {
   ConnSlot* slot = conn_slot(info);
+  if (slot && !already_closed && !slot_owns_fd(slot, fd)) {  // closed behind our back earlier
+    fd_forget(fd);
+    return;
+  }
+  if ((info & kFdPending) && !already_closed && tcp_state_of(fd) != TCP_SYN_SENT) {
+    // The connect finished but nobody asked how (poll said writable, the program went on):
+    // the socket is going away, so reading its pending error here takes nothing from anyone.
+    int so_error = 0;
+    socklen_t len = sizeof so_error;
+    real::getsockopt()(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+    complete_pending_connect(fd, info, so_error, op);
+    info = fd_info(fd);
+    slot = conn_slot(info);
+  }
   if (info & (kFdStore | kFdPending)) {
     uint64_t now = mono_ns();
     EventHead head{RDZV_EV_CLOSE, static_cast<uint8_t>(op)};

@@ -110,7 +110,7 @@ Command add_run_command(CLI::App& app) {
       ->type_name("PATH");
   sub->add_option("--max-mb", opt->max_mb, "Size limit of each trace file in MiB")
       ->type_name("N")
-      ->check(CLI::Range(1u, 65536u));
+      ->check(CLI::Range(1u, 1024u));  // the shim caps a file at 1024 MiB
   sub->add_option("command", opt->command, "The command to trace, after --")->type_name("CMD [ARGS...]");
   return Command{sub, [opt] { return run_run(*opt); }};
 }

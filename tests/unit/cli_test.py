@@ -302,6 +302,18 @@ def case_run_bad_ports(tmp):
         expect(rc == 2, f"--ports {ports!r}: exit {rc}", err)
 
 
+def case_run_bad_max_mb(tmp):
+    # The shim caps a trace file at 1024 MiB; run must refuse what the shim would ignore.
+    shim = fake_shim(tmp)
+    for mb in ("0", "1025", "65536", "x"):
+        rc, out, err = run(["run", "--shim", shim, "--out", os.path.join(tmp, "t"),
+                            "--max-mb", mb, "--", "/bin/true"])
+        expect(rc == 2, f"--max-mb {mb!r}: exit {rc}", err)
+    rc, out, err = run(["run", "--shim", shim, "--out", os.path.join(tmp, "t"),
+                        "--max-mb", "1024", "--", "/bin/true"])
+    expect(rc == 0, f"--max-mb 1024: exit {rc}", err)
+
+
 def case_run_out_is_file(tmp):
     shim = fake_shim(tmp)
     f = os.path.join(tmp, "file")
