@@ -59,10 +59,29 @@ void sanitize_for_filename(const char* in, char* out, size_t cap) {
   if (n == 0) copy_cut(out, cap, "unknown-host");
 }
 
+// When <host>.<pid>[.n].rzt exists, it is either an earlier image of this very process (it
+// exec'd; same pid, same start time) or a stranger whose pid was reused. Reading its header
+// tells which, so that exec_generation counts execs rather than file-name clashes.
+bool earlier_image_of_us(const char* path, uint64_t our_start_ns, uint32_t* generation) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  rdzv_file_header h;
+  bool ok = pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
+  close(fd);
+  if (!ok || memcmp(h.magic, RDZV_MAGIC, RDZV_MAGIC_LEN) != 0 || h.pid != getpid()) return false;
+  // Both start times come from the same tick count, read at slightly different moments.
+  uint64_t diff = h.start_realtime_ns > our_start_ns ? h.start_realtime_ns - our_start_ns
+                                                     : our_start_ns - h.start_realtime_ns;
+  if (!our_start_ns || diff > 50'000'000) return false;
+  if (h.exec_generation + 1 > *generation) *generation = h.exec_generation + 1;
+  return true;
+}
+
 // O_EXCL|O_NOFOLLOW: never follow a planted symlink, never overwrite another file. A second
 // image of the same pid (after exec) or a reused pid takes the next free suffix.
-int create_file(const char* host, uint32_t* generation) {
+int create_file(const char* host, uint64_t our_start_ns, uint32_t* generation) {
   const mode_t mode = g_group_read ? 0640 : 0600;
+  *generation = 0;
   for (int n = 0; n < kMaxNameAttempts; ++n) {
     char path[sizeof g_dir + 128];
     TextBuf p(path, sizeof path);
@@ -76,10 +95,10 @@ int create_file(const char* host, uint32_t* generation) {
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd >= 0) {
       fchmod(fd, mode);  // the umask must not widen or narrow what we promised
-      *generation = static_cast<uint32_t>(n);
       return fd;
     }
     if (errno != EEXIST) return -1;
+    earlier_image_of_us(path, our_start_ns, generation);
   }
   errno = EEXIST;
   return -1;
@@ -130,8 +149,12 @@ bool open_trace() {
   char host[128];
   sanitize_for_filename(raw_host, host, sizeof host);
 
+  // The process facts are gathered first: the start time decides the exec generation.
+  static rdzv_file_header facts;  // one page; static, as this may run on a small thread stack
+  memset(&facts, 0, sizeof facts);
+  fill_process(&facts);
   uint32_t generation = 0;
-  int fd = create_file(host, &generation);
+  int fd = create_file(host, facts.start_realtime_ns, &generation);
   if (fd < 0) {
     say_once("cannot create trace file", errno);
     return false;
@@ -162,14 +185,14 @@ bool open_trace() {
   }
 
   auto* h = static_cast<rdzv_file_header*>(map);
+  memcpy(h, &facts, sizeof facts);  // magic is still zero in facts: stored last, below
   h->version = RDZV_FORMAT_VERSION;
   h->header_size = RDZV_HEADER_SIZE;
   h->record_size = RDZV_RECORD_SIZE;
-  h->features = RDZV_FEAT_SNAPSHOTS | RDZV_FEAT_STORE_IO;
+  h->features |= RDZV_FEAT_SNAPSHOTS | RDZV_FEAT_STORE_IO;
   h->source = RDZV_SOURCE_SHIM;
   h->capacity = static_cast<uint32_t>(capacity);
   h->exec_generation = generation;
-  fill_process(h);
   fill_identity(&h->ident);
   store_ports_export(h->store_ports);
 
