@@ -105,7 +105,11 @@ int create_file(const char* host, uint64_t our_start_ns, uint32_t* generation) {
 }
 
 bool ensure_dir() {
-  if (mkdir(g_dir, g_group_read ? 0750 : 0700) == 0) return true;
+  const mode_t mode = g_group_read ? 0750 : 0700;
+  if (mkdir(g_dir, mode) == 0) {
+    chmod(g_dir, mode);  // as for the files: the umask does not decide what we promised
+    return true;
+  }
   if (errno != EEXIST) return false;
   struct stat st;
   if (stat(g_dir, &st) != 0) return false;

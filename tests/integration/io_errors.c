@@ -51,7 +51,7 @@ static pid_t start_server(const char* mode, int port) {
     char done = 'c';
     if (write(g_sync[1], &done, 1) != 1) _exit(93);
     for (;;) pause();
-  } else if (strcmp(mode, "zero_read") == 0) {
+  } else if (strcmp(mode, "zero_read") == 0 || strcmp(mode, "zero_read_spin") == 0) {
     if (send(c, "hello", 5, 0) != 5) _exit(94);
     close(c);
     _exit(0);
@@ -110,6 +110,17 @@ int main(int argc, char** argv) {
     char buf[64];
     REPORT("recv data", it_read_full(fd, buf, 5));
     REPORT("recv eof", recv(fd, buf, sizeof buf, 0));
+    waitpid(child, &status, 0);
+    code = 23;
+  } else if (strcmp(mode, "zero_read_spin") == 0) {
+    /* A client that keeps calling recv() after the peer closed (torch 1.13's callback
+     * client does this when the store goes away at shutdown). */
+    char buf[64];
+    REPORT("recv data", it_read_full(fd, buf, 5));
+    long zeros = 0;
+    for (int i = 0; i < 5000; ++i)
+      if (recv(fd, buf, sizeof buf, 0) == 0) ++zeros;
+    printf("zero reads: %ld\n", zeros);
     waitpid(child, &status, 0);
     code = 23;
   } else if (strcmp(mode, "poll_timeout") == 0) {

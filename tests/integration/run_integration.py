@@ -506,6 +506,34 @@ def recv_zero():
 
 
 @scenario
+def recv_zero_spin_bounded():
+    # Regression: every 0-byte recv used to be recorded, and a client spinning on a closed
+    # store socket filled its file (seen with torch 1.13 at shutdown).
+    port, plain, traced, t = io_run("zero_read_spin", 23)
+    check("zero reads: 5000" in plain.out, "the spin did not read 0 bytes 5000 times",
+          plain.describe())
+    zeros = t.find("recv", flag="zero_read")
+    # At most the 32 detailed events of the socket plus 16 failure events after them.
+    check(1 <= len(zeros) <= 48, f"{len(zeros)} zero_read events, want 1..48", t.lines())
+    closes = t.find("close")
+    check(closes and closes[0]["calls_recv"] >= 5001, "close totals miss the 0-byte recvs",
+          t.lines())
+    check(t.summary["records"] < 100, f"{t.summary['records']} records for one socket",
+          [t.summary])
+
+
+@scenario
+def proc_start_sorts_first():
+    # Regression: proc_start was dated when the file was created, after the call that made it.
+    port, plain, traced, t = io_run("zero_read", 23)
+    first = t.find("proc_start")
+    check(len(first) == 1, "want one proc_start", t.lines())
+    others = [e["ts_ns"] for e in t.events if e["kind"] != "proc_start"]
+    check(others and first[0]["ts_ns"] <= min(others),
+          "proc_start is dated after another event", t.lines())
+
+
+@scenario
 def poll_timeout():
     port, plain, traced, t = io_run("poll_timeout", 24)
     check("poll 200ms: ret=0" in plain.out, "poll did not time out", plain.describe())
@@ -1040,6 +1068,10 @@ def file_modes():
               f"(umask {oct(umask)}, {extra})")
         expect = f"{sanitized_host()}.{res.pid}.rzt"
         check(os.path.basename(files[0]) == expect, f"file name {files[0]}, want {expect}")
+        # Regression: the directory the shim creates was always 0700, so group read was moot.
+        dmode = stat.S_IMODE(os.stat(res.trace_dir).st_mode)
+        want_dir = 0o750 if extra else 0o700
+        check(dmode == want_dir, f"trace dir mode {oct(dmode)}, want {oct(want_dir)}")
 
 
 def planted(kind):
