@@ -106,6 +106,21 @@ void record_accept(int listen_fd, uint16_t listen_info, int r, int err, bool non
   }
 }
 
+// Runs the real call, then the recorder under the guard; the call's result and errno are
+// what the caller gets, whatever the recorder does.
+template <typename Call, typename Record>
+inline int call_then_record(Call call, Record record) {
+  uint64_t t0 = mono_ns();
+  int r = call();
+  int err = errno;
+  {
+    Guard guard;
+    record(t0, r, err);
+  }
+  errno = err;
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
@@ -131,15 +146,10 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
   }
   errno = saved;
   if (!tcp) return fn(fd, addr, len);  // UDP "connect" (the resolver's DNS sockets)
-  uint64_t t0 = mono_ns();
-  int r = fn(fd, addr, len);
-  int err = errno;
-  {
-    Guard guard;
-    record_connect(fd, addr, len, nonblock, t0, r, err);
-  }
-  errno = err;
-  return r;
+  return call_then_record([&] { return fn(fd, addr, len); },
+                          [&](uint64_t t0, int r, int err) {
+                            record_connect(fd, addr, len, nonblock, t0, r, err);
+                          });
 }
 
 __attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* addr,
@@ -211,15 +221,10 @@ __attribute__((visibility("default"))) int accept(int fd, struct sockaddr* addr,
   auto fn = real::accept();
   uint16_t info = fd_info(fd);
   if (in_guard() || !(info & kFdTcp)) return fn(fd, addr, len);
-  uint64_t t0 = mono_ns();
-  int r = fn(fd, addr, len);
-  int err = errno;
-  {
-    Guard guard;
-    record_accept(fd, info, r, err, false, RDZV_OP_ACCEPT, t0);
-  }
-  errno = err;
-  return r;
+  return call_then_record([&] { return fn(fd, addr, len); },
+                          [&](uint64_t t0, int r, int err) {
+                            record_accept(fd, info, r, err, false, RDZV_OP_ACCEPT, t0);
+                          });
 }
 
 __attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr,
@@ -227,15 +232,11 @@ __attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr
   auto fn = real::accept4();
   uint16_t info = fd_info(fd);
   if (in_guard() || !(info & kFdTcp)) return fn(fd, addr, len, flags);
-  uint64_t t0 = mono_ns();
-  int r = fn(fd, addr, len, flags);
-  int err = errno;
-  {
-    Guard guard;
-    record_accept(fd, info, r, err, flags & SOCK_NONBLOCK, RDZV_OP_ACCEPT4, t0);
-  }
-  errno = err;
-  return r;
+  return call_then_record([&] { return fn(fd, addr, len, flags); },
+                          [&](uint64_t t0, int r, int err) {
+                            record_accept(fd, info, r, err, flags & SOCK_NONBLOCK,
+                                          RDZV_OP_ACCEPT4, t0);
+                          });
 }
 
 }  // extern "C"
