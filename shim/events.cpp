@@ -31,6 +31,24 @@ Slot new_record(Create create, const EventHead& head) {
   return s;
 }
 
+EventHead call_head(rdzv_kind kind, rdzv_op op, uint16_t flags, int fd, uint64_t t0, int64_t r,
+                    int err) {
+  EventHead head{static_cast<uint8_t>(kind), static_cast<uint8_t>(op), flags};
+  head.fd = fd;
+  head.ts_ns = t0;
+  head.dur_ns = mono_ns() - t0;
+  head.ret = r;
+  head.err = r < 0 ? err : 0;
+  return head;
+}
+
+void record_net(const EventHead& head, const rdzv_ev_net& net) {
+  if (Slot s = new_record(Create::IfNeeded, head)) {
+    s.rec->u.net = net;
+    commit_record(s);
+  }
+}
+
 void to_trace_addr(const struct sockaddr* sa, socklen_t len, rdzv_sockaddr* out) {
   memset(out, 0, sizeof *out);
   if (!sa || len < static_cast<socklen_t>(sizeof(sa_family_t))) return;

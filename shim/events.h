@@ -23,6 +23,21 @@ struct EventHead {
 // Reserves a record and fills in the common fields; the caller adds the payload and commits.
 Slot new_record(Create create, const EventHead& head);
 
+// The head of an event for a call that began at t0 (monotonic) and returned r with errno err;
+// err is kept only when the call failed.
+EventHead call_head(rdzv_kind kind, rdzv_op op, uint16_t flags, int fd, uint64_t t0, int64_t r,
+                    int err);
+
+// Socket payload with nothing set yet (timeout -1: none).
+inline rdzv_ev_net net_fields() {
+  rdzv_ev_net n{};
+  n.timeout_ms = -1;
+  return n;
+}
+
+// Writes a socket event (creating the trace file when needed).
+void record_net(const EventHead& head, const rdzv_ev_net& net);
+
 // sockaddr -> trace address; family 0 when sa is null, too short or not AF_INET/AF_INET6.
 void to_trace_addr(const struct sockaddr* sa, socklen_t len, rdzv_sockaddr* out);
 inline void to_trace_addr(const struct sockaddr_storage& ss, socklen_t len, rdzv_sockaddr* out) {

@@ -76,15 +76,24 @@ ConnSlot* conn_slot_claim(int fd, bool store, uint64_t opened_ns, const rdzv_soc
   return nullptr;
 }
 
+namespace {
 bool slot_owns_fd(const ConnSlot* s, int fd) {
   struct stat st;
   if (!s || fstat(fd, &st) != 0) return false;
   return S_ISSOCK(st.st_mode) && static_cast<uint64_t>(st.st_ino) == s->inode;
 }
+}  // namespace
+
+bool forget_if_stale(int fd, uint16_t info) {
+  ConnSlot* s = conn_slot(info);
+  if (!s || slot_owns_fd(s, fd)) return false;
+  fd_forget(fd);
+  return true;
+}
 
 void fd_copy_classification(int oldfd, int newfd) {
   uint16_t info = fd_info(oldfd);
-  if (!info || oldfd == newfd) return;
+  if (!info || oldfd == newfd || forget_if_stale(oldfd, info)) return;
   info = static_cast<uint16_t>(info & ~kFdPending);
   ConnSlot* from = conn_slot(info);
   ConnSlot* copy = nullptr;

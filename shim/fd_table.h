@@ -50,9 +50,10 @@ inline ConnSlot* conn_slot(uint16_t info) {
 // Claims a slot for fd, initialised; null when the table is full.
 ConnSlot* conn_slot_claim(int fd, bool store, uint64_t opened_ns, const rdzv_sockaddr& peer);
 
-// False when fd no longer refers to the socket the slot was made for: glibc closes some fds
-// internally (fclose of an fdopen()ed socket, posix_spawn file actions), past our close hook.
-bool slot_owns_fd(const ConnSlot* s, int fd);
+// Every recorder that reads a slot asks this first: true (and fd forgotten) when fd no longer
+// refers to the socket its slot was made for. glibc closes some fds internally (fclose of an
+// fdopen()ed socket, posix_spawn file actions), past our close hook. One fstat, on recording paths only, never per send.
+bool forget_if_stale(int fd, uint16_t info);
 
 // dup/dup2/dup3/F_DUPFD: the copy is the same socket and is traced like the original.
 void fd_copy_classification(int oldfd, int newfd);

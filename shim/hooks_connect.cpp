@@ -20,6 +20,10 @@ bool inet_family(const struct sockaddr* sa) {
   return sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6);
 }
 
+uint16_t socket_flags(bool store, bool nonblock) {
+  return static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | (nonblock ? RDZV_F_NONBLOCK : 0));
+}
+
 bool store_port(uint16_t port) {
   store_ports_refresh();
   writer_sync_store_ports();
@@ -58,19 +62,12 @@ void record_connect(int fd, const struct sockaddr* addr, socklen_t len, bool non
     fd_info_set(fd, static_cast<uint16_t>(info & ~kFdStore));
   }
 
-  EventHead head{RDZV_EV_CONNECT, RDZV_OP_CONNECT};
-  head.flags = static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | (nonblock ? RDZV_F_NONBLOCK : 0));
-  head.fd = fd;
-  head.ts_ns = t0;
-  head.dur_ns = mono_ns() - t0;
-  head.ret = r;
-  head.err = r < 0 ? err : 0;
-  if (Slot s = new_record(Create::IfNeeded, head)) {
-    s.rec->u.net.peer = peer;
-    s.rec->u.net.local = local;
-    s.rec->u.net.timeout_ms = -1;
-    commit_record(s);
-  }
+  rdzv_ev_net net = net_fields();
+  net.peer = peer;
+  net.local = local;
+  record_net(call_head(RDZV_EV_CONNECT, RDZV_OP_CONNECT, socket_flags(store, nonblock), fd, t0, r,
+                       err),
+             net);
   if (r == 0 && store) snapshot_first_store_connect();
   if (r < 0 && !pending && err != EINTR) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
@@ -90,20 +87,38 @@ void record_accept(int listen_fd, uint16_t listen_info, int r, int err, bool non
     fd_info_set(r, static_cast<uint16_t>(kFdTcp | (nonblock ? kFdNonblock : 0) |
                                          (slot ? kFdStore : 0) | conn_slot_bits(slot)));
   }
-  EventHead head{RDZV_EV_ACCEPT, static_cast<uint8_t>(op)};
-  head.flags = static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | (nonblock ? RDZV_F_NONBLOCK : 0));
-  head.fd = r >= 0 ? r : listen_fd;
-  head.ts_ns = t0;
-  head.dur_ns = mono_ns() - t0;
-  head.ret = r;
-  head.err = r < 0 ? err : 0;
-  if (Slot s = new_record(Create::IfNeeded, head)) {
-    s.rec->u.net.peer = peer;
-    s.rec->u.net.local = local;
-    s.rec->u.net.size = static_cast<uint64_t>(listen_fd);
-    s.rec->u.net.timeout_ms = -1;
-    commit_record(s);
-  }
+  rdzv_ev_net net = net_fields();
+  net.peer = peer;
+  net.local = local;
+  net.size = static_cast<uint64_t>(listen_fd);
+  record_net(call_head(RDZV_EV_ACCEPT, op, socket_flags(store, nonblock), r >= 0 ? r : listen_fd,
+                       t0, r, err),
+             net);
+}
+
+void record_bind(int fd, const struct sockaddr* addr, socklen_t len, uint64_t t0, int r,
+                 int err) {
+  if (!is_tcp_socket(fd)) return;
+  rdzv_ev_net net = net_fields();
+  to_trace_addr(addr, len, &net.local);
+  if (r == 0 && net.local.port == 0) local_addr_of(fd, &net.local);  // ephemeral port picked
+  const bool store = store_port(net.local.port);
+  ConnSlot* slot = (r == 0 && store) ? conn_slot_claim(fd, true, t0, rdzv_sockaddr{}) : nullptr;
+  if (slot) slot->local = net.local;
+  fd_info_set(fd, static_cast<uint16_t>(kFdTcp | (slot ? kFdStore : 0) | conn_slot_bits(slot)));
+  record_net(call_head(RDZV_EV_BIND, RDZV_OP_BIND, socket_flags(store, false), fd, t0, r, err),
+             net);
+  if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
+}
+
+void record_listen(int fd, uint16_t info, int backlog, uint64_t t0, int r, int err) {
+  rdzv_ev_net net = net_fields();
+  local_addr_of(fd, &net.local);
+  net.size = static_cast<uint64_t>(backlog);
+  record_net(call_head(RDZV_EV_LISTEN, RDZV_OP_LISTEN, socket_flags(info & kFdStore, false), fd,
+                       t0, r, err),
+             net);
+  if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
 
 // Runs the real call, then the recorder under the guard; the call's result and errno are
@@ -156,64 +171,18 @@ __attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* a
                                                 socklen_t len) {
   auto fn = real::bind();
   if (in_guard() || !inet_family(addr)) return fn(fd, addr, len);
-  uint64_t t0 = mono_ns();
-  int r = fn(fd, addr, len);
-  int err = errno;
-  {
-    Guard guard;
-    if (is_tcp_socket(fd)) {
-      rdzv_sockaddr local;
-      to_trace_addr(addr, len, &local);
-      if (r == 0 && local.port == 0) local_addr_of(fd, &local);  // ephemeral port picked
-      const bool store = store_port(local.port);
-      ConnSlot* slot = (r == 0 && store) ? conn_slot_claim(fd, true, t0, rdzv_sockaddr{}) : nullptr;
-      if (slot) slot->local = local;
-      fd_info_set(fd, static_cast<uint16_t>(kFdTcp | (slot ? kFdStore : 0) | conn_slot_bits(slot)));
-      EventHead head{RDZV_EV_BIND, RDZV_OP_BIND};
-      head.flags = store ? RDZV_F_STORE : 0;
-      head.fd = fd;
-      head.ts_ns = t0;
-      head.dur_ns = mono_ns() - t0;
-      head.ret = r;
-      head.err = r < 0 ? err : 0;
-      if (Slot s = new_record(Create::IfNeeded, head)) {
-        s.rec->u.net.local = local;
-        s.rec->u.net.timeout_ms = -1;
-        commit_record(s);
-      }
-      if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
-    }
-  }
-  errno = err;
-  return r;
+  return call_then_record([&] { return fn(fd, addr, len); },
+                          [&](uint64_t t0, int r, int err) { record_bind(fd, addr, len, t0, r, err); });
 }
 
 __attribute__((visibility("default"))) int listen(int fd, int backlog) {
   auto fn = real::listen();
   uint16_t info = fd_info(fd);
   if (in_guard() || !(info & kFdTcp)) return fn(fd, backlog);
-  uint64_t t0 = mono_ns();
-  int r = fn(fd, backlog);
-  int err = errno;
-  {
-    Guard guard;
-    EventHead head{RDZV_EV_LISTEN, RDZV_OP_LISTEN};
-    head.flags = (info & kFdStore) ? RDZV_F_STORE : 0;
-    head.fd = fd;
-    head.ts_ns = t0;
-    head.dur_ns = mono_ns() - t0;
-    head.ret = r;
-    head.err = r < 0 ? err : 0;
-    if (Slot s = new_record(Create::IfNeeded, head)) {
-      local_addr_of(fd, &s.rec->u.net.local);
-      s.rec->u.net.size = static_cast<uint64_t>(backlog);
-      s.rec->u.net.timeout_ms = -1;
-      commit_record(s);
-    }
-    if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
-  }
-  errno = err;
-  return r;
+  return call_then_record([&] { return fn(fd, backlog); },
+                          [&](uint64_t t0, int r, int err) {
+                            record_listen(fd, info, backlog, t0, r, err);
+                          });
 }
 
 __attribute__((visibility("default"))) int accept(int fd, struct sockaddr* addr,

@@ -23,6 +23,7 @@ int64_t g_last_plain_timeo_ms = -2;  // last SO_*TIMEO recorded on a non-store s
 
 void note_timeout_option(int fd, uint16_t info, int optname, const void* val, socklen_t len) {
   if (!val || len < static_cast<socklen_t>(sizeof(struct timeval))) return;
+  if (forget_if_stale(fd, info)) return;
   const auto* tv = static_cast<const struct timeval*>(val);
   int64_t ms = static_cast<int64_t>(tv->tv_sec) * 1000 + tv->tv_usec / 1000;
   ConnSlot* slot = conn_slot(info);
@@ -30,16 +31,13 @@ void note_timeout_option(int fd, uint16_t info, int optname, const void* val, so
   int64_t* last = slot ? (optname == SO_RCVTIMEO ? &slot->rcvtimeo_ms : &slot->sndtimeo_ms)
                        : &g_last_plain_timeo_ms;
   if (__atomic_exchange_n(last, ms, __ATOMIC_RELAXED) == ms) return;
-  EventHead head{RDZV_EV_SOCKOPT, RDZV_OP_SETSOCKOPT};
-  head.flags = (info & kFdStore) ? RDZV_F_STORE : 0;
-  head.fd = fd;
-  head.ts_ns = mono_ns();
-  if (Slot s = new_record(Create::IfNeeded, head)) {
-    s.rec->u.net.size = static_cast<uint64_t>(optname);
-    s.rec->u.net.timeout_ms = ms;
-    if (slot) s.rec->u.net.peer = slot->peer;
-    commit_record(s);
-  }
+  rdzv_ev_net net = net_fields();
+  net.size = static_cast<uint64_t>(optname);
+  net.timeout_ms = ms;
+  if (slot) net.peer = slot->peer;
+  record_net(call_head(RDZV_EV_SOCKOPT, RDZV_OP_SETSOCKOPT,
+                       (info & kFdStore) ? RDZV_F_STORE : 0, fd, mono_ns(), 0, 0),
+             net);
 }
 
 int call_fcntl(rdzv::real::fcntl_fn fn, int fd, int cmd, void* arg) {

@@ -38,11 +38,8 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
                                        size_t asked, bool dontwait, bool detail, uint64_t t0,
                                        ssize_t r, int err) {
   Guard guard;
+  if (forget_if_stale(fd, info)) return;  // the fd now names something else
   ConnSlot* slot = conn_slot(info);
-  if (!slot_owns_fd(slot, fd)) {  // the fd now names something else: stop tracing it
-    fd_forget(fd);
-    return;
-  }
   if ((info & kFdPending) && r >= 0) {  // I/O worked, so the non-blocking connect did
     complete_pending_connect(fd, info, 0, op);
     info = static_cast<uint16_t>(info & ~kFdPending);
@@ -96,19 +93,13 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
   }
   head.ret = r;
   head.err = r < 0 ? err : 0;
-  if (Slot s = new_record(Create::IfNeeded, head)) {
-    rdzv_ev_net& net = s.rec->u.net;
-    if (slot) {
-      net.peer = slot->peer;
-      net.local = slot->local;
-      net.timeout_ms = is_send ? slot->sndtimeo_ms : slot->rcvtimeo_ms;
-      if (net.timeout_ms < 0) net.timeout_ms = -1;
-    } else {
-      net.timeout_ms = -1;
-    }
-    net.size = asked;
-    commit_record(s);
-  }
+  rdzv_ev_net net = net_fields();
+  net.peer = slot->peer;
+  net.local = slot->local;
+  net.timeout_ms = is_send ? slot->sndtimeo_ms : slot->rcvtimeo_ms;
+  if (net.timeout_ms < 0) net.timeout_ms = -1;
+  net.size = asked;
+  record_net(head, net);
   if (failure || zero) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
 

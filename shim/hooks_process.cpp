@@ -69,6 +69,25 @@ int after_failed_exec(const char* path, int r, int err) {
   return r;
 }
 
+// posix_spawn and posix_spawnp: same arguments, same recording; the child gets the
+// environment with tracing put back (RDZV_EXEC_ENV).
+int traced_spawn(real::posix_spawn_fn fn, rdzv_op op, pid_t* pid, const char* path,
+                 const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
+                 char* const argv[], char* const envp[]) {
+  if (in_guard() || !envp) return fn(pid, path, fa, attr, argv, envp);
+  RDZV_EXEC_ENV(envp, env);
+  pid_t child = -1;
+  int r = fn(&child, path, fa, attr, argv, env);
+  if (pid && r == 0) *pid = child;
+  int saved = errno;
+  {
+    Guard guard;
+    record_proc(RDZV_EV_SPAWN, op, r, r, r == 0 ? child : -1, path);
+  }
+  errno = saved;
+  return r;
+}
+
 pid_t vfork_unavailable() {
   errno = ENOSYS;
   return -1;
@@ -113,35 +132,14 @@ __attribute__((visibility("hidden"))) void* rdzv_prepare_vfork(void) {
 RDZV_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa,
                             const posix_spawnattr_t* attr, char* const argv[],
                             char* const envp[]) {
-  if (in_guard() || !envp) return real::posix_spawn()(pid, path, fa, attr, argv, envp);
-  RDZV_EXEC_ENV(envp, env);
-  pid_t child = -1;
-  int r = real::posix_spawn()(&child, path, fa, attr, argv, env);
-  if (pid && r == 0) *pid = child;
-  int saved = errno;
-  {
-    Guard guard;
-    record_proc(RDZV_EV_SPAWN, RDZV_OP_POSIX_SPAWN, r, r, r == 0 ? child : -1, path);
-  }
-  errno = saved;
-  return r;
+  return traced_spawn(real::posix_spawn(), RDZV_OP_POSIX_SPAWN, pid, path, fa, attr, argv, envp);
 }
 
 RDZV_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa,
                              const posix_spawnattr_t* attr, char* const argv[],
                              char* const envp[]) {
-  if (in_guard() || !envp) return real::posix_spawnp()(pid, file, fa, attr, argv, envp);
-  RDZV_EXEC_ENV(envp, env);
-  pid_t child = -1;
-  int r = real::posix_spawnp()(&child, file, fa, attr, argv, env);
-  if (pid && r == 0) *pid = child;
-  int saved = errno;
-  {
-    Guard guard;
-    record_proc(RDZV_EV_SPAWN, RDZV_OP_POSIX_SPAWNP, r, r, r == 0 ? child : -1, file);
-  }
-  errno = saved;
-  return r;
+  return traced_spawn(real::posix_spawnp(), RDZV_OP_POSIX_SPAWNP, pid, file, fa, attr, argv,
+                      envp);
 }
 
 RDZV_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {

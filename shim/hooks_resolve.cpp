@@ -59,6 +59,18 @@ void hostent_summary(const hostent* he, uint32_t* naddrs, rdzv_sockaddr* first) 
   }
 }
 
+// A gethostbyname* answer: he is null on failure, herr its h_errno; r is what the _r
+// variants return (0 for the others).
+void record_hostent(rdzv_op op, const char* name, int family, uint64_t t0, const hostent* he,
+                    int herr, int r) {
+  uint32_t n;
+  rdzv_sockaddr first;
+  hostent_summary(he, &n, &first);
+  Lookup q{name, nullptr};
+  q.family = family;
+  record_lookup(op, q, t0, herr ? herr : r, r, n, first);
+}
+
 }  // namespace
 
 extern "C" {
@@ -97,11 +109,7 @@ __attribute__((visibility("default"))) struct hostent* gethostbyname(const char*
   uint64_t t0 = mono_ns();
   hostent* he = fn(name);
   int saved = errno;
-  int herr = he ? 0 : h_errno;
-  uint32_t n;
-  rdzv_sockaddr first;
-  hostent_summary(he, &n, &first);
-  record_lookup(RDZV_OP_GETHOSTBYNAME, Lookup{name, nullptr}, t0, herr, 0, n, first);
+  record_hostent(RDZV_OP_GETHOSTBYNAME, name, 0, t0, he, he ? 0 : h_errno, 0);
   errno = saved;
   return he;
 }
@@ -113,13 +121,7 @@ __attribute__((visibility("default"))) struct hostent* gethostbyname2(const char
   uint64_t t0 = mono_ns();
   hostent* he = fn(name, af);
   int saved = errno;
-  int herr = he ? 0 : h_errno;
-  uint32_t n;
-  rdzv_sockaddr first;
-  hostent_summary(he, &n, &first);
-  Lookup q{name, nullptr};
-  q.family = af;
-  record_lookup(RDZV_OP_GETHOSTBYNAME2, q, t0, herr, 0, n, first);
+  record_hostent(RDZV_OP_GETHOSTBYNAME2, name, af, t0, he, he ? 0 : h_errno, 0);
   errno = saved;
   return he;
 }
@@ -137,12 +139,9 @@ __attribute__((visibility("default"))) int gethostbyname_r(const char* name, str
   int r = fn(name, ret, buf, buflen, result, h_errnop);
   int saved = errno;
   if (r != ERANGE) {
-    uint32_t n;
-    rdzv_sockaddr first;
-    hostent_summary(result ? *result : nullptr, &n, &first);
-    int herr = (result && *result) ? 0 : (h_errnop ? *h_errnop : 0);
-    record_lookup(RDZV_OP_GETHOSTBYNAME_R, Lookup{name, nullptr}, t0, herr ? herr : r, r, n,
-                  first);
+    const hostent* he = result ? *result : nullptr;
+    record_hostent(RDZV_OP_GETHOSTBYNAME_R, name, 0, t0, he, he ? 0 : (h_errnop ? *h_errnop : 0),
+                   r);
   }
   errno = saved;
   return r;
@@ -160,13 +159,9 @@ __attribute__((visibility("default"))) int gethostbyname2_r(const char* name, in
   int r = fn(name, af, ret, buf, buflen, result, h_errnop);
   int saved = errno;
   if (r != ERANGE) {
-    uint32_t n;
-    rdzv_sockaddr first;
-    hostent_summary(result ? *result : nullptr, &n, &first);
-    int herr = (result && *result) ? 0 : (h_errnop ? *h_errnop : 0);
-    Lookup q{name, nullptr};
-    q.family = af;
-    record_lookup(RDZV_OP_GETHOSTBYNAME2_R, q, t0, herr ? herr : r, r, n, first);
+    const hostent* he = result ? *result : nullptr;
+    record_hostent(RDZV_OP_GETHOSTBYNAME2_R, name, af, t0, he,
+                   he ? 0 : (h_errnop ? *h_errnop : 0), r);
   }
   errno = saved;
   return r;

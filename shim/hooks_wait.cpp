@@ -31,6 +31,7 @@ int64_t timeval_ms(const struct timeval* tv) {
 __attribute__((noinline)) void record_wait_timeout(rdzv_op op, int fd, uint16_t info,
                                                    int64_t timeout_ms, uint32_t nfds) {
   Guard guard;
+  if (forget_if_stale(fd, info)) return;
   uint64_t now = mono_ns();
   uint64_t waited = timeout_ms > 0 ? static_cast<uint64_t>(timeout_ms) * 1000000 : 0;
   EventHead head{RDZV_EV_POLL, static_cast<uint8_t>(op)};
@@ -39,16 +40,15 @@ __attribute__((noinline)) void record_wait_timeout(rdzv_op op, int fd, uint16_t 
   head.fd = fd;
   head.ts_ns = now > waited ? now - waited : 0;
   head.dur_ns = waited;
-  if (Slot s = new_record(Create::IfNeeded, head)) {
-    if (ConnSlot* slot = conn_slot(info)) {
-      s.rec->u.net.peer = slot->peer;
-      s.rec->u.net.local = slot->local;
-    }
-    s.rec->u.net.timeout_ms = timeout_ms;
-    s.rec->u.net.nfds = nfds;
-    if (info & kFdPending) s.rec->u.net.tcp_state = tcp_state_of(fd);
-    commit_record(s);
+  rdzv_ev_net net = net_fields();
+  if (ConnSlot* slot = conn_slot(info)) {
+    net.peer = slot->peer;
+    net.local = slot->local;
   }
+  net.timeout_ms = timeout_ms;
+  net.nfds = nfds;
+  if (info & kFdPending) net.tcp_state = tcp_state_of(fd);
+  record_net(head, net);
 }
 
 void poll_timed_out(rdzv_op op, const struct pollfd* fds, nfds_t n, int64_t timeout_ms) {

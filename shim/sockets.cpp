@@ -22,25 +22,19 @@ void snapshot_first_store_connect() {
 }
 
 void complete_pending_connect(int fd, uint16_t info, int so_error, rdzv_op op) {
+  if (forget_if_stale(fd, info)) return;
   ConnSlot* slot = conn_slot(info);
   const bool store = info & kFdStore;
-  uint64_t now = mono_ns();
-  EventHead head{RDZV_EV_CONNECT_DONE, static_cast<uint8_t>(op)};
-  head.flags = static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | RDZV_F_NONBLOCK);
-  head.fd = fd;
-  head.ts_ns = slot ? slot->opened_ns : now;
-  head.dur_ns = slot ? now - slot->opened_ns : 0;
-  head.ret = so_error ? -1 : 0;
-  head.err = so_error;
-  rdzv_sockaddr local{};
-  if (so_error == 0) local_addr_of(fd, &local);
-  if (slot) slot->local = local;
-  if (Slot s = new_record(Create::IfNeeded, head)) {
-    if (slot) s.rec->u.net.peer = slot->peer;
-    s.rec->u.net.local = local;
-    s.rec->u.net.timeout_ms = -1;
-    commit_record(s);
+  rdzv_ev_net net = net_fields();
+  if (so_error == 0) local_addr_of(fd, &net.local);
+  if (slot) {
+    slot->local = net.local;
+    net.peer = slot->peer;
   }
+  const uint16_t flags = static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | RDZV_F_NONBLOCK);
+  record_net(call_head(RDZV_EV_CONNECT_DONE, op, flags, fd, slot ? slot->opened_ns : mono_ns(),
+                       so_error ? -1 : 0, so_error),
+             net);
   if (store) {
     fd_info_update(fd, 0, kFdPending);
   } else {
@@ -53,11 +47,8 @@ void complete_pending_connect(int fd, uint16_t info, int so_error, rdzv_op op) {
 }
 
 void note_socket_closing(int fd, uint16_t info, rdzv_op op, bool already_closed) {
+  if (!already_closed && forget_if_stale(fd, info)) return;  // closed behind our back earlier
   ConnSlot* slot = conn_slot(info);
-  if (slot && !already_closed && !slot_owns_fd(slot, fd)) {  // closed behind our back earlier
-    fd_forget(fd);
-    return;
-  }
   if ((info & kFdPending) && !already_closed && tcp_state_of(fd) != TCP_SYN_SENT) {
     // The connect finished but nobody asked how (poll said writable, the program went on):
     // the socket is going away, so reading its pending error here takes nothing from anyone.
