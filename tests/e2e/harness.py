@@ -1,0 +1,890 @@
+#!/usr/bin/env python3
+"""End-to-end scenarios: real PyTorch rendezvous failures, traced and diagnosed.
+
+Each scenario launches a real job (Debian's python3-torch 1.13 under /usr/bin/python3, gloo,
+static rendezvous over TCPStore through RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR /
+MASTER_PORT), every rank started through `rdzvscope run --out TRACEDIR --` (rank script:
+tests/e2e/rank.py), every rank's stdout+stderr in LOGDIR/rank{N}.log. It injects one real
+fault, waits for every rank (bounded), then
+
+  1. checks that the fault REALLY happened: exit codes, the error lines each rank must have
+     printed, the trace files that must exist (and, where the scenario needs it, what they
+     show, through `rdzvscope dump`);
+  2. runs `rdzvscope analyze TRACEDIR --log LOGDIR/*.log --format json` and asserts
+     verdict.class, verdict.initiating_rank (and verdict.cause where the table names one);
+  3. runs `rdzvscope analyze --log LOGDIR/*.log --format json` (log only, no traces) and
+     asserts the class, for the scenarios whose logs are distinctive.
+
+Until `rdzvscope analyze` exists, step 1 still runs and the test then FAILS with "analyzer
+not available" (exit 1): a scenario is never reported as passed without a diagnosis.
+
+    harness.py --rdzvscope build/bin/rdzvscope SCENARIO [--work DIR] [--keep]
+    harness.py --list
+
+Standard library only; runs under any python3 >= 3.8 (the ranks run under --python, default
+/usr/bin/python3, the interpreter that has torch). The connect_timeout scenario needs root,
+`ip` and `iptables` (it makes and always deletes a network namespace).
+"""
+import argparse
+import errno
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RANK_SCRIPT = os.path.join(HERE, "rank.py")
+BOGUS_HOST = "rdzv-no-such-host.invalid"
+WORLD = 4
+
+# ---------------------------------------------------------------------------------------------
+# The expected outcome of every scenario, in one place.
+#   cls        verdict.class expected from traces + logs
+#   rank       verdict.initiating_rank expected: an int, None (JSON null), or "computed" (the
+#              scenario works it out from the traces or logs, see its function)
+#   cause      verdict.cause expected, or None when not asserted
+#   log_cls    verdict.class expected from the logs alone (`--log` only); None: the logs of
+#              this scenario are not distinctive enough to ask for a class
+#   log_ranks  initiating_rank values accepted from the logs alone (None = null is always fine)
+#   timeout    init_process_group timeout inside the ranks, seconds
+#   fault      what is injected, and what each rank prints (checked before the analyzer runs)
+# ---------------------------------------------------------------------------------------------
+SCENARIOS = {
+    "healthy": dict(
+        cls="healthy", rank=None, cause=None, log_cls="healthy", log_ranks=(None,), timeout=5,
+        fault="none: 4 ranks join, all_reduce, exit 0"),
+    "straggler": dict(
+        cls="straggler_timeout", rank=2, cause=None, log_cls="straggler_timeout",
+        log_ranks=(None, 2), timeout=3,
+        fault="rank 2 sleeps 9 s after `import torch`, before init (T=3 s): ranks 0,1,3 end "
+              "with `RuntimeError: Socket Timeout` (clients ~T after their first store op, "
+              "rank 0 ~2T+1 s); rank 2 then finds no store (refused connects) and ends with "
+              "`The client socket has timed out after 3s`"),
+    "name_resolution_one": dict(
+        cls="name_resolution", rank=3, cause=None, log_cls="name_resolution", log_ranks=(None, 3),
+        timeout=3,
+        fault=f"MASTER_ADDR={BOGUS_HOST} on rank 3 only: rank 3 prints `cannot be retrieved "
+              f"(gai error: -2 - Name or service not known)` then `The client socket has timed "
+              f"out`; the others time out waiting for it"),
+    "name_resolution_all": dict(
+        cls="name_resolution", rank="computed", cause=None, log_cls="name_resolution",
+        log_ranks=(None, 0, 1, 2, 3), timeout=3,
+        fault=f"MASTER_ADDR={BOGUS_HOST} on every rank: rank 0 binds [::] (passive lookup, no "
+              f"name) but its own client connect fails to resolve like everybody's"),
+    "store_killed": dict(
+        cls="broken_pipe", rank=0, cause="peer_died", log_cls="broken_pipe",
+        log_ranks=(None, 1, 2, 3), timeout=5,
+        fault="after init every rank loops on store set/get (+ barrier); the harness SIGKILLs "
+              "rank 0 (the store host): ranks 1-3 fail on their next store op"),
+    "store_late": dict(
+        cls="store_not_ready", rank=0, cause=None, log_cls=None, log_ranks=(None, 0), timeout=6,
+        fault="rank 0 (the store host) is launched 2 s after ranks 1-3 finished importing "
+              "torch (T=6 s): their connects are refused (c10d retries silently once a "
+              "second) until it listens; the job then succeeds"),
+    "store_never": dict(
+        cls="store_not_ready", rank=None, cause=None, log_cls=None, log_ranks=(None,), timeout=3,
+        fault="rank 0 never starts: ranks 1-3 retry refused connects silently, then print "
+              "`The client socket has timed out after 3s while trying to connect to "
+              "(127.0.0.1, PORT)`"),
+    "port_conflict": dict(
+        cls="port_conflict", rank=0, cause=None, log_cls="port_conflict", log_ranks=(None, 0),
+        timeout=3,
+        fault="the harness listens on MASTER_PORT before rank 0 starts: rank 0 prints `The "
+              "server socket has failed to bind to [::]:PORT (errno: 98 - Address already in "
+              "use)`; ranks 1-3 connect to the harness's socket and wait"),
+    "connect_timeout": dict(
+        cls="connect_timeout", rank=0, cause=None, log_cls="connect_timeout",
+        log_ranks=(None, 0, 1, 2, 3), timeout=4,
+        fault="all ranks in a network namespace whose iptables drop SYNs to 127.0.0.1:PORT "
+              "(tcp_syn_retries=1): rank 0 binds and listens, every store connect (rank 0's "
+              "own too) ends in `errno: 110 - Connection timed out`"),
+    "rdzv_collision": dict(
+        cls="rdzv_collision", rank=None, cause=None, log_cls=None, log_ranks=(None,), timeout=4,
+        fault="two 2-rank jobs (TORCHELASTIC_RUN_ID/SLURM_JOB_ID e2e-job-a / e2e-job-b) on one "
+              "MASTER_PORT at once: one job's rank 0 hosts the store, the other's fails to "
+              "bind, and the other job's rank 1 joins the first job's store"),
+    "transient_recv": dict(
+        cls="transient_recv", rank="computed", cause=None, log_cls=None, log_ranks=(None, 1, 2, 3),
+        timeout=4,
+        fault="ranks 1-3 reach rank 0's store through a proxy run by the harness that closes "
+              "the first connection it accepts at once: that rank's first store recv returns "
+              "0 bytes (torch 1.13 prints `Connection reset by peer`), the others time out "
+              "waiting for it"),
+}
+
+# torch 1.13 with T=3 s: the clients give up T after their first store op, rank 0 (the store
+# host) only after about 2T + 1 s (its server first waits T silently for the workers, then
+# gloo's store wait takes T again). The straggler must arrive after rank 0 gave up.
+STRAGGLER_DELAY_S = 9
+
+# Bounds (2 shared cores: keep them small).
+JOB_BOUND_S = 25        # every rank of a scenario must have exited by then (then SIGKILL)
+ANALYZE_TIMEOUT_S = 60
+DUMP_TIMEOUT_S = 30
+
+
+class Failure(Exception):
+    pass
+
+
+class AnalyzerMissing(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- small helpers
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+class Proc:
+    """One launched rank (or helper) process."""
+
+    def __init__(self, label, rank, popen, log_path, cmd, started):
+        self.label, self.rank, self.popen, self.log_path, self.cmd = label, rank, popen, log_path, cmd
+        self.started = started
+        self.rc = None
+        self.ended = None
+        self.killed_by_bound = False
+
+    @property
+    def pid(self):
+        return self.popen.pid
+
+    def text(self):
+        return read(self.log_path)
+
+    def poll(self):
+        if self.rc is None:
+            rc = self.popen.poll()
+            if rc is not None:
+                self.rc, self.ended = rc, time.monotonic()
+        return self.rc
+
+
+class Run:
+    """What one scenario run produced."""
+
+    def __init__(self, name, work, attempt):
+        self.name = name
+        self.dir = os.path.join(work, f"{name}.{attempt}")
+        self.trace_dir = os.path.join(self.dir, "traces")
+        self.log_dir = os.path.join(self.dir, "logs")
+        os.makedirs(self.log_dir)
+        self.procs = []
+        self.port = None
+        self.expect_rank = SCENARIOS[name]["rank"]   # replaced when "computed"
+        self.notes = []
+        self.t0 = time.monotonic()
+
+    def by_label(self, label):
+        return next(p for p in self.procs if p.label == label)
+
+    def logs(self):
+        return sorted(glob.glob(os.path.join(self.log_dir, "*.log")))
+
+    def all_text(self):
+        return "".join(p.text() for p in self.procs)
+
+    def summary(self):
+        lines = []
+        for p in self.procs:
+            took = f"{p.ended - p.started:.1f}s" if p.ended else "?"
+            lines.append(f"  {p.label}: pid {p.pid} exit {p.rc}{' (killed at bound)' if p.killed_by_bound else ''} after {took}")
+        return "\n".join(lines)
+
+
+class Harness:
+    def __init__(self, rdzvscope, python, work, keep=False):
+        self.rdzvscope = rdzvscope
+        self.python = python
+        self.work = work
+        self.keep = keep
+
+    # ----------------------------------------------------------------------- launching
+    def launch(self, run, rank, *, env=None, traced=True, label=None, prefix=(), world=WORLD,
+               master_addr="127.0.0.1", port=None, ports=None):
+        label = label or f"rank{rank}"
+        e = dict(os.environ)
+        for var in ("RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "LD_PRELOAD", "TORCHELASTIC_RUN_ID",
+                    "GROUP_RANK", "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID", "SLURM_PROCID",
+                    "SLURM_NODEID", "E2E_DELAY_S", "E2E_MODE", "E2E_LOOP_S", "PET_RDZV_ENDPOINT"):
+            e.pop(var, None)
+        e.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+                 MASTER_ADDR=master_addr, MASTER_PORT=str(port or run.port),
+                 E2E_TIMEOUT_S=str(SCENARIOS[run.name]["timeout"]), GLOO_SOCKET_IFNAME="lo",
+                 OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        e.update(env or {})
+        cmd = list(prefix)
+        if traced:
+            cmd += [self.rdzvscope, "run", "--out", run.trace_dir]
+            if ports:
+                cmd += ["--ports", ",".join(str(p) for p in ports)]
+            cmd += ["--"]
+        cmd += [self.python, RANK_SCRIPT]
+        log_path = os.path.join(run.log_dir, f"{label}.log")
+        with open(log_path, "w") as out:
+            popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        p = Proc(label, rank, popen, log_path, cmd, time.monotonic())
+        run.procs.append(p)
+        return p
+
+    def wait_for_line(self, procs, text, bound_s):
+        """Wait until every proc's log holds `text` (or it exited). True when all printed it."""
+        deadline = time.monotonic() + bound_s
+        while time.monotonic() < deadline:
+            pending = [p for p in procs if text not in p.text() and p.poll() is None]
+            if not pending:
+                break
+            time.sleep(0.05)
+        return all(text in p.text() for p in procs)
+
+    def wait_all(self, run, bound_s=JOB_BOUND_S):
+        deadline = run.t0 + bound_s
+        while time.monotonic() < deadline:
+            if all([p.poll() is not None for p in run.procs]):   # a list: poll every one
+                return
+            time.sleep(0.05)
+        for p in run.procs:
+            if p.poll() is None:
+                p.killed_by_bound = True
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.popen.wait()
+                p.poll()
+
+    # ----------------------------------------------------------------------- rdzvscope
+    def dump(self, run):
+        """`rdzvscope dump TRACEDIR` -> [{header, events, summary}] per file."""
+        if not os.path.isdir(run.trace_dir):
+            return []
+        p = subprocess.run([self.rdzvscope, "dump", run.trace_dir], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=DUMP_TIMEOUT_S)
+        if p.returncode != 0:
+            raise Failure(f"`rdzvscope dump {run.trace_dir}` exited {p.returncode}: {p.stderr[:2000]}")
+        files, cur = [], None
+        for line in p.stdout.splitlines():
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            if rec.get("type") == "header":
+                cur = {"header": rec, "events": [], "summary": None}
+                files.append(cur)
+            elif rec.get("type") == "event" and cur is not None:
+                cur["events"].append(rec)
+            elif rec.get("type") == "summary" and cur is not None:
+                cur["summary"] = rec
+        return files
+
+    def analyze(self, args):
+        cmd = [self.rdzvscope, "analyze"] + args + ["--format", "json"]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=ANALYZE_TIMEOUT_S)
+        out = (p.stdout or "") + (p.stderr or "")
+        if p.returncode != 0:
+            lowered = out.lower()
+            if "subcommand" in lowered or "not expected" in lowered or "unknown" in lowered and "analyze" in lowered:
+                raise AnalyzerMissing(f"analyzer not available: `{' '.join(cmd)}` exited "
+                                      f"{p.returncode}: {out.strip()[:300]}")
+            raise Failure(f"`{' '.join(cmd)}` exited {p.returncode}:\n{out[:4000]}")
+        try:
+            return json.loads(p.stdout)
+        except json.JSONDecodeError as e:
+            raise Failure(f"`{' '.join(cmd)}` printed no JSON ({e}):\n{p.stdout[:4000]}")
+
+
+# --------------------------------------------------------------------------- trace queries
+
+def rank_of(f):
+    r = (f["header"].get("identity") or {}).get("rank")
+    return r if isinstance(r, int) and r >= 0 else None
+
+
+def files_of_rank(files, rank):
+    return [f for f in files if rank_of(f) == rank]
+
+
+def events(files, kind=None, rank=None):
+    for f in files:
+        if rank is not None and rank_of(f) != rank:
+            continue
+        for ev in f["events"]:
+            if kind is None or ev.get("kind") == kind:
+                yield f, ev
+
+
+def port_of(addr):
+    if not addr or not isinstance(addr, str) or ":" not in addr:
+        return None
+    try:
+        return int(addr.rsplit(":", 1)[1])
+    except ValueError:
+        return None
+
+
+def wall_ns(f, ev):
+    """An event's CLOCK_REALTIME time, from the header's realtime/monotonic pair."""
+    h = f["header"]
+    return ev["ts_ns"] - h["clock_monotonic_ns"] + h["clock_realtime_ns"]
+
+
+def failed_resolves(files, host):
+    return [(f, ev) for f, ev in events(files, "resolve")
+            if ev.get("host") == host and ev.get("ret") not in (0, None)]
+
+
+# --------------------------------------------------------------------------- checks
+
+def expect(cond, msg, errors):
+    if not cond:
+        errors.append(msg)
+
+
+def expect_exit(run, label, want, errors):
+    p = run.by_label(label)
+    ok = (p.rc == want) if not callable(want) else want(p.rc)
+    expect(ok, f"{label}: exit status {p.rc}{' (killed at the bound)' if p.killed_by_bound else ''}, "
+               f"expected {want if not callable(want) else want.__doc__}", errors)
+
+
+def expect_text(run, label, needles, errors):
+    text = run.by_label(label).text()
+    for n in ([needles] if isinstance(needles, str) else needles):
+        expect(n in text, f"{label}: log lacks {n!r}", errors)
+
+
+def expect_any_text(run, label, needles, errors):
+    text = run.by_label(label).text()
+    expect(any(n in text for n in needles), f"{label}: log has none of {needles!r}", errors)
+
+
+def expect_traces(files, ranks, errors):
+    have = sorted({rank_of(f) for f in files if rank_of(f) is not None})
+    for r in ranks:
+        expect(r in have, f"no trace file of rank {r} (traced ranks: {have})", errors)
+
+
+def nonzero(rc):
+    """non-zero"""
+    return rc not in (0, None)
+
+
+# --------------------------------------------------------------------------- scenarios
+# Each returns a list of errors: the fault did not happen as designed (empty = it did).
+
+def sc_healthy(h, run):
+    ps = [h.launch(run, r) for r in range(WORLD)]
+    h.wait_all(run)
+    errors = []
+    for p in ps:
+        expect_exit(run, p.label, 0, errors)
+        expect_text(run, p.label, "e2e: done", errors)
+    expect_traces(h.dump(run), range(WORLD), errors)
+    return errors
+
+
+def sc_straggler(h, run):
+    for r in range(WORLD):
+        h.launch(run, r, env={"E2E_DELAY_S": str(STRAGGLER_DELAY_S)} if r == 2 else None)
+    h.wait_all(run)
+    errors = []
+    for r in (0, 1, 3):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_text(run, f"rank{r}", "Socket Timeout", errors)
+    expect_exit(run, "rank2", nonzero, errors)
+    expect_text(run, "rank2", [f"sleeping {STRAGGLER_DELAY_S}s", "e2e: FAILED"], errors)
+    files = h.dump(run)
+    expect_traces(files, range(WORLD), errors)
+    # The late rank's first store connect comes after the others gave up.
+    first = {}
+    for f, ev in events(files, None):
+        if ev.get("kind") in ("connect",) and "store" in (ev.get("flags") or []):
+            first.setdefault(rank_of(f), wall_ns(f, ev))
+    if 2 in first and len(first) == WORLD:
+        others = max(v for k, v in first.items() if k != 2)
+        expect(first[2] - others > 3e9, f"rank 2's first store connect is only "
+               f"{(first[2] - others) / 1e9:.1f}s after the others'", errors)
+    return errors
+
+
+def sc_name_resolution_one(h, run):
+    for r in range(WORLD):
+        h.launch(run, r, master_addr=BOGUS_HOST if r == 3 else "127.0.0.1")
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, "rank3", 1, errors)
+    expect_text(run, "rank3", [f"network addresses of ({BOGUS_HOST}", "gai error: -2",
+                               "The client socket has timed out"], errors)
+    for r in (0, 1, 2):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect(BOGUS_HOST not in run.by_label(f"rank{r}").text(),
+               f"rank{r}: mentions {BOGUS_HOST}", errors)
+    files = h.dump(run)
+    expect_traces(files, range(WORLD), errors)
+    bad = {rank_of(f) for f, _ in failed_resolves(files, BOGUS_HOST)}
+    expect(bad == {3}, f"failed resolves of {BOGUS_HOST} in the traces of ranks {sorted(bad)}, "
+                       f"expected [3]", errors)
+    return errors
+
+
+def sc_name_resolution_all(h, run):
+    for r in range(WORLD):
+        h.launch(run, r, master_addr=BOGUS_HOST)
+    h.wait_all(run)
+    errors = []
+    for r in range(WORLD):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_text(run, f"rank{r}", ["gai error: -2", "The client socket has timed out"], errors)
+    files = h.dump(run)
+    expect_traces(files, range(WORLD), errors)
+    first = {}
+    for f, ev in failed_resolves(files, BOGUS_HOST):
+        t = wall_ns(f, ev)
+        if rank_of(f) not in first or t < first[rank_of(f)]:
+            first[rank_of(f)] = t
+    expect(sorted(first) == list(range(WORLD)),
+           f"ranks with a failed resolve of {BOGUS_HOST}: {sorted(first)}", errors)
+    if first:
+        run.expect_rank = min(first, key=first.get)
+        order = sorted(first, key=first.get)
+        t0 = first[order[0]]
+        run.notes.append("first failed resolve per rank: " + ", ".join(
+            f"rank {r} +{(first[r] - t0) / 1e6:.1f}ms" for r in order))
+    return errors
+
+
+def sc_store_killed(h, run):
+    ps = [h.launch(run, r, env={"E2E_MODE": "store_loop", "E2E_LOOP_S": "10"}) for r in range(WORLD)]
+    errors = []
+    if not h.wait_for_line(ps, "e2e: store loop running", 15):
+        errors.append("not every rank reached the store loop")
+    time.sleep(0.5)
+    killed_at = time.monotonic()
+    try:
+        os.kill(ps[0].pid, signal.SIGKILL)
+    except ProcessLookupError:
+        errors.append("rank 0 had already exited before the SIGKILL")
+    h.wait_all(run)
+    run.notes.append("SIGKILLed rank 0; the others exited "
+                     + ", ".join(f"{p.label} +{p.ended - killed_at:.2f}s" for p in ps[1:] if p.ended))
+    expect_exit(run, "rank0", -signal.SIGKILL, errors)
+    for r in (1, 2, 3):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_any_text(run, f"rank{r}", ["Broken pipe", "Connection reset by peer"], errors)
+        expect(run.by_label(f"rank{r}").ended is not None
+               and run.by_label(f"rank{r}").ended - killed_at < 4,
+               f"rank{r} did not fail within 4 s of the SIGKILL", errors)
+    files = h.dump(run)
+    expect_traces(files, range(WORLD), errors)
+    expect(not any(ev.get("kind") == "proc_exit" for _, ev in events(files, rank=0)),
+           "rank 0's trace has a proc_exit although it was SIGKILLed", errors)
+    return errors
+
+
+def sc_store_late(h, run):
+    clients = [h.launch(run, r) for r in (1, 2, 3)]
+    errors = []
+    if not h.wait_for_line(clients, "e2e: torch imported", 15):
+        errors.append("ranks 1-3 did not import torch in time")
+    time.sleep(2)
+    h.launch(run, 0)
+    h.wait_all(run)
+    for r in range(WORLD):
+        expect_exit(run, f"rank{r}", 0, errors)
+    files = h.dump(run)
+    expect_traces(files, range(WORLD), errors)
+    listen = [wall_ns(f, ev) for f, ev in events(files, "listen", rank=0)
+              if port_of(ev.get("local")) == run.port and not ev.get("errno")]
+    expect(bool(listen), "rank 0's trace shows no listen on the store port", errors)
+    refused = {}
+    for f, ev in events(files):
+        if ev.get("kind") in ("connect", "connect_done") and ev.get("errno_name") == "ECONNREFUSED" \
+                and port_of(ev.get("peer")) == run.port:
+            refused.setdefault(rank_of(f), []).append(wall_ns(f, ev))
+    expect(sorted(refused) == [1, 2, 3], f"ranks with refused store connects: {sorted(refused)}",
+           errors)
+    if listen and refused:
+        before = sum(1 for ts in refused.values() for t in ts if t < listen[0])
+        expect(before >= 3, f"only {before} refused connects before rank 0 listened", errors)
+        run.notes.append(f"{before} refused connects before rank 0's listen, first "
+                         f"{(listen[0] - min(min(v) for v in refused.values())) / 1e9:.1f}s before it")
+    return errors
+
+
+def sc_store_never(h, run):
+    for r in (1, 2, 3):
+        h.launch(run, r)
+    h.wait_all(run)
+    errors = []
+    for r in (1, 2, 3):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_text(run, f"rank{r}", "The client socket has timed out after 3s while trying to "
+                                     f"connect to (127.0.0.1, {run.port})", errors)
+    files = h.dump(run)
+    expect_traces(files, (1, 2, 3), errors)
+    expect(not files_of_rank(files, 0), "a trace of rank 0, which never started", errors)
+    for r in (1, 2, 3):
+        n = sum(1 for _, ev in events(files, rank=r)
+                if ev.get("errno_name") == "ECONNREFUSED" and port_of(ev.get("peer")) == run.port)
+        expect(n >= 2, f"rank {r}: {n} refused store connects in its trace", errors)
+    return errors
+
+
+def sc_port_conflict(h, run):
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("0.0.0.0", run.port))
+    holder.listen(64)
+    try:
+        for r in range(WORLD):
+            h.launch(run, r)
+        h.wait_all(run)
+    finally:
+        holder.close()
+    errors = []
+    expect_exit(run, "rank0", 1, errors)
+    expect_text(run, "rank0", [f"failed to bind to [::]:{run.port} (errno: 98 - Address already in use)",
+                               "failed to listen on any local network address"], errors)
+    for r in (1, 2, 3):
+        expect_exit(run, f"rank{r}", nonzero, errors)
+    files = h.dump(run)
+    expect_traces(files, range(WORLD), errors)
+    binds = [ev for _, ev in events(files, "bind", rank=0)
+             if port_of(ev.get("local")) == run.port and ev.get("errno_name") == "EADDRINUSE"]
+    expect(bool(binds), "rank 0's trace shows no EADDRINUSE bind on the store port", errors)
+    return errors
+
+
+def sc_connect_timeout(h, run):
+    ns = f"rdzve2e-{os.getpid()}"
+    errors = []
+
+    def sh(*cmd):
+        p = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=20)
+        if p.returncode != 0:
+            raise Failure(f"`{' '.join(cmd)}` exited {p.returncode}: {p.stdout.strip()}")
+        return p.stdout
+
+    for tool in ("ip", "iptables"):
+        if not shutil.which(tool):
+            raise Failure(f"connect_timeout needs `{tool}` (apt-get install iproute2 iptables)")
+    subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sh("ip", "netns", "add", ns)
+    try:
+        inns = ("ip", "netns", "exec", ns)
+        sh(*inns, "ip", "link", "set", "lo", "up")
+        sh(*inns, "sysctl", "-q", "-w", "net.ipv4.tcp_syn_retries=1")
+        sh(*inns, "iptables", "-A", "INPUT", "-p", "tcp", "-d", "127.0.0.1", "--dport",
+           str(run.port), "--syn", "-j", "DROP")
+        run.notes.append(f"namespace {ns}: " + sh(*inns, "iptables", "-S", "INPUT").strip().replace("\n", "; "))
+        for r in range(WORLD):
+            h.launch(run, r, prefix=inns)
+        h.wait_all(run)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    expect(not os.path.exists(f"/run/netns/{ns}"), f"namespace {ns} still exists", errors)
+    for r in range(WORLD):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_text(run, f"rank{r}", "errno: 110 - Connection timed out", errors)
+    files = h.dump(run)
+    expect_traces(files, range(WORLD), errors)
+    expect(any(port_of(ev.get("local")) == run.port and not ev.get("errno")
+               for _, ev in events(files, "listen", rank=0)),
+           "rank 0's trace shows no listen on the store port", errors)
+    for r in range(WORLD):
+        n = sum(1 for _, ev in events(files, rank=r)
+                if ev.get("errno_name") == "ETIMEDOUT" and port_of(ev.get("peer")) == run.port)
+        expect(n >= 1, f"rank {r}: no ETIMEDOUT store connect in its trace", errors)
+    return errors
+
+
+def sc_rdzv_collision(h, run):
+    jobs = (("a", "e2e-job-a", "1001"), ("b", "e2e-job-b", "1002"))
+    for job, run_id, slurm in jobs:
+        for r in (0, 1):
+            h.launch(run, r, label=f"job{job}.rank{r}", world=2,
+                     env={"TORCHELASTIC_RUN_ID": run_id, "SLURM_JOB_ID": slurm,
+                          "SLURM_PROCID": str(r), "SLURM_NODEID": "0"})
+    h.wait_all(run)
+    errors = []
+    rcs = {p.label: p.rc for p in run.procs}
+    expect(any(rc != 0 for rc in rcs.values()), f"every process of both jobs succeeded: {rcs}",
+           errors)
+    expect("Address already in use" in run.all_text(),
+           "neither job's rank 0 reports the store port in use", errors)
+    files = h.dump(run)
+    ids = {(f["header"].get("identity") or {}).get("run_id") for f in files}
+    expect(ids >= {"e2e-job-a", "e2e-job-b"}, f"run ids in the traces: {sorted(map(str, ids))}", errors)
+    expect(len(files) >= 4, f"{len(files)} trace files, expected 4", errors)
+    return errors
+
+
+class ClosingProxy:
+    """Listens on 127.0.0.1:port and forwards to 127.0.0.1:target; the FIRST accepted
+    connection is closed at once (before anything is read or forwarded)."""
+
+    def __init__(self, port, target):
+        self.target = target
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", port))
+        self.lsock.listen(64)
+        self.lsock.settimeout(0.2)
+        self.accepted = 0
+        self.closed_peer = None
+        self.stop = False
+        self.socks = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                c, addr = self.lsock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.accepted += 1
+            if self.accepted == 1:
+                self.closed_peer = addr
+                c.close()
+                continue
+            try:
+                u = socket.create_connection(("127.0.0.1", self.target), timeout=5)
+                u.settimeout(None)
+            except OSError:
+                c.close()
+                continue
+            self.socks += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stop = True
+        self.lsock.close()
+        for s in self.socks:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def sc_transient_recv(h, run):
+    store_port = run.port            # rank 0 hosts the real store here
+    proxy_port = free_port()         # ranks 1-3 use the proxy as MASTER_PORT
+    ports = (store_port, proxy_port)
+    proxy = ClosingProxy(proxy_port, store_port)
+    try:
+        p0 = h.launch(run, 0, ports=ports)
+        if not h.wait_for_line([p0], "e2e: torch imported", 15):
+            pass
+        time.sleep(0.3)   # rank 0 listens before the clients connect through the proxy
+        for r in (1, 2, 3):
+            h.launch(run, r, port=proxy_port, ports=ports)
+        h.wait_all(run)
+    finally:
+        proxy.close()
+    errors = []
+    run.notes.append(f"store on {store_port}, proxy on {proxy_port}; the proxy closed the "
+                     f"connection from {proxy.closed_peer}")
+    expect(proxy.closed_peer is not None, "the proxy never closed a connection", errors)
+    reset = [p for p in run.procs if "Connection reset by peer" in p.text()]
+    expect(len(reset) == 1, "expected exactly one rank to print `Connection reset by peer`, got "
+                            f"{[p.label for p in reset]}", errors)
+    files = h.dump(run)
+    expect_traces(files, range(WORLD), errors)
+    zero = {}
+    for f, ev in events(files):
+        if ev.get("kind") in ("recv", "read") and "zero_read" in (ev.get("flags") or []) \
+                and port_of(ev.get("peer")) == proxy_port:
+            zero.setdefault(rank_of(f), wall_ns(f, ev))
+    expect(len(zero) == 1, f"ranks with a 0-byte store recv from the proxy: {sorted(zero)}", errors)
+    if zero:
+        run.expect_rank = min(zero, key=zero.get)
+        if reset:
+            expect(reset[0].rank == run.expect_rank,
+                   f"the rank that printed the reset ({reset[0].label}) is not the one whose "
+                   f"trace has the 0-byte recv (rank {run.expect_rank})", errors)
+    return errors
+
+
+RUNNERS = {
+    "healthy": sc_healthy,
+    "straggler": sc_straggler,
+    "name_resolution_one": sc_name_resolution_one,
+    "name_resolution_all": sc_name_resolution_all,
+    "store_killed": sc_store_killed,
+    "store_late": sc_store_late,
+    "store_never": sc_store_never,
+    "port_conflict": sc_port_conflict,
+    "connect_timeout": sc_connect_timeout,
+    "rdzv_collision": sc_rdzv_collision,
+    "transient_recv": sc_transient_recv,
+}
+assert set(RUNNERS) == set(SCENARIOS)
+
+
+# --------------------------------------------------------------------------- driver
+
+def port_stolen(name, run):
+    if name in ("port_conflict", "rdzv_collision"):
+        return False
+    return "Address already in use" in run.all_text()
+
+
+def run_scenario(h, name):
+    """Run the job of scenario `name` (retried once when its port was stolen).
+    Returns (run, errors): errors empty when the fault happened as designed."""
+    for attempt in (1, 2):
+        run = Run(name, h.work, attempt)
+        run.port = free_port()
+        log(f"[{name}] attempt {attempt}: MASTER_PORT={run.port}, dir {run.dir}")
+        try:
+            errors = RUNNERS[name](h, run)
+        finally:
+            h.wait_all(run)    # never leave a rank behind
+        log(f"[{name}] job took {time.monotonic() - run.t0:.1f}s\n{run.summary()}")
+        if errors and attempt == 1 and port_stolen(name, run):
+            log(f"[{name}] port {run.port} was taken meanwhile (EADDRINUSE); retrying once")
+            continue
+        return run, errors
+
+
+def check_verdict(diag, want_cls, want_rank, want_cause, errors, what):
+    verdict = (diag or {}).get("verdict") or {}
+    if diag.get("schema") != "rdzvscope.diagnosis/1":
+        errors.append(f"{what}: schema {diag.get('schema')!r}")
+    if verdict.get("class") != want_cls:
+        errors.append(f"{what}: verdict.class {verdict.get('class')!r}, expected {want_cls!r}")
+    if want_rank != "any" and verdict.get("initiating_rank") != want_rank \
+            and not (isinstance(want_rank, tuple) and verdict.get("initiating_rank") in want_rank):
+        errors.append(f"{what}: verdict.initiating_rank {verdict.get('initiating_rank')!r}, "
+                      f"expected {want_rank!r}")
+    if want_cause is not None and verdict.get("cause") != want_cause:
+        errors.append(f"{what}: verdict.cause {verdict.get('cause')!r}, expected {want_cause!r}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenario", nargs="?", help="one of: " + ", ".join(SCENARIOS))
+    ap.add_argument("--rdzvscope", help="path of the rdzvscope CLI")
+    ap.add_argument("--python", default="/usr/bin/python3", help="interpreter that has torch")
+    ap.add_argument("--work", help="scratch directory (default: a new temporary directory)")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--list", action="store_true", help="print the scenario table and exit")
+    args = ap.parse_args()
+
+    if args.list:
+        for name, s in SCENARIOS.items():
+            print(f"{name:22} {s['cls']:18} initiating={s['rank']!s:9} {s['fault']}")
+        return 0
+    if args.scenario not in SCENARIOS or not args.rdzvscope:
+        ap.error("give --rdzvscope and one scenario: " + ", ".join(SCENARIOS))
+    for what, path in (("rdzvscope CLI", args.rdzvscope), ("python", args.python)):
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            log(f"FAIL: {what} not found or not executable: {path}")
+            return 1
+
+    if args.work:
+        os.makedirs(args.work, exist_ok=True)
+        work = tempfile.mkdtemp(prefix=f"{args.scenario}-", dir=args.work)
+    else:
+        work = tempfile.mkdtemp(prefix=f"rdzvscope-e2e-{args.scenario}-")
+    h = Harness(os.path.abspath(args.rdzvscope), args.python, work, args.keep)
+    spec = SCENARIOS[args.scenario]
+    name = args.scenario
+    t_start = time.monotonic()
+
+    run, errors = run_scenario(h, name)
+    for n in run.notes:
+        log(f"[{name}] {n}")
+    if errors:
+        log(f"FAIL [{name}]: the fault did not happen as designed:")
+        for e in errors:
+            log(f"  - {e}")
+        for p in run.procs:
+            log(f"\n--- {p.label}: exit {p.rc}; {' '.join(p.cmd)}\n{p.text()[-6000:]}")
+        log(f"\n(scratch kept in {work})")
+        return 1
+    log(f"[{name}] fault reproduced: {spec['fault']}")
+
+    verdict_errors = []
+    try:
+        logs = run.logs()
+        diag = h.analyze([run.trace_dir, "--log"] + logs)
+        log(f"[{name}] analyze (traces + logs): " + json.dumps(diag.get("verdict"))[:600])
+        check_verdict(diag, spec["cls"], run.expect_rank, spec["cause"], verdict_errors,
+                      "traces+logs")
+        if spec["log_cls"] is not None:
+            diag = h.analyze(["--log"] + logs)
+            log(f"[{name}] analyze (logs only): " + json.dumps(diag.get("verdict"))[:600])
+            check_verdict(diag, spec["log_cls"], tuple(spec["log_ranks"]), None, verdict_errors,
+                          "logs only")
+    except AnalyzerMissing as e:
+        log(f"FAIL [{name}]: {e}")
+        log(f"[{name}] (the fault itself was reproduced and checked; {time.monotonic() - t_start:.1f}s)")
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        return 1
+    except (Failure, subprocess.TimeoutExpired) as e:
+        verdict_errors.append(str(e))
+
+    if verdict_errors:
+        log(f"FAIL [{name}]:")
+        for e in verdict_errors:
+            log(f"  - {e}")
+        log(f"(scratch kept in {work})")
+        return 1
+    log(f"PASS [{name}] in {time.monotonic() - t_start:.1f}s")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

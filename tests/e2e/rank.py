@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""One rank of an end-to-end scenario (run by tests/e2e/harness.py under /usr/bin/python3,
+the interpreter that has Debian's python3-torch).
+
+Static rendezvous over TCPStore: RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT,
+`init_process_group("gloo", timeout=E2E_TIMEOUT_S)`. Every line it prints starts with
+"[rankN]" so that a merged log still says who printed it.
+
+Environment (all optional but RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
+    E2E_TIMEOUT_S   init_process_group timeout in seconds (default 3)
+    E2E_DELAY_S     sleep this long after `import torch`, before the rendezvous (default 0)
+    E2E_MODE        "train": one all_reduce, then destroy (default)
+                    "store_loop": after init, set/get on the default store (and a barrier
+                                  every 10 rounds) for E2E_LOOP_S seconds
+    E2E_LOOP_S      length of the store loop (default 8)
+
+It prints (the harness waits for these lines):
+    "[rankN] e2e: torch imported"           before the delay
+    "[rankN] e2e: joined"                   after init_process_group
+    "[rankN] e2e: store loop running"       store_loop mode, after the first set/get
+    "[rankN] e2e: done"                     on a clean finish (exit 0)
+    "[rankN] e2e: FAILED <Type>: <msg>"     then the traceback, exit 1
+"""
+import datetime
+import os
+import sys
+import time
+import traceback
+
+RANK = os.environ.get("RANK", "?")
+TAG = f"[rank{RANK}]"
+
+
+def say(msg):
+    print(f"{TAG} e2e: {msg}", flush=True)
+
+
+def main():
+    rank = int(os.environ["RANK"])
+    world_size = int(os.environ["WORLD_SIZE"])
+    timeout_s = float(os.environ.get("E2E_TIMEOUT_S") or 3)
+    delay_s = float(os.environ.get("E2E_DELAY_S") or 0)
+    mode = os.environ.get("E2E_MODE") or "train"
+    loop_s = float(os.environ.get("E2E_LOOP_S") or 8)
+    say(f"start pid {os.getpid()} mode {mode} master {os.environ['MASTER_ADDR']}:"
+        f"{os.environ['MASTER_PORT']} world {world_size} timeout {timeout_s:g}s")
+
+    import torch
+    import torch.distributed as dist
+    say(f"torch imported (torch {torch.__version__})")
+
+    if delay_s > 0:
+        say(f"sleeping {delay_s:g}s before the rendezvous")
+        time.sleep(delay_s)
+
+    t0 = time.monotonic()
+    dist.init_process_group("gloo", rank=rank, world_size=world_size,
+                            timeout=datetime.timedelta(seconds=timeout_s))
+    say(f"joined in {time.monotonic() - t0:.2f}s")
+
+    if mode == "store_loop":
+        store = dist.distributed_c10d._get_default_store()
+        end = time.monotonic() + loop_s
+        n = 0
+        while time.monotonic() < end:
+            store.set(f"e2e/{rank}", str(n))
+            store.get(f"e2e/{rank}")
+            if n == 0:
+                say("store loop running")
+            n += 1
+            if n % 10 == 0:
+                dist.barrier()
+            time.sleep(0.01)
+        say(f"store loop finished after {n} rounds")
+    else:
+        value = torch.full((4,), float(rank + 1))
+        dist.all_reduce(value)
+        expected = world_size * (world_size + 1) / 2
+        if value[0].item() != expected:
+            raise RuntimeError(f"all_reduce gave {value[0].item()}, expected {expected}")
+        say(f"all_reduce ok ({expected:g})")
+
+    dist.destroy_process_group()
+    say("done")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        rc = main()
+    except BaseException as e:  # noqa: BLE001 - report every failure the same way
+        say(f"FAILED {type(e).__name__}: {e}")
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # os._exit: do not let torch's atexit/thread teardown hang a failed rank.
+        os._exit(1)
+    sys.stdout.flush()
+    sys.exit(rc)
