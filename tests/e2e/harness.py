@@ -112,11 +112,11 @@ SCENARIOS = {
               "bind, and the other job's rank 1 joins the first job's store"),
     "transient_recv": dict(
         cls="transient_recv", rank="computed", cause=None, log_cls=None, log_ranks=(None, 1, 2, 3),
-        timeout=4,
+        timeout=3,
         fault="ranks 1-3 reach rank 0's store through a proxy run by the harness that closes "
-              "the first connection it accepts at once: that rank's first store recv returns "
-              "0 bytes (torch 1.13 prints `Connection reset by peer`), the others time out "
-              "waiting for it"),
+              "the first connection it accepts (FIN, after reading its first query): that "
+              "rank's first store recv returns 0 bytes (torch 1.13 prints `Connection reset by "
+              "peer`), the others time out waiting for it"),
 }
 
 # torch 1.13 with T=3 s: the clients give up T after their first store op, rank 0 (the store
@@ -214,7 +214,7 @@ class Run:
         lines = []
         for p in self.procs:
             took = f"{p.ended - p.started:.1f}s" if p.ended else "?"
-            lines.append(f"  {p.label}: pid {p.pid} exit {p.rc}{' (killed at bound)' if p.killed_by_bound else ''} after {took}")
+            lines.append(f"  {p.label}: pid {p.pid} exit {p.rc}{' (killed by the harness)' if p.killed_by_bound else ''} after {took}")
         return "\n".join(lines)
 
 
@@ -263,6 +263,24 @@ class Harness:
                 break
             time.sleep(0.05)
         return all(text in p.text() for p in procs)
+
+    def wait_for_exit(self, procs, bound_s):
+        deadline = time.monotonic() + bound_s
+        while time.monotonic() < deadline and any([p.poll() is None for p in procs]):
+            time.sleep(0.05)
+
+    def terminate(self, procs, grace_s=2):
+        """SIGTERM, then SIGKILL after grace_s: what a scheduler does to a hung job."""
+        for p in procs:
+            if p.poll() is None:
+                p.killed_by_bound = True
+                os.kill(p.pid, signal.SIGTERM)
+        self.wait_for_exit(procs, grace_s)
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.popen.wait()
+                p.poll()
 
     def wait_all(self, run, bound_s=JOB_BOUND_S):
         deadline = run.t0 + bound_s
@@ -561,13 +579,22 @@ def sc_port_conflict(h, run):
     holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     holder.bind(("0.0.0.0", run.port))
     holder.listen(64)
+    errors = []
     try:
-        for r in range(WORLD):
-            h.launch(run, r)
+        ps = [h.launch(run, r) for r in range(WORLD)]
+        # Ranks 1-3 reach the holder's socket (the kernel completes their handshakes), send
+        # their first store query and block in recv without a timeout (torch 1.13 sets
+        # SO_RCVTIMEO only before wait/get): they would hang until the job is killed. Play the
+        # scheduler: once rank 0 has failed, give them T + 2 s, then SIGTERM what is left.
+        h.wait_for_exit([ps[0]], 15)
+        time.sleep(SCENARIOS[run.name]["timeout"] + 2)
+        hung = [p for p in ps[1:] if p.poll() is None]
+        run.notes.append("still blocked after rank 0 failed, SIGTERMed by the harness: "
+                         + (", ".join(p.label for p in hung) or "none"))
+        h.terminate(hung)
         h.wait_all(run)
     finally:
         holder.close()
-    errors = []
     expect_exit(run, "rank0", 1, errors)
     expect_text(run, "rank0", [f"failed to bind to [::]:{run.port} (errno: 98 - Address already in use)",
                                "failed to listen on any local network address"], errors)
@@ -575,6 +602,10 @@ def sc_port_conflict(h, run):
         expect_exit(run, f"rank{r}", nonzero, errors)
     files = h.dump(run)
     expect_traces(files, range(WORLD), errors)
+    for r in (1, 2, 3):   # they did reach "the store": the holder's socket
+        expect(any(ev.get("kind") == "connect_done" and not ev.get("errno")
+                   and port_of(ev.get("peer")) == run.port for _, ev in events(files, rank=r)),
+               f"rank {r}: no completed store connect in its trace", errors)
     binds = [ev for _, ev in events(files, "bind", rank=0)
              if port_of(ev.get("local")) == run.port and ev.get("errno_name") == "EADDRINUSE"]
     expect(bool(binds), "rank 0's trace shows no EADDRINUSE bind on the store port", errors)
@@ -632,6 +663,18 @@ def sc_rdzv_collision(h, run):
             h.launch(run, r, label=f"job{job}.rank{r}", world=2,
                      env={"TORCHELASTIC_RUN_ID": run_id, "SLURM_JOB_ID": slurm,
                           "SLURM_PROCID": str(r), "SLURM_NODEID": "0"})
+    # Typically one job's rank 0 hosts the store, the other's fails to bind, and of the two
+    # rank-1 processes one completes a 2-rank group with the host while the other is left
+    # waiting on a gloo peer (gloo's own connect timeout is about 20 s): once at most one
+    # process is left, give it 6 s, then play the scheduler and SIGTERM it.
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and sum(p.poll() is None for p in run.procs) > 1:
+        time.sleep(0.05)
+    h.wait_for_exit(run.procs, 6)
+    left = [p for p in run.procs if p.poll() is None]
+    run.notes.append("exit status: " + ", ".join(f"{p.label} {p.rc}" for p in run.procs)
+                     + "; SIGTERMed by the harness: " + (", ".join(p.label for p in left) or "none"))
+    h.terminate(left)
     h.wait_all(run)
     errors = []
     rcs = {p.label: p.rc for p in run.procs}
@@ -675,7 +718,7 @@ class ClosingProxy:
             self.accepted += 1
             if self.accepted == 1:
                 self.closed_peer = addr
-                c.close()
+                threading.Thread(target=self._close_after_query, args=(c,), daemon=True).start()
                 continue
             try:
                 u = socket.create_connection(("127.0.0.1", self.target), timeout=5)
@@ -686,6 +729,34 @@ class ClosingProxy:
             self.socks += [c, u]
             for a, b in ((c, u), (u, c)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _close_after_query(c):
+        """Read the client's first query (until it pauses), then close our side with a FIN:
+        the client's recv of the answer returns 0 bytes. Closing at once, or with its bytes
+        unread, would make the kernel send a RST instead (the client then sees EPIPE or
+        ECONNRESET, not a 0-byte recv)."""
+        try:
+            c.settimeout(0.3)
+            got = 0
+            while True:
+                try:
+                    data = c.recv(4096)
+                except socket.timeout:
+                    if got:
+                        break
+                    continue
+                if not data:
+                    break
+                got += len(data)
+            c.shutdown(socket.SHUT_WR)
+            c.settimeout(10)
+            while c.recv(4096):   # drain until the client closes, so no RST is sent
+                pass
+        except OSError:
+            pass
+        finally:
+            c.close()
 
     @staticmethod
     def _pipe(a, b):
