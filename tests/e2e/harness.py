@@ -329,8 +329,8 @@ class Harness:
         if p.returncode != 0:
             lowered = out.lower()
             if "subcommand" in lowered or "not expected" in lowered or "unknown" in lowered and "analyze" in lowered:
-                raise AnalyzerMissing(f"analyzer not available: `{' '.join(cmd)}` exited "
-                                      f"{p.returncode}: {out.strip()[:300]}")
+                raise AnalyzerMissing(f"analyzer not available: `rdzvscope analyze` exited "
+                                      f"{p.returncode}: {' '.join(out.split())[:200]}")
             raise Failure(f"`{' '.join(cmd)}` exited {p.returncode}:\n{out[:4000]}")
         try:
             return json.loads(p.stdout)
@@ -662,7 +662,11 @@ def sc_rdzv_collision(h, run):
         for r in (0, 1):
             h.launch(run, r, label=f"job{job}.rank{r}", world=2,
                      env={"TORCHELASTIC_RUN_ID": run_id, "SLURM_JOB_ID": slurm,
-                          "SLURM_PROCID": str(r), "SLURM_NODEID": "0"})
+                          "SLURM_PROCID": str(r), "SLURM_NODEID": "0",
+                          # keep the winning job's store up for a while: a healthy 2-rank
+                          # job is over 0.3 s after init, often before the other job's
+                          # rank 1 got to the port
+                          "E2E_MODE": "store_loop", "E2E_LOOP_S": "3"})
     # Typically one job's rank 0 hosts the store, the other's fails to bind, and of the two
     # rank-1 processes one completes a 2-rank group with the host while the other is left
     # waiting on a gloo peer (gloo's own connect timeout is about 20 s): once at most one
@@ -686,6 +690,17 @@ def sc_rdzv_collision(h, run):
     ids = {(f["header"].get("identity") or {}).get("run_id") for f in files}
     expect(ids >= {"e2e-job-a", "e2e-job-b"}, f"run ids in the traces: {sorted(map(str, ids))}", errors)
     expect(len(files) >= 4, f"{len(files)} trace files, expected 4", errors)
+    # The collision itself: a process of one job completed a store connect while the store
+    # on that port was hosted by the other job's rank 0.
+    hosts = {(f["header"].get("identity") or {}).get("run_id") for f, ev in events(files, "listen")
+             if port_of(ev.get("local")) == run.port and not ev.get("errno")}
+    crossed = sorted({f"{(f['header'].get('identity') or {}).get('run_id')} rank {rank_of(f)}"
+                      for f, ev in events(files, "connect_done")
+                      if port_of(ev.get("peer")) == run.port and not ev.get("errno")
+                      and (f["header"].get("identity") or {}).get("run_id") not in hosts})
+    expect(len(hosts) == 1 and crossed, f"store hosted by run ids {sorted(map(str, hosts))}; "
+           f"no process of the other job connected to it", errors)
+    run.notes.append(f"store hosted by {sorted(map(str, hosts))}; joined by {crossed}")
     return errors
 
 
