@@ -1,0 +1,608 @@
+// One candidate line -> LogEvent: the rank prefix, the time stamp, the family and the values.
+// Runs only on lines the prefilter picked, so it is written for clarity, not speed.
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "classify.h"
+#include "logs/log_scan.h"
+
+namespace rdzv::logs {
+namespace {
+
+using sv = std::string_view;
+constexpr size_t npos = sv::npos;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alnum(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+bool contains(sv s, sv what) { return s.find(what) != npos; }
+
+// Digits at s[pos...] (optional leading '-'): value and the position after them.
+std::optional<int64_t> number_at(sv s, size_t pos, size_t* after = nullptr) {
+  bool neg = false;
+  if (pos < s.size() && s[pos] == '-') { neg = true; ++pos; }
+  const size_t start = pos;
+  int64_t v = 0;
+  while (pos < s.size() && is_digit(s[pos]) && pos - start < 15) v = v * 10 + (s[pos++] - '0');
+  if (pos == start) return std::nullopt;
+  if (after) *after = pos;
+  return neg ? -v : v;
+}
+
+// The number right after the first `key` in s.
+std::optional<int64_t> number_after(sv s, sv key, size_t* after = nullptr) {
+  for (size_t p = s.find(key); p != npos; p = s.find(key, p + 1)) {
+    if (auto v = number_at(s, p + key.size(), after)) return v;
+  }
+  return std::nullopt;
+}
+
+// "N" followed by a unit at s[pos...]: "600000ms", "1800s", "60 s", "1801 seconds",
+// "60000 ms", "67438 milliseconds", "10 minutes"; or a Python timedelta "0:30:00",
+// "1 day, 0:00:00". Result in ms.
+std::optional<int64_t> duration_at(sv s, size_t pos) {
+  size_t p = pos;
+  auto n = number_at(s, p, &p);
+  if (!n || *n < 0) return std::nullopt;
+  // timedelta: [D day[s], ]H:MM:SS[.ffffff]
+  int64_t days = 0;
+  if (s.substr(p, 4) == " day") {
+    days = *n;
+    p += 4;
+    if (p < s.size() && s[p] == 's') ++p;
+    if (s.substr(p, 2) != ", ") return days * 86400000;
+    p += 2;
+    n = number_at(s, p, &p);
+    if (!n) return days * 86400000;
+  }
+  if (p < s.size() && s[p] == ':') {
+    size_t q = p + 1;
+    auto mm = number_at(s, q, &q);
+    if (!mm || q >= s.size() || s[q] != ':') return std::nullopt;
+    auto ss = number_at(s, q + 1, &q);
+    if (!ss) return std::nullopt;
+    int64_t ms = ((days * 24 + *n) * 60 + *mm) * 60000 + *ss * 1000;
+    if (q < s.size() && s[q] == '.') {  // fraction of a second
+      int64_t frac = 0, scale = 1000;
+      for (++q; q < s.size() && is_digit(s[q]); ++q) {
+        if (scale > 1) { scale /= 10; frac += (s[q] - '0') * scale; }
+      }
+      ms += frac;
+    }
+    return ms;
+  }
+  if (days) return std::nullopt;
+  if (p < s.size() && s[p] == ' ') ++p;  // "60000 ms", "1801 seconds"
+  sv u = s.substr(p);
+  auto unit_end = [&](size_t len) { return len >= u.size() || !is_alnum(u[len]); };
+  if ((u.starts_with("ms") && unit_end(2)) || (u.starts_with("milliseconds") && unit_end(12)) ||
+      (u.starts_with("millisecond") && unit_end(11)))
+    return *n;
+  if ((u.starts_with("s") && unit_end(1)) || (u.starts_with("sec") && unit_end(3)) ||
+      (u.starts_with("secs") && unit_end(4)) || (u.starts_with("seconds") && unit_end(7)) ||
+      (u.starts_with("second") && unit_end(6)))
+    return *n * 1000;
+  if ((u.starts_with("min") && unit_end(3)) || (u.starts_with("minutes") && unit_end(7)) ||
+      (u.starts_with("mins") && unit_end(4)))
+    return *n * 60000;
+  return std::nullopt;
+}
+
+std::optional<int64_t> duration_after(sv s, sv key) {
+  for (size_t p = s.find(key); p != npos; p = s.find(key, p + 1)) {
+    if (auto v = duration_at(s, p + key.size())) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> find_timeout(sv s) {
+  if (auto v = number_after(s, "Timeout(ms)=")) return *v;
+  if (auto v = duration_after(s, "timeout=")) return v;
+  if (auto v = duration_after(s, "timed out after ")) return v;
+  if (auto v = duration_after(s, "Timed out after ")) return v;
+  if (auto v = duration_after(s, "timeout after ")) return v;
+  if (auto v = duration_after(s, "timeout was ")) return v;
+  if (auto v = duration_after(s, "Timeout was ")) return v;
+  if (auto v = duration_after(s, " after ")) return v;
+  return std::nullopt;
+}
+
+std::optional<int> errno_from_text(sv s) {
+  struct M { sv text; int err; };
+  static constexpr M kMap[] = {
+      {"Broken pipe", EPIPE},
+      {"Connection reset by peer", ECONNRESET},
+      {"Connection timed out", ETIMEDOUT},
+      {"Address already in use", EADDRINUSE},
+      {"address already in use", EADDRINUSE},
+      {"Connection refused", ECONNREFUSED},
+      {"No route to host", EHOSTUNREACH},
+      {"Network is unreachable", ENETUNREACH},
+      {"Cannot assign requested address", EADDRNOTAVAIL},
+  };
+  size_t best = npos;
+  std::optional<int> err;
+  for (const auto& m : kMap) {  // the earliest in the line wins
+    const size_t p = s.find(m.text);
+    if (p < best) { best = p; err = m.err; }
+  }
+  return err;
+}
+
+std::optional<int> find_errno(sv s) {
+  if (auto v = number_after(s, "errno: ")) return static_cast<int>(*v);
+  if (auto v = number_after(s, "system error: ")) {  // Windows WSA codes
+    switch (*v) {
+      case 10048: return EADDRINUSE;
+      case 10049: return EADDRNOTAVAIL;
+      case 10054: return ECONNRESET;
+      case 10060: return ETIMEDOUT;
+      case 10061: return ECONNREFUSED;
+      case 10065: return EHOSTUNREACH;
+      default: break;
+    }
+  }
+  if (auto v = number_after(s, "code: -")) return static_cast<int>(*v);  // libuv: code: -98
+  return errno_from_text(s);
+}
+
+bool host_char(char c) {
+  return is_alnum(c) || c == '.' || c == '-' || c == '_' || c == ':' || c == '%';
+}
+
+// "[H]:P" or "H:P" at s[pos...] (the whole token).
+bool addr_at(sv s, size_t pos, std::string& host, std::optional<int>& port) {
+  if (pos >= s.size()) return false;
+  size_t p = pos;
+  sv h;
+  if (s[p] == '[') {
+    const size_t close = s.find(']', p);
+    if (close == npos || close + 1 >= s.size() || s[close + 1] != ':') return false;
+    h = s.substr(p + 1, close - p - 1);
+    p = close + 2;
+  } else {
+    size_t q = p;
+    while (q < s.size() && host_char(s[q])) ++q;
+    const size_t colon = s.rfind(':', q);
+    if (colon == npos || colon < p || colon + 1 >= q) return false;
+    h = s.substr(p, colon - p);
+    p = colon + 1;
+  }
+  size_t after = p;
+  auto v = number_at(s, p, &after);
+  if (h.empty() || !v || *v < 0 || *v > 65535) return false;
+  for (char c : h)
+    if (c == ' ' || c == '(' || c == ')' || c == ',') return false;
+  host.assign(h);
+  port = static_cast<int>(*v);
+  return true;
+}
+
+void find_host_port(sv s, std::string& host, std::optional<int>& port) {
+  // 1. SocketImpl(fd=.., addr=.., remote=[H]:P): the peer.
+  if (size_t p = s.find("remote="); p != npos && addr_at(s, p + 7, host, port)) return;
+  // 2. "(H, P)"
+  for (size_t p = s.find('('); p != npos; p = s.find('(', p + 1)) {
+    const size_t comma = s.find(", ", p);
+    const size_t close = s.find(')', p);
+    if (comma == npos || close == npos || comma > close) continue;
+    sv h = s.substr(p + 1, comma - p - 1);
+    size_t after = 0;
+    auto v = number_at(s, comma + 2, &after);
+    if (!v || after != close || h.empty() || *v < 0 || *v > 65535) continue;
+    bool ok = true;
+    for (char c : h) ok = ok && c != '=' && c != ' ' && c != '(';
+    if (!ok) continue;
+    host.assign(h);
+    port = static_cast<int>(*v);
+    return;
+  }
+  // 3. "host H:P" (TCP client failed to connect/validate to host H:P)
+  if (size_t p = s.find("to host "); p != npos && addr_at(s, p + 8, host, port)) return;
+  // 4. "to [H]:P" / "to H:P" / "on [H]:P" (connect to, bind to, listen on, server socket on)
+  for (sv key : {sv("to "), sv("on ")}) {
+    for (size_t p = s.find(key); p != npos; p = s.find(key, p + 1)) {
+      if (p > 0 && is_alnum(s[p - 1])) continue;
+      if (addr_at(s, p + key.size(), host, port)) return;
+    }
+  }
+  // 5. any " [H]:P"
+  for (size_t p = s.find(" ["); p != npos; p = s.find(" [", p + 1)) {
+    if (addr_at(s, p + 1, host, port)) return;
+  }
+  // 6. libuv "port: P"; "The server socket on P has failed to bind"
+  if (auto v = number_after(s, "port: ")) {
+    if (*v >= 0 && *v <= 65535) port = static_cast<int>(*v);
+  }
+}
+
+// The text after the last ": " of the part that starts at `from` (the error reason).
+std::string reason_after(sv s, size_t from) {
+  if (from >= s.size()) return {};
+  sv r = s.substr(from);
+  while (!r.empty() && (r.back() == ' ' || r.back() == '.' || r.back() == '\t')) r.remove_suffix(1);
+  return std::string(r.substr(0, 200));
+}
+
+// Rank prefixes at the start of a line: "[rank3]:", "[default3]:", "[3]:", "[Rank3]:", with
+// optional "<stdout>"/"<stderr>" before the colon, and srun -l's "  3: ". Returns the rank and
+// advances `body` past every prefix.
+int strip_rank_prefix(sv& body) {
+  int rank = -1;
+  for (int round = 0; round < 3; ++round) {
+    size_t p = 0;
+    while (p < body.size() && body[p] == ' ') ++p;
+    if (p < body.size() && body[p] == '[') {
+      size_t q = p + 1;
+      for (sv word : {sv("rank"), sv("default"), sv("Rank"), sv("local_rank")}) {
+        if (body.substr(q).starts_with(word)) { q += word.size(); break; }
+      }
+      size_t after = 0;
+      auto v = number_at(body, q, &after);
+      if (!v || after >= body.size() || body[after] != ']' || *v < 0) break;
+      size_t r = after + 1;
+      for (sv tag : {sv("<stdout>"), sv("<stderr>")})
+        if (body.substr(r).starts_with(tag)) r += tag.size();
+      if (r >= body.size() || body[r] != ':') break;
+      rank = static_cast<int>(*v);
+      body.remove_prefix(r + 1);
+      continue;
+    }
+    size_t after = 0;
+    auto v = number_at(body, p, &after);
+    if (v && *v >= 0 && after - p <= 6 && after + 1 < body.size() && body[after] == ':' &&
+        body[after + 1] == ' ') {
+      rank = static_cast<int>(*v);
+      body.remove_prefix(after + 2);
+      continue;
+    }
+    break;
+  }
+  return rank;
+}
+
+int rank_in_text(sv s) {
+  if (auto v = number_after(s, "rank: "); v && *v >= 0) return static_cast<int>(*v);
+  for (size_t p = s.find("Rank "); p != npos; p = s.find("Rank ", p + 1)) {
+    size_t after = 0;
+    auto v = number_at(s, p + 5, &after);
+    if (v && *v >= 0 && after < s.size() && s[after] == ']') return static_cast<int>(*v);
+  }
+  if (size_t p = s.find("] is setting up NCCL communicator"); p != npos) {
+    size_t b = s.rfind('[', p);
+    size_t after = 0;
+    if (b != npos) {
+      auto v = number_at(s, b + 1, &after);
+      if (v && *v >= 0 && after == p) return static_cast<int>(*v);
+    }
+  }
+  return -1;
+}
+
+int two(sv s, size_t p) {
+  if (p + 2 > s.size() || !is_digit(s[p]) || !is_digit(s[p + 1])) return -1;
+  return (s[p] - '0') * 10 + (s[p + 1] - '0');
+}
+
+double frac_at(sv s, size_t& p) {
+  double f = 0, scale = 0.1;
+  if (p < s.size() && (s[p] == '.' || s[p] == ',')) {
+    for (++p; p < s.size() && is_digit(s[p]); ++p, scale /= 10) f += (s[p] - '0') * scale;
+  }
+  return f;
+}
+
+std::optional<double> local_time(int y, int mo, int d, int h, int mi, int se, double frac) {
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = se;
+  tm.tm_isdst = -1;
+  const time_t t = std::mktime(&tm);
+  if (t == static_cast<time_t>(-1)) return std::nullopt;
+  return static_cast<double>(t) + frac;
+}
+
+// The stamp at the start of body (after an optional '['): glog "W1129 23:19:18.123456" or ISO
+// "2026-11-29 23:19:18,123" / "2026-11-29T23:19:18.5Z" / "...+02:00".
+std::optional<double> find_wall_time(sv body, const TimeContext& tc) {
+  size_t p = 0;
+  while (p < body.size() && body[p] == ' ') ++p;
+  if (p < body.size() && body[p] == '[') ++p;
+  sv s = body.substr(p);
+  if (s.size() >= 14 && (s[0] == 'I' || s[0] == 'W' || s[0] == 'E' || s[0] == 'F')) {
+    const int mo = two(s, 1), d = two(s, 3), h = two(s, 6), mi = two(s, 9), se = two(s, 12);
+    if (mo < 0 || d < 0 || h < 0 || mi < 0 || se < 0 || s[5] != ' ' || s[8] != ':' || s[11] != ':')
+      return std::nullopt;
+    if (tc.year <= 0) return std::nullopt;
+    // The file was written after its lines: a month later than the file's is last year's.
+    const int year = (tc.month > 0 && mo > tc.month) ? tc.year - 1 : tc.year;
+    size_t q = 14;
+    const double f = frac_at(s, q);
+    return local_time(year, mo, d, h, mi, se, f);
+  }
+  if (s.size() >= 19 && s[4] == '-' && s[7] == '-' && (s[10] == ' ' || s[10] == 'T') &&
+      s[13] == ':' && s[16] == ':') {
+    const int y1 = two(s, 0), y2 = two(s, 2), mo = two(s, 5), d = two(s, 8), h = two(s, 11),
+              mi = two(s, 14), se = two(s, 17);
+    if (y1 < 0 || y2 < 0 || mo < 0 || d < 0 || h < 0 || mi < 0 || se < 0) return std::nullopt;
+    size_t q = 19;
+    const double f = frac_at(s, q);
+    const int year = y1 * 100 + y2;
+    if (q < s.size() && (s[q] == 'Z' || ((s[q] == '+' || s[q] == '-') && two(s, q + 1) >= 0))) {
+      int off = 0;
+      if (s[q] != 'Z') {
+        const int oh = two(s, q + 1);
+        size_t r = q + 3;
+        if (r < s.size() && s[r] == ':') ++r;
+        const int om = two(s, r) < 0 ? 0 : two(s, r);
+        off = (s[q] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+      }
+      std::tm tm{};
+      tm.tm_year = year - 1900;
+      tm.tm_mon = mo - 1;
+      tm.tm_mday = d;
+      tm.tm_hour = h;
+      tm.tm_min = mi;
+      tm.tm_sec = se;
+      const time_t t = timegm(&tm);
+      if (t == static_cast<time_t>(-1)) return std::nullopt;
+      return static_cast<double>(t) - off + f;
+    }
+    return local_time(year, mo, d, h, mi, se, f);
+  }
+  return std::nullopt;
+}
+
+// Replaces what is not printable UTF-8 text (control bytes, broken sequences) with '?' and
+// drops ANSI colour sequences, so the text can go into JSON; cuts to `limit` bytes on a
+// character boundary.
+std::string clean_text(sv s, size_t limit) {
+  std::string out;
+  out.reserve(std::min(s.size(), limit));
+  size_t i = 0;
+  while (i < s.size() && out.size() < limit) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0x1b && i + 1 < s.size() && s[i + 1] == '[') {  // CSI ... final byte
+      size_t j = i + 2;
+      while (j < s.size() && static_cast<unsigned char>(s[j]) >= 0x20 &&
+             static_cast<unsigned char>(s[j]) < 0x40) ++j;
+      i = j < s.size() ? j + 1 : j;
+      continue;
+    }
+    if (c < 0x80) {
+      out.push_back((c < 0x20 && c != '\t') || c == 0x7f ? '?' : static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    if (c >= 0xf5) len = 0;
+    bool ok = len != 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && len == 3) {  // no overlongs, no surrogates
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);
+    }
+    if (ok && len == 4) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (!ok) {
+      out.push_back('?');
+      ++i;
+      continue;
+    }
+    if (out.size() + len > limit) break;
+    out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+// Families by priority: the first that matches is LogEvent::family, the others go to `also`.
+struct Detector {
+  Family family;
+  bool (*match)(sv);
+};
+
+const Detector kDetectors[] = {
+    {Family::WatchdogTimeout, [](sv s) { return contains(s, "Watchdog caught collective operation timeout"); }},
+    {Family::NcclUniqueIdStoreError,
+     [](sv s) { return contains(s, "ncclUniqueId") && contains(s, "got error"); }},
+    {Family::StoreBarrierTimeout,
+     [](sv s) {
+       return contains(s, "store based barrier") &&
+              (contains(s, "Timed out initializing") || contains(s, "Waiting in store based barrier"));
+     }},
+    {Family::ClientsJoinTimeout,
+     [](sv s) { return contains(s, "Timed out after") && contains(s, "waiting for clients"); }},
+    {Family::WaitForInputTimeout,
+     [](sv s) {
+       return contains(s, "waitForInput") &&
+              (contains(s, "timed out after") || contains(s, "likely a timeout") || contains(s, "returned 0"));
+     }},
+    {Family::WaitTimeout, [](sv s) { return contains(s, "wait timeout after"); }},
+    {Family::ConnectValidate, [](sv s) { return contains(s, "failed to connect/validate"); }},
+    {Family::SendRecvFailed, [](sv s) { return contains(s, " failed on SocketImpl"); }},
+    {Family::ClientConnectTimeout,
+     [](sv s) {
+       return contains(s, "socket has timed out after") && contains(s, "while trying to connect");
+     }},
+    {Family::GaiError, [](sv s) { return contains(s, "gai error"); }},
+    {Family::HostNotFound,
+     [](sv s) {
+       return contains(s, "host not found") || contains(s, "hostname of the client socket cannot be retrieved");
+     }},
+    {Family::ServerTimedOutRetry, [](sv s) { return contains(s, "has timed out, will retry"); }},
+    {Family::NotListeningYet,
+     [](sv s) { return contains(s, "is not yet listening") || contains(s, "is listening yet"); }},
+    {Family::BindFailed,
+     [](sv s) {
+       return contains(s, "failed to bind") ||
+              (contains(s, "Address already in use") && !contains(s, "failed to listen"));
+     }},
+    {Family::ListenFailed, [](sv s) { return contains(s, "failed to listen on"); }},
+    {Family::ConnectFailed,
+     [](sv s) { return contains(s, "failed to connect to"); }},
+    {Family::ConnectTimeoutLegacy, [](sv s) { return contains(s, "connect() timed out"); }},
+    {Family::RendezvousClosed,
+     [](sv s) {
+       return contains(s, "RendezvousClosedError") || contains(s, "RendezvousConnectionError") ||
+              contains(s, "failed to shutdown the rendezvous");
+     }},
+    {Family::RecvZero,
+     [](sv s) { return contains(s, "ailed to recv, got 0 bytes"); }},
+    {Family::SocketTimeout, [](sv s) { return contains(s, "Socket Timeout"); }},
+    {Family::BrokenPipe, [](sv s) { return contains(s, "Broken pipe"); }},
+    {Family::ConnectionReset, [](sv s) { return contains(s, "Connection reset by peer"); }},
+    {Family::ConnectionTimedOutErrno, [](sv s) { return contains(s, "Connection timed out"); }},
+};
+
+}  // namespace
+
+std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeContext& tc) {
+  sv body = line;
+  const int prefix_rank = strip_rank_prefix(body);
+  bool found = false;
+  LogEvent ev;
+  for (const auto& d : kDetectors) {
+    if (!d.match(body)) continue;
+    if (!found) {
+      ev.family = d.family;
+      found = true;
+    } else {
+      ev.also |= 1u << static_cast<int>(d.family);
+    }
+  }
+  if (!found) return std::nullopt;
+
+  const int text_rank = rank_in_text(body);
+  ev.rank = prefix_rank >= 0 ? prefix_rank : text_rank >= 0 ? text_rank : default_rank;
+  ev.text = clean_text(body, 500);
+  ev.timeout_ms = find_timeout(body);
+  ev.err = find_errno(body);
+  if (auto g = number_after(body, "gai error: ")) ev.gai_code = static_cast<int>(*g);
+  else if (ev.family == Family::HostNotFound) {
+    if (auto e = number_after(body, "err=")) ev.gai_code = static_cast<int>(*e);
+  }
+  find_host_port(body, ev.host, ev.port);
+  ev.wall_time = find_wall_time(body, tc);
+
+  switch (ev.family) {
+    case Family::SendRecvFailed:
+      if (size_t p = body.find("): "); p != npos) ev.reason = reason_after(body, p + 3);
+      break;
+    case Family::ConnectValidate:
+      if (size_t p = body.find("ms): "); p != npos) ev.reason = reason_after(body, p + 5);
+      else if (size_t q = body.find("): "); q != npos) ev.reason = reason_after(body, q + 3);
+      break;
+    case Family::NcclUniqueIdStoreError:
+      if (size_t p = body.find("got error: "); p != npos) ev.reason = reason_after(body, p + 11);
+      break;
+    case Family::ClientsJoinTimeout: {
+      size_t after = 0;
+      if (size_t p = body.find("seconds waiting for clients. "); p != npos) {
+        auto n = number_at(body, p + 29, &after);
+        if (n && after < body.size() && body[after] == '/') {
+          auto m = number_at(body, after + 1);
+          ev.joined = static_cast<int>(*n);
+          if (m) ev.expected = static_cast<int>(*m);
+        }
+      }
+      break;
+    }
+    case Family::StoreBarrierTimeout:
+      if (auto w = number_after(body, "world_size=")) ev.expected = static_cast<int>(*w);
+      if (auto c = number_after(body, "worker_count=")) ev.joined = static_cast<int>(*c);
+      break;
+    default:
+      if (size_t p = body.find("with error: "); p != npos) ev.reason = reason_after(body, p + 12);
+      break;
+  }
+  return ev;
+}
+
+int line_prefix_rank(sv s) { return strip_rank_prefix(s); }
+
+std::string version_in_line(sv s) {
+  for (size_t p = 0; p + 5 <= s.size(); ++p) {
+    // case-insensitive "torch", not inside another word except "py" before it
+    bool m = true;
+    for (size_t k = 0; k < 5 && m; ++k) m = (s[p + k] | 0x20) == "torch"[k];
+    if (!m) continue;
+    if (p > 0 && is_alnum(s[p - 1])) {
+      const bool py = p >= 2 && (s[p - 2] | 0x20) == 'p' && (s[p - 1] | 0x20) == 'y' &&
+                      (p == 2 || !is_alnum(s[p - 3]));
+      if (!py) continue;
+    }
+    size_t q = p + 5;
+    for (sv tail : {sv(".__version__"), sv(" version"), sv(" Version"), sv("_version")}) {
+      if (s.substr(q).starts_with(tail)) { q += tail.size(); break; }
+    }
+    if (q < s.size() && is_alnum(s[q])) continue;  // torchvision, torchrun, ...
+    size_t seps = 0;
+    while (q < s.size() && seps < 4 &&
+           (s[q] == ' ' || s[q] == ':' || s[q] == '=' || s[q] == '\t' || s[q] == '-' ||
+            s[q] == '"' || s[q] == '\'' || s[q] == '(')) {
+      ++q;
+      ++seps;
+    }
+    if (seps == 0) continue;
+    if (q < s.size() && s[q] == 'v') ++q;
+    // MAJOR.MINOR[...]
+    size_t r = q;
+    while (r < s.size() && is_digit(s[r])) ++r;
+    if (r == q || r - q > 2 || r >= s.size() || s[r] != '.' || r + 1 >= s.size() || !is_digit(s[r + 1]))
+      continue;
+    size_t e = r;
+    while (e < s.size() && (is_alnum(s[e]) || s[e] == '.' || s[e] == '+' || s[e] == '_')) ++e;
+    sv v = s.substr(q, e - q);
+    while (!v.empty() && v.back() == '.') v.remove_suffix(1);
+    return std::string(v);
+  }
+  return {};
+}
+
+std::optional<LogEvent> classify_line(std::string_view line, int default_rank, int year) {
+  TimeContext tc;
+  tc.year = year;
+  return classify_body(line, default_rank, tc);
+}
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::GaiError: return "gai_error";
+    case Family::HostNotFound: return "host_not_found";
+    case Family::ConnectValidate: return "connect_validate";
+    case Family::ClientConnectTimeout: return "client_connect_timeout";
+    case Family::ConnectFailed: return "connect_failed";
+    case Family::NotListeningYet: return "not_listening_yet";
+    case Family::ServerTimedOutRetry: return "server_timed_out_retry";
+    case Family::SendRecvFailed: return "send_recv_failed";
+    case Family::BrokenPipe: return "broken_pipe";
+    case Family::ConnectionReset: return "connection_reset";
+    case Family::ConnectionTimedOutErrno: return "connection_timed_out_errno";
+    case Family::RecvZero: return "recv_zero";
+    case Family::SocketTimeout: return "socket_timeout";
+    case Family::WaitTimeout: return "wait_timeout";
+    case Family::WaitForInputTimeout: return "wait_for_input_timeout";
+    case Family::ClientsJoinTimeout: return "clients_join_timeout";
+    case Family::StoreBarrierTimeout: return "store_barrier_timeout";
+    case Family::BindFailed: return "bind_failed";
+    case Family::ListenFailed: return "listen_failed";
+    case Family::RendezvousClosed: return "rendezvous_closed";
+    case Family::ConnectTimeoutLegacy: return "connect_timeout_legacy";
+    case Family::NcclUniqueIdStoreError: return "nccl_unique_id_store_error";
+    case Family::WatchdogTimeout: return "watchdog_timeout";
+  }
+  return "unknown";
+}
+
+}  // namespace rdzv::logs

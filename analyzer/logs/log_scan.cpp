@@ -1,0 +1,268 @@
+// The streaming loop: fixed-size reads, the prefilter over every complete line of a chunk,
+// the classifier on the lines around its hits, newline counting for line numbers.
+#include "logs/log_scan.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <memory>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "classify.h"
+#include "prefilter.h"
+
+namespace rdzv::logs {
+namespace {
+
+inline bool is_eol(char c) { return c == '\n' || c == '\r'; }
+
+uint64_t count_newlines(const char* p, const char* e) {
+  uint64_t n = 0;
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n');
+  while (e - p >= 64) {
+    const auto* q = reinterpret_cast<const __m128i*>(p);
+    const unsigned m0 = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(q), nl));
+    const unsigned m1 = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(q + 1), nl));
+    const unsigned m2 = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(q + 2), nl));
+    const unsigned m3 = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(q + 3), nl));
+    n += __builtin_popcountll(m0 | (uint64_t{m1} << 16) | (uint64_t{m2} << 32) | (uint64_t{m3} << 48));
+    p += 64;
+  }
+#endif
+  for (; p < e; ++p) n += *p == '\n';
+  return n;
+}
+
+// After the last '\n' or '\r' in [b, e), or b when there is none.
+const char* after_last_eol(const char* b, const char* e) {
+  const void* n = memrchr(b, '\n', static_cast<size_t>(e - b));
+  const char* from = n ? static_cast<const char*>(n) + 1 : b;
+  const void* r = memrchr(from, '\r', static_cast<size_t>(e - from));
+  return r ? static_cast<const char*>(r) + 1 : from;
+}
+
+class Scanner {
+ public:
+  Scanner(const std::string& path, int default_rank, const ScanOptions& opt, TimeContext tc)
+      : path_(path), default_rank_(default_rank), opt_(opt), tc_(tc),
+        pf_(detail::default_prefilter()) {}
+
+  // [b, e): whole segments, b at the start of one; e after an end of line, or the cut/end
+  // of the last (unterminated) line.
+  void region(const char* b, const char* e) {
+    const char* counted = b;
+    const char* cur = b;
+    for (;;) {
+      const char* p = pf_.find(cur, e);
+      if (p == e) break;
+      line_ += count_newlines(counted, p);
+      counted = p;
+      const char* ls = p;  // line start (after '\n') and segment start (after '\n' or '\r')
+      while (ls > b && ls[-1] != '\n') --ls;
+      const char* ss = p;
+      while (ss > ls && ss[-1] != '\r') --ss;
+      const char* te = p;
+      while (te < e && !is_eol(*te)) ++te;
+      handle(ls, ss, te);
+      cur = te;
+    }
+    line_ += count_newlines(counted, e);
+  }
+
+  void handle(const char* ls, const char* ss, const char* te) {
+    const std::string_view seg(ss, static_cast<size_t>(te - ss));
+    if (seg.find('\0') != std::string_view::npos) {
+      ++scan_.binary_lines;
+      return;
+    }
+    if (scan_.torch_version.empty()) scan_.torch_version = version_in_line(seg);
+    int rank = default_rank_;
+    if (ss != ls) {  // a '\r'-separated segment (tqdm redraws): the prefix is at the line start
+      if (int pre = line_prefix_rank(std::string_view(ls, static_cast<size_t>(ss - ls))); pre >= 0)
+        rank = pre;
+    }
+    auto ev = classify_body(seg, rank, tc_);
+    if (!ev) return;
+    ev->file = path_;
+    ev->line = line_ + 1;
+    scan_.events.push_back(std::move(*ev));
+    ++scan_.matched;
+  }
+
+  LogScan& scan() { return scan_; }
+  uint64_t& line() { return line_; }
+
+ private:
+  const std::string& path_;
+  int default_rank_;
+  const ScanOptions& opt_;
+  TimeContext tc_;
+  const detail::Prefilter& pf_;
+  LogScan scan_;
+  uint64_t line_ = 0;  // '\n' seen so far
+};
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+}  // namespace
+
+int rank_from_filename(std::string_view path) {
+  std::string_view base = path;
+  if (auto s = base.rfind('/'); s != std::string_view::npos) base.remove_prefix(s + 1);
+  std::string b(base);
+  for (auto& c : b) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  auto digits = [&](size_t p, size_t* after) -> int {
+    size_t q = p;
+    long v = 0;
+    while (q < b.size() && b[q] >= '0' && b[q] <= '9' && q - p < 7) v = v * 10 + (b[q++] - '0');
+    if (q == p) return -1;
+    *after = q;
+    return static_cast<int>(v);
+  };
+  auto boundary = [&](size_t p) { return p >= b.size() || b[p] == '.' || b[p] == '_' || b[p] == '-'; };
+  // "rank3", "rank_3", "rank-03", "rank.3"
+  for (size_t p = b.find("rank"); p != std::string::npos; p = b.find("rank", p + 1)) {
+    size_t q = p + 4, after = 0;
+    if (q < b.size() && (b[q] == '_' || b[q] == '-' || b[q] == '.')) ++q;
+    if (int v = digits(q, &after); v >= 0 && boundary(after)) return v;
+  }
+  // "r3.out", "job_r3.log"
+  for (size_t p = b.find('r'); p != std::string::npos; p = b.find('r', p + 1)) {
+    if (p > 0 && !(b[p - 1] == '.' || b[p - 1] == '_' || b[p - 1] == '-')) continue;
+    size_t after = 0;
+    if (int v = digits(p + 1, &after); v >= 0 && boundary(after)) return v;
+  }
+  // "worker-3.log", "123456-3.out": the number before the extension, after '-' or '_', at most
+  // 5 digits (Slurm job ids are longer; "slurm-123456.out" is not a rank).
+  if (b.rfind("slurm", 0) != 0) {
+    const size_t dot = b.find('.');
+    const std::string stem = b.substr(0, dot);
+    size_t p = stem.size();
+    while (p > 0 && stem[p - 1] >= '0' && stem[p - 1] <= '9') --p;
+    if (p < stem.size() && stem.size() - p <= 5 && p > 0 && (stem[p - 1] == '-' || stem[p - 1] == '_'))
+      return std::stoi(stem.substr(p));
+  }
+  return -1;
+}
+
+ScanResult scan_log(const std::string& path, int default_rank) {
+  return scan_log(path, default_rank, ScanOptions{});
+}
+
+ScanResult scan_log(const std::string& path, int default_rank, const ScanOptions& options) {
+  ScanOptions opt = options;
+  opt.buffer_size = std::max<size_t>(opt.buffer_size, 1);
+  opt.max_line = std::max<size_t>(opt.max_line, 64);
+
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return LogError{"log " + path + ": cannot open: " + errno_text(errno)};
+  struct Closer { int fd; ~Closer() { ::close(fd); } } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return LogError{"log " + path + ": cannot stat: " + errno_text(errno)};
+  if (S_ISDIR(st.st_mode)) return LogError{"log " + path + ": is a directory, not a log file"};
+#ifdef POSIX_FADV_SEQUENTIAL
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+
+  TimeContext tc;
+  std::tm mt{};
+  const time_t mtime = st.st_mtime;
+  if (::localtime_r(&mtime, &mt)) {
+    tc.year = mt.tm_year + 1900;
+    tc.month = mt.tm_mon + 1;
+  }
+  if (default_rank < 0) default_rank = rank_from_filename(path);
+
+  Scanner sc(path, default_rank, opt, tc);
+  // The carried (unfinished) line is at most max_line bytes, then one read.
+  std::unique_ptr<char[]> buf(new char[opt.max_line + opt.buffer_size]);
+  size_t have = 0;        // carried bytes at buf[0..have)
+  bool skipping = false;  // inside a line longer than max_line: drop bytes to its end
+  LogScan& scan = sc.scan();
+  for (;;) {
+    ssize_t n;
+    do n = ::read(fd, buf.get() + have, opt.buffer_size);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return LogError{"log " + path + ": read failed: " + errno_text(errno)};
+    if (n == 0) break;
+    scan.bytes += static_cast<uint64_t>(n);
+    const char* b = buf.get();
+    const char* e = b + have + n;
+    if (skipping) {
+      while (b < e && !is_eol(*b)) ++b;  // have == 0 while skipping
+      if (b == e) continue;
+      skipping = false;
+    }
+    const char* ce = after_last_eol(b, e);
+    sc.region(b, ce);
+    const size_t tail = static_cast<size_t>(e - ce);
+    if (tail >= opt.max_line) {
+      sc.region(ce, ce + opt.max_line);  // search the first max_line bytes, skip the rest
+      ++scan.cut_lines;
+      skipping = true;
+      have = 0;
+    } else {
+      std::memmove(buf.get(), ce, tail);
+      have = tail;
+    }
+  }
+  if (have > 0 && !skipping) sc.region(buf.get(), buf.get() + have);
+  scan.lines = sc.line() + ((have > 0 || skipping) ? 1 : 0);
+  return std::move(scan);
+}
+
+std::string version_hint(const LogScan& scan) {
+  if (!scan.torch_version.empty()) return {};
+  int newer = 0, older = 0;
+  for (const auto& ev : scan.events) {
+    const std::string_view t = ev.text;
+    auto ms_style = [&] {
+      // "after 600000ms" / "timeout=600000ms": the >=2.5 millisecond printing
+      for (std::string_view key : {std::string_view("after "), std::string_view("timeout=")}) {
+        for (size_t p = t.find(key); p != std::string_view::npos; p = t.find(key, p + 1)) {
+          size_t q = p + key.size();
+          const size_t d = q;
+          while (q < t.size() && t[q] >= '0' && t[q] <= '9') ++q;
+          if (q > d && t.substr(q, 2) == "ms") return true;
+        }
+      }
+      return false;
+    };
+    switch (ev.family) {
+      case Family::ConnectValidate:
+      case Family::WaitTimeout:
+      case Family::WaitForInputTimeout:
+        ++newer;
+        break;
+      case Family::ClientConnectTimeout:
+        ms_style() ? ++newer : ++older;
+        break;
+      case Family::SocketTimeout:
+      case Family::ConnectTimeoutLegacy:
+      case Family::StoreBarrierTimeout:
+        ++older;
+        break;
+      case Family::HostNotFound:
+        if (t.find("host not found") != std::string_view::npos) ++older;
+        break;
+      default:
+        if (t.find("Failed to recv, got 0 bytes") != std::string_view::npos) ++newer;
+        else if (ev.has(Family::SocketTimeout)) ++older;
+        break;
+    }
+  }
+  if (newer > 0 && older == 0) return ">=2.5";
+  if (older > 0 && newer == 0) return "<=2.4";
+  return {};
+}
+
+}  // namespace rdzv::logs

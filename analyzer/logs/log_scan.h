@@ -1,0 +1,139 @@
+// Streaming reader of job logs: finds the c10d / TCPStore / elastic / NCCL-watchdog message
+// families of PyTorch 1.13 through 2.9 (shared/design/c10d-notes.md section 2 and
+// error-strings.md) in rank logs, one file per rank or one merged file, and turns each
+// matching line into a LogEvent with the values the rules need (timeout, errno, gai code,
+// host, port, rank, time).
+//
+// How it is fast: the file is read in fixed-size chunks (never whole) and a multi-literal
+// prefilter (prefilter.h) looks for a small set of anchor strings over each chunk; only the
+// lines around an anchor hit are parsed. Every other line is only counted.
+//
+// Errors are values: nothing here throws past scan_log.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace rdzv::logs {
+
+enum class Family {
+  GaiError,            // "network addresses of (H, P) cannot be retrieved (gai error: -2 - ...)"
+  HostNotFound,        // "host not found: ...", "hostname of the client socket cannot be retrieved"
+  ConnectValidate,     // "TCP client failed to connect/validate to host H:P - retrying|timed out (...): reason"
+  ClientConnectTimeout,// "The client socket has timed out after N(s|ms) while trying to connect to (H, P)"
+  ConnectFailed,       // "The client socket has failed to connect to ADDR (errno: N - text)" / "to any network address of (H, P)"
+  NotListeningYet,     // "is not yet listening" / "No socket on (H, P) is listening yet, will retry"
+  ServerTimedOutRetry, // "The server socket on ... has timed out, will retry."
+  SendRecvFailed,      // "sendBytes failed on SocketImpl(...)": reason after ": " (recvValue, recvVector, ...)
+  BrokenPipe,          // "Broken pipe"
+  ConnectionReset,     // "Connection reset by peer"
+  ConnectionTimedOutErrno, // "Connection timed out" as an errno text
+  RecvZero,            // "failed to recv, got 0 bytes" / "Failed to recv, got 0 bytes"
+  SocketTimeout,       // "Socket Timeout"
+  WaitTimeout,         // "wait timeout after Nms, keys: ..."
+  WaitForInputTimeout, // "waitForInput: socket ... timed out after Nms" / "poll for socket ... returned 0, likely a timeout"
+  ClientsJoinTimeout,  // "Timed out after N seconds waiting for clients. n/N clients joined."
+  StoreBarrierTimeout, // "Timed out initializing process group in store based barrier ..." and "Waiting in store based barrier ..."
+  BindFailed,          // "The server socket has failed to bind to ADDR (errno: 98 - ...)", "RuntimeError: Address already in use"
+  ListenFailed,        // "The server socket has failed to listen on any local network address"
+  RendezvousClosed,    // "RendezvousClosedError", "RendezvousConnectionError", "has failed to shutdown the rendezvous"
+  ConnectTimeoutLegacy,// "connect() timed out." (optionally "Original timeout was N ms.")
+  NcclUniqueIdStoreError, // "... retrieving ncclUniqueId from [0] via c10d key-value store ... got error: ..."
+  WatchdogTimeout,     // "Watchdog caught collective operation timeout" (Timeout(ms)=N)
+};
+inline constexpr int kFamilyCount = static_cast<int>(Family::WatchdogTimeout) + 1;
+
+struct LogEvent {
+  std::string file;          // path as given
+  uint64_t line = 0;         // 1-based line number
+  int rank = -1;             // prefix "[rankN]:" "[defaultN]:" "[N]:" "N: " (srun -l), else "rank: R" /
+                             // "[Rank R]" / "[R] is setting up" in the text, else the file's default
+  Family family{};           // the most specific family of the line (see `also`)
+  std::string text;          // the matched line, without the rank prefix, cut to 500 bytes
+  std::optional<int64_t> timeout_ms;   // "after Ns|Nms", "timeout=Nms", "Timeout(ms)=N", "N seconds",
+                                       // "timeout was N ms", "timeout=0:30:00", in ms
+  std::optional<int> err;              // errno from "(errno: N - ...)", "code: -98", or the reason text
+  std::optional<int> gai_code;         // from "gai error: -2" or "err=-3"
+  std::string host;                    // from "remote=[H]:P", "(H, P)", "host H:P", "[H]:P", "H:P"
+  std::optional<int> port;
+  std::optional<double> wall_time;     // seconds since the epoch (local time of the log), when the
+                                       // line has a glog "[W1129 23:19:18.123456" (year from the
+                                       // file's mtime) or ISO "2026-11-29 23:19:18,123" stamp
+  // Added beyond the first interface:
+  uint32_t also = 0;                   // bit (1u << int(F)) for every other family the line matched
+  std::string reason;                  // the error text after "...: " / "got error: " / "with error: "
+  std::optional<int> joined;           // "1/3 clients joined" -> 1; store barrier worker_count
+  std::optional<int> expected;         // "1/3 clients joined" -> 3; store barrier world_size
+  bool has(Family f) const { return family == f || (also >> static_cast<int>(f)) & 1u; }
+};
+
+struct LogScan {
+  std::vector<LogEvent> events;        // in file order
+  std::string torch_version;           // "" unknown; the first "torch 2.3.1", "torch==2.3.1",
+                                       // "PyTorch version: 2.3.1", "torch.__version__ = 2.3.1", ...
+  uint64_t lines = 0, matched = 0, bytes = 0;
+  uint64_t cut_lines = 0;              // lines longer than ScanOptions::max_line (their tail unsearched)
+  uint64_t binary_lines = 0;           // candidate lines skipped because they held NUL bytes
+};
+
+struct LogError {
+  std::string message;                 // one line, naming the file
+};
+
+// An expected-like result (C++23 std::expected stand-in).
+class ScanResult {
+ public:
+  ScanResult(LogScan s) : v_(std::move(s)) {}    // NOLINT: implicit on purpose
+  ScanResult(LogError e) : v_(std::move(e)) {}   // NOLINT
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  LogScan& value() & { return std::get<0>(v_); }
+  const LogScan& value() const& { return std::get<0>(v_); }
+  LogScan&& value() && { return std::get<0>(std::move(v_)); }
+  const LogError& error() const { return std::get<1>(v_); }
+  LogScan* operator->() { return &std::get<0>(v_); }
+  const LogScan* operator->() const { return &std::get<0>(v_); }
+
+ private:
+  std::variant<LogScan, LogError> v_;
+};
+
+struct ScanOptions {
+  size_t buffer_size = size_t{1} << 20; // bytes read per chunk (tests use tiny ones)
+  size_t max_line = size_t{64} << 10;   // a line is searched up to this many bytes; the rest
+                                        // of a longer line is skipped ('\r' also ends a segment,
+                                        // so tqdm redraws do not make long lines)
+};
+
+// default_rank: the rank of lines without a prefix; -1 = guess from the file name
+// (rank_from_filename), and -1 when that finds nothing.
+ScanResult scan_log(const std::string& path, int default_rank = -1);
+ScanResult scan_log(const std::string& path, int default_rank, const ScanOptions& options);
+
+// "rank3.log", "rank_3.txt", "r3.out", "worker-3.log", "123456-3.out" -> 3; else -1.
+int rank_from_filename(std::string_view path);
+
+// Classifies one line (no newline) as scan_log does, without file, line or wall_time year
+// context (glog stamps get `year`). nullopt when it matches no family.
+std::optional<LogEvent> classify_line(std::string_view line, int default_rank = -1, int year = 0);
+
+// The torch version a line states ("torch 2.3.1", "pytorch 2.7.1+cu128", ...), or "".
+std::string version_in_line(std::string_view line);
+
+const char* family_name(Family);     // snake_case, e.g. "gai_error", "socket_timeout"
+
+// "" or ">=2.5" / "<=2.4", guessed from message styles when torch_version is empty ("" when it
+// is known, when there is no sign, or when the signs disagree). ">=2.5": timeouts printed in
+// ms ("timed out after 600000ms", "timeout=...ms", "wait timeout after"), "TCP client failed
+// to connect/validate", waitForInput, the 2.8+ "Failed to recv, got 0 bytes". "<=2.4":
+// "Socket Timeout", client timeouts printed in s, "connect() timed out", store based barrier,
+// "host not found".
+std::string version_hint(const LogScan&);
+
+}  // namespace rdzv::logs

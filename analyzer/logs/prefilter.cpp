@@ -1,0 +1,100 @@
+#include "prefilter.h"
+
+#include <cstring>
+
+namespace rdzv::logs::detail {
+namespace {
+
+inline uint32_t load32(const char* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+
+inline uint32_t hash16(uint32_t w) { return (w * 0x9E3779B1u) >> 16; }
+
+}  // namespace
+
+Prefilter::Prefilter(std::vector<std::string_view> anchors) : anchors_(std::move(anchors)) {
+  for (auto a : anchors_) {
+    const uint32_t w = a.size() >= 4 ? load32(a.data()) : 0;  // shorter anchors are not allowed
+    prefix_.push_back(w);
+    const uint32_t h = hash16(w);
+    bits_[h >> 3] |= static_cast<uint8_t>(1u << (h & 7));
+  }
+}
+
+bool Prefilter::check(const char* p, const char* end, size_t* which) const {
+  const uint32_t w = load32(p);
+  for (size_t i = 0; i < anchors_.size(); ++i) {
+    if (prefix_[i] != w) continue;
+    const auto& a = anchors_[i];
+    if (static_cast<size_t>(end - p) >= a.size() && std::memcmp(p + 4, a.data() + 4, a.size() - 4) == 0) {
+      if (which) *which = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* Prefilter::find(const char* p, const char* end, size_t* which) const {
+  if (end - p < 4) return end;
+  const char* last = end - 4;  // the last position a 4-byte word can be read from
+  // Four positions per round: the hashes are independent, so they overlap in the pipeline.
+  while (last - p >= 3) {
+    const uint32_t h0 = hash16(load32(p)), h1 = hash16(load32(p + 1));
+    const uint32_t h2 = hash16(load32(p + 2)), h3 = hash16(load32(p + 3));
+    const unsigned any = (bits_[h0 >> 3] >> (h0 & 7) & 1u) | (bits_[h1 >> 3] >> (h1 & 7) & 1u) |
+                         (bits_[h2 >> 3] >> (h2 & 7) & 1u) | (bits_[h3 >> 3] >> (h3 & 7) & 1u);
+    if (__builtin_expect(any != 0, 0)) {
+      for (int k = 0; k < 4; ++k)
+        if (check(p + k, end, which)) return p + k;
+    }
+    p += 4;
+  }
+  for (; p <= last; ++p) {
+    const uint32_t h = hash16(load32(p));
+    if ((bits_[h >> 3] >> (h & 7) & 1u) && check(p, end, which)) return p;
+  }
+  return end;
+}
+
+const std::vector<std::string_view>& anchors() {
+  // Keep in step with bench/logscan/patterns.txt (tests/logs checks it). Every family's
+  // every variant contains one of these; "orch" finds torch/Torch/PyTorch version lines.
+  static const std::vector<std::string_view> a = {
+      "gai error",            // GaiError
+      "host not found",       // HostNotFound (old torch)
+      "hostname of the client socket",  // HostNotFound (2.6+ reverse lookup)
+      "failed to connect",    // ConnectValidate, ConnectFailed
+      "timed out",            // ClientConnectTimeout, ServerTimedOutRetry, ConnectTimeoutLegacy,
+                              // ConnectionTimedOutErrno, WaitForInputTimeout
+      "Timed out",            // ClientsJoinTimeout, StoreBarrierTimeout
+      "listening yet",        // NotListeningYet ("No socket on ... is listening yet")
+      "not yet listening",    // NotListeningYet
+      "failed on SocketImpl", // SendRecvFailed
+      "Broken pipe",          // BrokenPipe
+      "Connection reset by peer",  // ConnectionReset
+      "got 0 bytes",          // RecvZero
+      "Socket Timeout",       // SocketTimeout
+      "wait timeout",         // WaitTimeout
+      "waitForInput",         // WaitForInputTimeout
+      "store based barrier",  // StoreBarrierTimeout
+      "Address already in use",  // BindFailed
+      "failed to bind",       // BindFailed
+      "failed to listen",     // ListenFailed
+      "Rendezvous",           // RendezvousClosed (…ClosedError, …ConnectionError)
+      "failed to shutdown",   // RendezvousClosed
+      "ncclUniqueId",         // NcclUniqueIdStoreError
+      "Watchdog caught",      // WatchdogTimeout
+      "orch",                 // torch version lines
+  };
+  return a;
+}
+
+const Prefilter& default_prefilter() {
+  static const Prefilter p(anchors());
+  return p;
+}
+
+}  // namespace rdzv::logs::detail

@@ -1,0 +1,423 @@
+// Every family, matched from the exact strings of shared/design/error-strings.md and
+// c10d-notes.md section 2, for the PyTorch versions they were seen in (1.x through 2.9).
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <string>
+
+#include "family_strings.h"
+#include "logs/log_scan.h"
+
+using rdzv::logs::classify_line;
+using rdzv::logs::Family;
+using rdzv::logs::family_name;
+using rdzv::logs::LogEvent;
+
+namespace {
+
+LogEvent must(const std::string& line, Family f) {
+  INFO("line: " << line);
+  auto ev = classify_line(line);
+  REQUIRE(ev.has_value());
+  INFO("got " << family_name(ev->family) << ", want " << family_name(f));
+  REQUIRE(ev->family == f);
+  return *ev;
+}
+
+}  // namespace
+
+TEST_CASE("gai_error: 1.13 to 2.9 variants", "[families]") {
+  auto e = must("[W socket.cpp:601] [c10d] The IPv6 network addresses of (node7, 29500) cannot be "
+                "retrieved (gai error: -3 - Temporary failure in name resolution).",
+                Family::GaiError);  // ~2.1-2.3
+  CHECK(e.gai_code == -3);
+  CHECK(e.host == "node7");
+  CHECK(e.port == 29500);
+  e = must("[W1129 10:00:00.123456 123 socket.cpp:752] [c10d] The IPv4 network addresses of "
+           "(bogus-host, 29400) cannot be retrieved (gai error: -2 - Name or service not known).",
+           Family::GaiError);  // ~2.5
+  CHECK(e.gai_code == -2);
+  CHECK(e.host == "bogus-host");
+  CHECK(e.port == 29400);
+  e = must("[rank3]:[W1129 10:00:00.123456 123 socket.cpp:767] [c10d] The IPv6 network addresses of "
+           "(master.example, 29500) cannot be retrieved (gai error: -2 - Name or service not known).",
+           Family::GaiError);  // ~2.8/2.9
+  CHECK(e.rank == 3);
+  CHECK(e.text.rfind("[W1129", 0) == 0);  // the rank prefix is not part of the text
+  e = must("[W socket.cpp:558] [c10d] The network addresses of (h1, 1234) cannot be retrieved (gai "
+           "error: -2 - Name or service not known).",
+           Family::GaiError);  // 1.13: no IPv6/IPv4 word
+  CHECK(e.gai_code == -2);
+}
+
+TEST_CASE("host_not_found: old torch and the 2.6+ reverse lookup", "[families]") {
+  must("ValueError: host not found: Name or service not known", Family::HostNotFound);
+  must("ValueError: host not found: Temporary failure in name resolution", Family::HostNotFound);  // 1.9
+  auto e = must("Error: Rank -1 received an Exception. Detailed message: host not found: Name or "
+                "service not known",
+                Family::HostNotFound);  // torchelastic 0.1/0.2
+  CHECK(e.rank == -1);
+  e = must("[W1129 10:00:00.123456000 4567 socket.cpp:204] [c10d] The hostname of the client socket "
+           "cannot be retrieved. err=-3",
+           Family::HostNotFound);  // 2.6-2.8
+  CHECK(e.gai_code == -3);
+}
+
+TEST_CASE("connect_validate: 2.5+ retrying and timed out", "[families]") {
+  auto e = must("[W1129 10:00:00.123456 123 TCPStore.cpp:347] [c10d] TCP client failed to "
+                "connect/validate to host node0:29500 - retrying (try=6, timeout=1800000ms, "
+                "delay=5241ms): Connection reset by peer",
+                Family::ConnectValidate);
+  CHECK(e.timeout_ms == 1800000);
+  CHECK(e.err == ECONNRESET);
+  CHECK(e.host == "node0");
+  CHECK(e.port == 29500);
+  CHECK(e.reason == "Connection reset by peer");
+  CHECK(e.has(Family::ConnectionReset));
+  e = must("[E1129 10:00:00.123456 123 TCPStore.cpp:318] [c10d] TCP client failed to "
+           "connect/validate to host 10.0.0.1:29500 - timed out (try=1, timeout=600000ms): The "
+           "client socket has timed out after 600000ms while trying to connect to (10.0.0.1, 29500).",
+           Family::ConnectValidate);
+  CHECK(e.timeout_ms == 600000);
+  CHECK(e.has(Family::ClientConnectTimeout));
+  CHECK(e.host == "10.0.0.1");
+}
+
+TEST_CASE("client_connect_timeout: s (<=2.4) and ms (>=2.5)", "[families]") {
+  auto e = must("[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying "
+                "to connect to (127.0.0.1, 29500).",
+                Family::ClientConnectTimeout);  // 1.11-1.13
+  CHECK(e.timeout_ms == 1800000);
+  CHECK(e.host == "127.0.0.1");
+  CHECK(e.port == 29500);
+  e = must("TimeoutError: The client socket has timed out after 1800s while trying to connect to "
+           "(127.0.0.1, 29500)",
+           Family::ClientConnectTimeout);
+  CHECK(e.timeout_ms == 1800000);
+  e = must("torch.distributed.DistNetworkError: The client socket has timed out after 600s while "
+           "trying to connect to (10.1.2.3, 29500).",
+           Family::ClientConnectTimeout);
+  CHECK(e.timeout_ms == 600000);
+  e = must("[E1129 10:00:00.123456 123 socket.cpp:957] [c10d] The client socket has timed out after "
+           "900s while trying to connect to (10.1.2.3, 29500).",
+           Family::ClientConnectTimeout);  // 2.4.0
+  CHECK(e.timeout_ms == 900000);
+  e = must("[E1129 10:00:00.123456 123 socket.cpp:1023] [c10d] The client socket has timed out after "
+           "600000ms while trying to connect to (10.1.2.3, 29500).",
+           Family::ClientConnectTimeout);  // 2.6/2.7
+  CHECK(e.timeout_ms == 600000);
+  e = must("[E socket.cpp:793] [c10d] The client socket has timed out after 60s while trying to "
+           "connect to (IP1, 2222).",
+           Family::ClientConnectTimeout);  // 1.11/1.12 elastic store
+  CHECK(e.timeout_ms == 60000);
+  CHECK(e.port == 2222);
+}
+
+TEST_CASE("connect_failed: errno variants and any network address", "[families]") {
+  auto e = must("[W socket.cpp:558] [c10d] The client socket has failed to connect to "
+                "[::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).",
+                Family::ConnectFailed);  // 1.12/1.13
+  CHECK(e.err == 110);
+  CHECK(e.host == "::ffff:0.0.0.5");
+  CHECK(e.port == 40323);
+  CHECK(e.has(Family::ConnectionTimedOutErrno));
+  e = must("[E socket.cpp:610] [c10d] The client socket has failed to connect to any network address "
+           "of (05, 40323).",
+           Family::ConnectFailed);
+  CHECK(e.host == "05");
+  CHECK(e.port == 40323);
+  e = must("RuntimeError: The client socket has failed to connect to any network address of "
+           "(10.0.0.9, 48247). The client socket has failed to connect to xxx:48247 (errno: 110 - "
+           "Connection timed out).",
+           Family::ConnectFailed);  // 2.1/2.2
+  CHECK(e.err == ETIMEDOUT);
+  CHECK(e.port == 48247);
+  e = must("[W socket.cpp:663] [c10d] The client socket has failed to connect to [::ffff:10.2.3.4]:29500 "
+           "(errno: 110 - Connection timed out).",
+           Family::ConnectFailed);
+  CHECK(e.host == "::ffff:10.2.3.4");
+  e = must("[W socket.cpp:558] [c10d] The client socket has failed to connect to [fake-host]:1234 "
+           "(errno: 113 - No route to host).",
+           Family::ConnectFailed);
+  CHECK(e.err == 113);
+  CHECK(e.host == "fake-host");
+  e = must("[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 "
+           "(errno: 99 - Cannot assign requested address).",
+           Family::ConnectFailed);
+  CHECK(e.err == 99);
+  e = must("[W1129 10:00:00.123456 123 socket.cpp:767] [c10d] The client socket has failed to connect "
+           "to [badhost]:29500 (errno: 22 - Invalid argument).",
+           Family::ConnectFailed);  // 2.8/2.9
+  CHECK(e.err == 22);
+  e = must("The client socket has failed to connect to [WIN-HOST]:29500 (system error: 10049 - The "
+           "requested address is not valid in its context.).",
+           Family::ConnectFailed);  // Windows
+  CHECK(e.err == EADDRNOTAVAIL);
+}
+
+TEST_CASE("not_listening_yet: INFO and TRACE forms", "[families]") {
+  auto e = must("[I socket.cpp:717] [c10d] No socket on (node0, 29500) is listening yet, will retry.",
+                Family::NotListeningYet);
+  CHECK(e.host == "node0");
+  CHECK(e.port == 29500);
+  e = must("[T socket.cpp:580] [c10d] The server socket on [node0]:29500 is not yet listening (errno: "
+           "111 - Connection refused), will retry.",
+           Family::NotListeningYet);
+  CHECK(e.err == ECONNREFUSED);
+  CHECK(e.port == 29500);
+}
+
+TEST_CASE("server_timed_out_retry: 2.6", "[families]") {
+  auto e = must("[W1129 10:00:00.123456 123 socket.cpp:933] [c10d] The server socket on "
+                "[::ffff:10.0.0.2]:29500 has timed out, will retry.",
+                Family::ServerTimedOutRetry);
+  CHECK(e.host == "::ffff:10.0.0.2");
+  CHECK(e.port == 29500);
+}
+
+TEST_CASE("send_recv_failed: sendBytes, recvValue, recvVector, recvValueWithTimeout", "[families]") {
+  auto e = must("[rank5]:[W1129 10:00:00.123456 123 TCPStore.cpp:106] [c10d] sendBytes failed on "
+                "SocketImpl(fd=81, addr=[node3]:50612, remote=[node0]:29500): Broken pipe",
+                Family::SendRecvFailed);  // 2.7
+  CHECK(e.rank == 5);
+  CHECK(e.err == EPIPE);
+  CHECK(e.reason == "Broken pipe");
+  CHECK(e.host == "node0");
+  CHECK(e.port == 29500);
+  CHECK(e.has(Family::BrokenPipe));
+  e = must("[rank2]:[W1129 10:00:00.123456 123 TCPStore.cpp:125] [c10d] recvValue failed on "
+           "SocketImpl(fd=76, addr=[localhost]:60950, remote=[localhost]:29500): Connection reset by peer",
+           Family::SendRecvFailed);  // 2.6/2.7
+  CHECK(e.err == ECONNRESET);
+  CHECK(e.host == "localhost");
+  e = must("[rank2]:[W1129 10:00:00.123456 123 TCPStore.cpp:125] [c10d] recvValue failed on "
+           "SocketImpl(fd=76, addr=[localhost]:60950, remote=[localhost]:29500): failed to recv, got 0 bytes",
+           Family::SendRecvFailed);
+  CHECK(e.has(Family::RecvZero));
+  CHECK_FALSE(e.err.has_value());
+  must("[W1129 10:00:00.123456 1 TCPStore.cpp:130] [c10d] recvVector failed on SocketImpl(fd=7, "
+       "addr=[a]:1, remote=[b]:29500): Connection reset by peer",
+       Family::SendRecvFailed);
+  must("[W1129 10:00:00.123456 1 TCPStore.cpp:140] [c10d] recvValueWithTimeout failed on "
+       "SocketImpl(fd=7, addr=[a]:1, remote=[b]:29500): Socket Timeout",
+       Family::SendRecvFailed);
+}
+
+TEST_CASE("broken_pipe: RuntimeError and the NCCL heartbeat", "[families]") {
+  auto e = must("RuntimeError: Broken pipe", Family::BrokenPipe);  // 1.11/1.12 _call_store
+  CHECK(e.err == EPIPE);
+  e = must("[rank1]:[W1129 10:00:00.123456 123 ProcessGroupNCCL.cpp:1662] [PG ID 0 PG GUID "
+           "0(default_pg) Rank 1] Failed to check the \"should dump\" flag on TCPStore, (maybe "
+           "TCPStore server has shut down too early), with error: Broken pipe",
+           Family::BrokenPipe);  // 2.7
+  CHECK(e.rank == 1);
+  CHECK(e.reason == "Broken pipe");
+  e = must("[W1129 10:00:00.123456 123 ProcessGroupNCCL.cpp:1771] [PG ID 0 PG GUID 0(default_pg) Rank "
+           "6] Failed to check the \"should dump\" flag on TCPStore, (maybe TCPStore server has shut "
+           "down too early), with error: Broken pipe",
+           Family::BrokenPipe);  // 2.8, no prefix: rank from the text
+  CHECK(e.rank == 6);
+}
+
+TEST_CASE("connection_reset: RuntimeError and DistNetworkError", "[families]") {
+  auto e = must("RuntimeError: Connection reset by peer", Family::ConnectionReset);  // 2.0.1
+  CHECK(e.err == ECONNRESET);
+  must("torch.distributed.DistNetworkError: Connection reset by peer", Family::ConnectionReset);  // 2.2
+}
+
+TEST_CASE("connection_timed_out_errno: RuntimeError", "[families]") {
+  auto e = must("RuntimeError: Connection timed out", Family::ConnectionTimedOutErrno);  // 1.4-1.6
+  CHECK(e.err == ETIMEDOUT);
+  CHECK_FALSE(e.timeout_ms.has_value());
+}
+
+TEST_CASE("recv_zero: 2.6/2.7 and 2.9 wording", "[families]") {
+  auto e = must("[rank0]:[W1129 10:00:00.123456 123 ProcessGroupNCCL.cpp:1659] [PG ID 0 PG GUID "
+                "0(default_pg) Rank 0] Failed to check the \"should dump\" flag on TCPStore, (maybe "
+                "TCPStore server has shut down too early), with error: failed to recv, got 0 bytes",
+                Family::RecvZero);
+  CHECK(e.rank == 0);
+  CHECK(e.reason == "failed to recv, got 0 bytes");
+  e = must("[rank3]:[W1129 10:00:00.123456 123 ProcessGroupNCCL.cpp:1826] [PG ID 0 PG GUID "
+           "0(default_pg) Rank 3] Failed to check the \"should dump\" flag on TCPStore, (maybe "
+           "TCPStore server has shut down too early), with error: Failed to recv, got 0 bytes. "
+           "Connection was likely closed. Did the remote server shutdown or crash?",
+           Family::RecvZero);  // 2.9
+  CHECK(e.rank == 3);
+}
+
+TEST_CASE("socket_timeout: 1.x RuntimeError and 2.1-2.4 DistStoreError", "[families]") {
+  must("RuntimeError: Socket Timeout", Family::SocketTimeout);
+  must("torch.distributed.DistStoreError: Socket Timeout", Family::SocketTimeout);
+}
+
+TEST_CASE("wait_timeout: 2.5+", "[families]") {
+  auto e = must("torch.distributed.DistStoreError: wait timeout after 600000ms, keys: "
+                "/default_pg/0//cuda//0",
+                Family::WaitTimeout);
+  CHECK(e.timeout_ms == 600000);
+}
+
+TEST_CASE("wait_for_input_timeout: 2.5-2.7", "[families]") {
+  auto e = must("[rank4]:[W1129 10:00:00.123456 123 socket.cpp:462] [c10d] waitForInput: poll for "
+                "socket SocketImpl(fd=12, addr=[node4]:41234, remote=[node0]:29500) returned 0, "
+                "likely a timeout",
+                Family::WaitForInputTimeout);
+  CHECK(e.rank == 4);
+  CHECK(e.host == "node0");
+  CHECK_FALSE(e.timeout_ms.has_value());
+  e = must("[rank4]:[W1129 10:00:00.123456 123 socket.cpp:487] [c10d] waitForInput: socket "
+           "SocketImpl(fd=12, addr=[node4]:41234, remote=[node0]:29500) timed out after 600000ms",
+           Family::WaitForInputTimeout);
+  CHECK(e.timeout_ms == 600000);
+  e = must("[rank4]:[W1129 10:00:00.123456 123 socket.cpp:489] [c10d] waitForInput: socket "
+           "SocketImpl(fd=12, addr=[node4]:41234, remote=[node0]:29500) timed out after 1800000ms",
+           Family::WaitForInputTimeout);
+  CHECK(e.timeout_ms == 1800000);
+}
+
+TEST_CASE("clients_join_timeout: 2.2+", "[families]") {
+  auto e = must("torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. "
+                "1/3 clients joined.",
+                Family::ClientsJoinTimeout);
+  CHECK(e.timeout_ms == 1801000);
+  CHECK(e.joined == 1);
+  CHECK(e.expected == 3);
+}
+
+TEST_CASE("store_barrier_timeout: 1.8-1.13", "[families]") {
+  auto e = must("Waiting in store based barrier to initialize process group for rank: 2, key: "
+                "store_based_barrier_key:1 (world_size=4, worker_count=3, timeout=0:30:00)",
+                Family::StoreBarrierTimeout);
+  CHECK(e.rank == 2);
+  CHECK(e.timeout_ms == 1800000);
+  CHECK(e.joined == 3);
+  CHECK(e.expected == 4);
+  e = must("RuntimeError: Timed out initializing process group in store based barrier on rank: 1, for "
+           "key: store_based_barrier_key:1 (world_size=4, worker_count=8, timeout=0:30:00)",
+           Family::StoreBarrierTimeout);
+  CHECK(e.rank == 1);
+  CHECK(e.joined == 8);
+}
+
+TEST_CASE("bind_failed: legacy socket, old RuntimeError, Windows", "[families]") {
+  auto e = must("[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 (errno: "
+                "98 - Address already in use).",
+                Family::BindFailed);  // 1.12/1.13
+  CHECK(e.host == "::");
+  CHECK(e.port == 29500);
+  CHECK(e.err == 98);
+  e = must("[W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 "
+           "- Address already in use).",
+           Family::BindFailed);  // 2.0-2.1
+  CHECK(e.host == "0.0.0.0");
+  CHECK(e.port == 29500);
+  e = must("RuntimeError: Address already in use", Family::BindFailed);  // 1.4-1.10
+  CHECK(e.err == EADDRINUSE);
+  must("RuntimeError: Address already in use at /pytorch/torch/lib/THD/process_group/General.cpp:20",
+       Family::BindFailed);  // 0.4
+  e = must("torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+           "network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+           "already in use). The server socket has failed to bind to ?UNKNOWN? (errno: 98 - Address "
+           "already in use).",
+           Family::BindFailed);  // 2.x
+  CHECK(e.has(Family::ListenFailed));
+  CHECK(e.port == 29500);
+  e = must("The server socket has failed to bind to [WIN]:29500 (system error: 10048 - Only one usage "
+           "of each socket address is normally permitted.).",
+           Family::BindFailed);
+  CHECK(e.err == EADDRINUSE);
+}
+
+TEST_CASE("listen_failed: legacy and libuv", "[families]") {
+  must("[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.",
+       Family::ListenFailed);
+  auto e = must("[W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:29500 "
+                "(errno: 98 - Address already in use).",
+                Family::ListenFailed);  // pytorch#85604
+  CHECK(e.err == 98);
+  CHECK(e.port == 29500);
+  e = must("torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+           "network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address "
+           "already in use",
+           Family::ListenFailed);  // >=2.4 libuv
+  CHECK(e.err == 98);
+  CHECK(e.port == 29500);
+}
+
+TEST_CASE("rendezvous_closed: etcd, c10d and the shutdown warning", "[families]") {
+  must("\"message\": \"RendezvousClosedError: \"", Family::RendezvousClosed);  // 1.10
+  must("WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'node1_1234_0' has "
+       "failed to shutdown the rendezvous '5c6a0ec7' due to an error of type RendezvousConnectionError.",
+       Family::RendezvousClosed);  // 1.12.1
+  must("\"message\": \"RendezvousConnectionError: The connection to the C10d store has failed. See inner "
+       "exception for details.\"",
+       Family::RendezvousClosed);
+}
+
+TEST_CASE("connect_timeout_legacy: 1.5/1.6 and 1.10", "[families]") {
+  auto e = must("RuntimeError: connect() timed out.", Family::ConnectTimeoutLegacy);
+  CHECK_FALSE(e.timeout_ms.has_value());
+  e = must("RuntimeError: connect() timed out. Original timeout was 60000 ms.",
+           Family::ConnectTimeoutLegacy);
+  CHECK(e.timeout_ms == 60000);
+}
+
+TEST_CASE("nccl_unique_id_store_error: 1.12 and 2.0/2.1", "[families]") {
+  auto e = must("[3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d "
+                "key-value store by key '0', but store->get('0') got error: Socket Timeout",
+                Family::NcclUniqueIdStoreError);
+  CHECK(e.rank == 3);
+  CHECK(e.reason == "Socket Timeout");
+  CHECK(e.has(Family::SocketTimeout));
+  e = must("RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+           "c10d key-value store by key '0', but store->get('0') got error: Timeout waiting for key: "
+           "default_pg/0/0 after 1800000 ms",
+           Family::NcclUniqueIdStoreError);
+  CHECK(e.rank == 1);
+  CHECK(e.timeout_ms == 1800000);
+}
+
+TEST_CASE("watchdog_timeout: 1.10 and 2.x", "[families]") {
+  auto e = must("[E ProcessGroupNCCL.cpp:567] [Rank 3] Watchdog caught collective operation timeout: "
+                "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67438 milliseconds before timing out.",
+                Family::WatchdogTimeout);
+  CHECK(e.rank == 3);
+  CHECK(e.timeout_ms == 60000);
+  e = must("[rank7]:[E1129 10:00:00.123456 123 ProcessGroupNCCL.cpp:616] [Rank 7] Watchdog caught "
+           "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+           "Timeout(ms)=600000) ran for 600023 milliseconds before timing out.",
+           Family::WatchdogTimeout);
+  CHECK(e.rank == 7);
+  CHECK(e.timeout_ms == 600000);
+}
+
+TEST_CASE("ordinary lines match no family", "[families]") {
+  for (const char* line : {
+           "[rank0]:[2026-11-29 23:19:18,123] INFO train.py:12 step 10 loss=2.3",
+           "[default0]:INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers.",
+           "Traceback (most recent call last):",
+           "  File \"/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py\", line 113, in _call_store",
+           "node1:123:123 [0] NCCL INFO Channel 00/32 : 0 1 2 3",
+           "",
+       }) {
+    INFO(line);
+    CHECK_FALSE(classify_line(line).has_value());
+  }
+}
+
+TEST_CASE("the family table covers every family with a real string", "[families]") {
+  // family_strings.h lists one string per family; scan tests reuse it.
+  bool seen[rdzv::logs::kFamilyCount] = {};
+  for (const auto& s : rdzv::test::kFamilyStrings) {
+    auto ev = classify_line(s.line);
+    INFO(s.line);
+    REQUIRE(ev.has_value());
+    CHECK(ev->family == s.family);
+    seen[static_cast<int>(s.family)] = true;
+  }
+  for (int f = 0; f < rdzv::logs::kFamilyCount; ++f) {
+    INFO(family_name(static_cast<Family>(f)));
+    CHECK(seen[f]);
+  }
+}
