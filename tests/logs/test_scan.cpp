@@ -281,6 +281,9 @@ TEST_CASE("prefilter: finds each anchor at every offset, and patterns.txt holds 
       INFO(a << " at " << off);
       CHECK(p == text.data() + off);
       CHECK(which == i);
+      // the anchor as the last bytes of the buffer
+      const char* r = pf.find(text.data(), text.data() + off + a.size(), &which);
+      CHECK(r == text.data() + off);
       // cut one byte short: not found
       const char* q = pf.find(text.data(), text.data() + off + a.size() - 1);
       CHECK(q == text.data() + off + a.size() - 1);
