@@ -18,8 +18,11 @@ fault, waits for every rank (bounded), then
 Until `rdzvscope analyze` exists, step 1 still runs and the test then FAILS with "analyzer
 not available" (exit 1): a scenario is never reported as passed without a diagnosis.
 
-    harness.py --rdzvscope build/bin/rdzvscope SCENARIO [--work DIR] [--keep]
+    harness.py --rdzvscope build/bin/rdzvscope SCENARIO [--work DIR] [--keep] [--untraced]
     harness.py --list
+
+--untraced is the traces-absent variant: the ranks run without `rdzvscope run`, the fault is
+checked from exit codes and logs only, and only step 3 (log-only analysis) is asserted.
 
 Standard library only; runs under any python3 >= 3.8 (the ranks run under --python, default
 /usr/bin/python3, the interpreter that has torch). The connect_timeout scenario needs root,
@@ -50,15 +53,20 @@ WORLD = 4
 #   rank       verdict.initiating_rank expected: an int, None (JSON null), or "computed" (the
 #              scenario works it out from the traces or logs, see its function)
 #   cause      verdict.cause expected, or None when not asserted
-#   log_cls    verdict.class expected from the logs alone (`--log` only); None: the logs of
-#              this scenario are not distinctive enough to ask for a class
-#   log_ranks  initiating_rank values accepted from the logs alone (None = null is always fine)
+#   log_cls    verdict.class expected from the logs alone (`--log` only): a class, a tuple of
+#              accepted classes, or ANY_FAILURE (the logs of this scenario are not distinctive
+#              enough to name the class, but they must not read as healthy)
+#   log_ranks  initiating_rank values accepted from the logs alone (None = JSON null), or
+#              "any" (not asserted)
 #   timeout    init_process_group timeout inside the ranks, seconds
 #   fault      what is injected, and what each rank prints (checked before the analyzer runs)
 # ---------------------------------------------------------------------------------------------
+ANY_FAILURE = ("name_resolution", "broken_pipe", "connect_timeout", "straggler_timeout",
+               "store_not_ready", "port_conflict", "rdzv_collision", "transient_recv", "unknown")
+
 SCENARIOS = {
     "healthy": dict(
-        cls="healthy", rank=None, cause=None, log_cls="healthy", log_ranks=(None,), timeout=5,
+        cls="healthy", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks=(None,), timeout=5,
         fault="none: 4 ranks join, all_reduce, exit 0"),
     "straggler": dict(
         cls="straggler_timeout", rank=2, cause=None, log_cls="straggler_timeout",
@@ -84,12 +92,12 @@ SCENARIOS = {
         fault="after init every rank loops on store set/get (+ barrier); the harness SIGKILLs "
               "rank 0 (the store host): ranks 1-3 fail on their next store op"),
     "store_late": dict(
-        cls="store_not_ready", rank=0, cause=None, log_cls=None, log_ranks=(None, 0), timeout=6,
+        cls="store_not_ready", rank=0, cause=None, log_cls=("healthy", "unknown"), log_ranks=(None, 0), timeout=6,
         fault="rank 0 (the store host) is launched 2 s after ranks 1-3 finished importing "
               "torch (T=6 s): their connects are refused (c10d retries silently once a "
               "second) until it listens; the job then succeeds"),
     "store_never": dict(
-        cls="store_not_ready", rank=None, cause=None, log_cls=None, log_ranks=(None,), timeout=3,
+        cls="store_not_ready", rank=None, cause=None, log_cls=ANY_FAILURE, log_ranks="any", timeout=3,
         fault="rank 0 never starts: ranks 1-3 retry refused connects silently, then print "
               "`The client socket has timed out after 3s while trying to connect to "
               "(127.0.0.1, PORT)`"),
@@ -106,12 +114,12 @@ SCENARIOS = {
               "(tcp_syn_retries=1): rank 0 binds and listens, every store connect (rank 0's "
               "own too) ends in `errno: 110 - Connection timed out`"),
     "rdzv_collision": dict(
-        cls="rdzv_collision", rank=None, cause=None, log_cls=None, log_ranks=(None,), timeout=4,
+        cls="rdzv_collision", rank=None, cause=None, log_cls=ANY_FAILURE, log_ranks="any", timeout=4,
         fault="two 2-rank jobs (TORCHELASTIC_RUN_ID/SLURM_JOB_ID e2e-job-a / e2e-job-b) on one "
               "MASTER_PORT at once: one job's rank 0 hosts the store, the other's fails to "
               "bind, and the other job's rank 1 joins the first job's store"),
     "transient_recv": dict(
-        cls="transient_recv", rank="computed", cause=None, log_cls=None, log_ranks=(None, 1, 2, 3),
+        cls="transient_recv", rank="computed", cause=None, log_cls=ANY_FAILURE, log_ranks="any",
         timeout=3,
         fault="ranks 1-3 reach rank 0's store through a proxy run by the harness that closes "
               "the first connection it accepts (FIN, after reading its first query): that "
@@ -219,7 +227,8 @@ class Run:
 
 
 class Harness:
-    def __init__(self, rdzvscope, python, work, keep=False):
+    def __init__(self, rdzvscope, python, work, keep=False, traced=True):
+        self.traced = traced
         self.rdzvscope = rdzvscope
         self.python = python
         self.work = work
@@ -240,7 +249,7 @@ class Harness:
                  OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         e.update(env or {})
         cmd = list(prefix)
-        if traced:
+        if traced and self.traced:
             cmd += [self.rdzvscope, "run", "--out", run.trace_dir]
             if ports:
                 cmd += ["--ports", ",".join(str(p) for p in ports)]
@@ -300,7 +309,9 @@ class Harness:
 
     # ----------------------------------------------------------------------- rdzvscope
     def dump(self, run):
-        """`rdzvscope dump TRACEDIR` -> [{header, events, summary}] per file."""
+        """`rdzvscope dump TRACEDIR` -> [{header, events, summary}] per file; None untraced."""
+        if not self.traced:
+            return None
         if not os.path.isdir(run.trace_dir):
             return []
         p = subprocess.run([self.rdzvscope, "dump", run.trace_dir], stdout=subprocess.PIPE,
@@ -404,6 +415,8 @@ def expect_any_text(run, label, needles, errors):
 
 
 def expect_traces(files, ranks, errors):
+    if files is None:   # --untraced
+        return
     have = sorted({rank_of(f) for f in files if rank_of(f) is not None})
     for r in ranks:
         expect(r in have, f"no trace file of rank {r} (traced ranks: {have})", errors)
@@ -439,6 +452,8 @@ def sc_straggler(h, run):
     expect_exit(run, "rank2", nonzero, errors)
     expect_text(run, "rank2", [f"sleeping {STRAGGLER_DELAY_S}s", "e2e: FAILED"], errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     expect_traces(files, range(WORLD), errors)
     # The late rank's first store connect comes after the others gave up.
     first = {}
@@ -465,6 +480,8 @@ def sc_name_resolution_one(h, run):
         expect(BOGUS_HOST not in run.by_label(f"rank{r}").text(),
                f"rank{r}: mentions {BOGUS_HOST}", errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     expect_traces(files, range(WORLD), errors)
     bad = {rank_of(f) for f, _ in failed_resolves(files, BOGUS_HOST)}
     expect(bad == {3}, f"failed resolves of {BOGUS_HOST} in the traces of ranks {sorted(bad)}, "
@@ -481,6 +498,8 @@ def sc_name_resolution_all(h, run):
         expect_exit(run, f"rank{r}", 1, errors)
         expect_text(run, f"rank{r}", ["gai error: -2", "The client socket has timed out"], errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     expect_traces(files, range(WORLD), errors)
     first = {}
     for f, ev in failed_resolves(files, BOGUS_HOST):
@@ -520,6 +539,8 @@ def sc_store_killed(h, run):
                and run.by_label(f"rank{r}").ended - killed_at < 4,
                f"rank{r} did not fail within 4 s of the SIGKILL", errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     expect_traces(files, range(WORLD), errors)
     expect(not any(ev.get("kind") == "proc_exit" for _, ev in events(files, rank=0)),
            "rank 0's trace has a proc_exit although it was SIGKILLed", errors)
@@ -537,6 +558,8 @@ def sc_store_late(h, run):
     for r in range(WORLD):
         expect_exit(run, f"rank{r}", 0, errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     expect_traces(files, range(WORLD), errors)
     listen = [wall_ns(f, ev) for f, ev in events(files, "listen", rank=0)
               if port_of(ev.get("local")) == run.port and not ev.get("errno")]
@@ -566,6 +589,8 @@ def sc_store_never(h, run):
         expect_text(run, f"rank{r}", "The client socket has timed out after 3s while trying to "
                                      f"connect to (127.0.0.1, {run.port})", errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     expect_traces(files, (1, 2, 3), errors)
     expect(not files_of_rank(files, 0), "a trace of rank 0, which never started", errors)
     for r in (1, 2, 3):
@@ -601,6 +626,8 @@ def sc_port_conflict(h, run):
     for r in (1, 2, 3):
         expect_exit(run, f"rank{r}", nonzero, errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     expect_traces(files, range(WORLD), errors)
     for r in (1, 2, 3):   # they did reach "the store": the holder's socket
         expect(any(ev.get("kind") == "connect_done" and not ev.get("errno")
@@ -645,6 +672,8 @@ def sc_connect_timeout(h, run):
         expect_exit(run, f"rank{r}", 1, errors)
         expect_text(run, f"rank{r}", "errno: 110 - Connection timed out", errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     expect_traces(files, range(WORLD), errors)
     expect(any(port_of(ev.get("local")) == run.port and not ev.get("errno")
                for _, ev in events(files, "listen", rank=0)),
@@ -687,6 +716,8 @@ def sc_rdzv_collision(h, run):
     expect("Address already in use" in run.all_text(),
            "neither job's rank 0 reports the store port in use", errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     ids = {(f["header"].get("identity") or {}).get("run_id") for f in files}
     expect(ids >= {"e2e-job-a", "e2e-job-b"}, f"run ids in the traces: {sorted(map(str, ids))}", errors)
     expect(len(files) >= 4, f"{len(files)} trace files, expected 4", errors)
@@ -823,6 +854,8 @@ def sc_transient_recv(h, run):
     expect(len(reset) == 1, "expected exactly one rank to print `Connection reset by peer`, got "
                             f"{[p.label for p in reset]}", errors)
     files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
     expect_traces(files, range(WORLD), errors)
     zero = {}
     for f, ev in events(files):
@@ -885,7 +918,8 @@ def check_verdict(diag, want_cls, want_rank, want_cause, errors, what):
     verdict = (diag or {}).get("verdict") or {}
     if diag.get("schema") != "rdzvscope.diagnosis/1":
         errors.append(f"{what}: schema {diag.get('schema')!r}")
-    if verdict.get("class") != want_cls:
+    if verdict.get("class") != want_cls and not (isinstance(want_cls, tuple)
+                                                  and verdict.get("class") in want_cls):
         errors.append(f"{what}: verdict.class {verdict.get('class')!r}, expected {want_cls!r}")
     if want_rank != "any" and verdict.get("initiating_rank") != want_rank \
             and not (isinstance(want_rank, tuple) and verdict.get("initiating_rank") in want_rank):
@@ -903,6 +937,9 @@ def main():
     ap.add_argument("--work", help="scratch directory (default: a new temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument("--list", action="store_true", help="print the scenario table and exit")
+    ap.add_argument("--untraced", action="store_true",
+                    help="the traces-absent variant: ranks run without `rdzvscope run`, and only "
+                         "the log-only analysis is asserted")
     args = ap.parse_args()
 
     if args.list:
@@ -921,7 +958,8 @@ def main():
         work = tempfile.mkdtemp(prefix=f"{args.scenario}-", dir=args.work)
     else:
         work = tempfile.mkdtemp(prefix=f"rdzvscope-e2e-{args.scenario}-")
-    h = Harness(os.path.abspath(args.rdzvscope), args.python, work, args.keep)
+    h = Harness(os.path.abspath(args.rdzvscope), args.python, work, args.keep,
+                traced=not args.untraced)
     spec = SCENARIOS[args.scenario]
     name = args.scenario
     t_start = time.monotonic()
@@ -942,14 +980,16 @@ def main():
     verdict_errors = []
     try:
         logs = run.logs()
-        diag = h.analyze([run.trace_dir, "--log"] + logs)
-        log(f"[{name}] analyze (traces + logs): " + json.dumps(diag.get("verdict"))[:600])
-        check_verdict(diag, spec["cls"], run.expect_rank, spec["cause"], verdict_errors,
-                      "traces+logs")
-        if spec["log_cls"] is not None:
+        if h.traced:
+            diag = h.analyze([run.trace_dir, "--log"] + logs)
+            log(f"[{name}] analyze (traces + logs): " + json.dumps(diag.get("verdict"))[:600])
+            check_verdict(diag, spec["cls"], run.expect_rank, spec["cause"], verdict_errors,
+                          "traces+logs")
+        if spec["log_cls"] is not None:   # always set today; None would skip the check
             diag = h.analyze(["--log"] + logs)
             log(f"[{name}] analyze (logs only): " + json.dumps(diag.get("verdict"))[:600])
-            check_verdict(diag, spec["log_cls"], tuple(spec["log_ranks"]), None, verdict_errors,
+            log_ranks = spec["log_ranks"] if spec["log_ranks"] == "any" else tuple(spec["log_ranks"])
+            check_verdict(diag, spec["log_cls"], log_ranks, None, verdict_errors,
                           "logs only")
     except AnalyzerMissing as e:
         log(f"FAIL [{name}]: {e}")
