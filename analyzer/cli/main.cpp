@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("rdzvscope ") + RDZVSCOPE_VERSION);
   app.require_subcommand(1);
 
-  std::vector<Command> commands{add_run_command(app), add_dump_command(app)};
+  std::vector<Command> commands{add_run_command(app), add_dump_command(app),
+                                add_analyze_command(app)};
 
   try {
     app.parse(argc, argv);

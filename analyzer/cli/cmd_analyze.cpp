@@ -1,0 +1,90 @@
+// rdzvscope analyze PATH... [--log FILE...] [--format text|json] [--fail-on-problem]:
+// what broke, where it started, the evidence and the next command (architecture.md).
+// Exit: 0 when the analysis ran (whatever it found), 2 for bad usage or when no input could be
+// read at all, 3 with --fail-on-problem when the verdict is not healthy. Damaged inputs are
+// reported one line each on stderr and counted in the report; the analysis goes on.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "diagnose/log_facts.h"
+#include "diagnose/report.h"
+#include "diagnose/rules.h"
+
+namespace rdzvscope::cli {
+namespace {
+
+inline constexpr int kExitProblem = 3;
+
+struct AnalyzeOptions {
+  std::vector<std::string> paths;
+  std::vector<std::string> logs;
+  std::string format = "text";
+  bool fail_on_problem = false;
+};
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return true;
+  std::fprintf(stderr, "rdzvscope analyze: %s: %s\n", path.c_str(), std::strerror(errno));
+  return false;
+}
+
+int run_analyze(const AnalyzeOptions& opt) {
+  if (opt.paths.empty() && opt.logs.empty()) {
+    std::fprintf(stderr, "rdzvscope analyze: give trace directories/files, or logs with --log\n");
+    return kExitUsage;
+  }
+  bool all_there = true;
+  for (const auto& p : opt.paths) all_there &= exists(p);
+  for (const auto& p : opt.logs) all_there &= exists(p);
+  if (!all_there) return kExitUsage;
+
+  TraceInputs traces = load_traces(opt.paths);
+  LogFacts logs = load_logs(opt.logs);
+  for (const auto& e : traces.errors) std::fprintf(stderr, "rdzvscope analyze: %s\n", e.message().c_str());
+  for (const auto& e : logs.errors) std::fprintf(stderr, "rdzvscope analyze: %s\n", e.message().c_str());
+  if (traces.processes.empty() && logs.files == logs.errors.size()) {
+    std::fprintf(stderr, "rdzvscope analyze: no readable trace or log among the inputs\n");
+    return kExitUsage;
+  }
+
+  Diagnosis d = diagnose(traces, logs);
+  if (opt.format == "json") {
+    std::string out = diagnosis_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fputc('\n', stdout);
+  } else {
+    std::string out = diagnosis_text(d);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  if (std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "rdzvscope analyze: writing the report: %s\n", std::strerror(errno));
+    return kExitUsage;
+  }
+  return opt.fail_on_problem && d.verdict.cls != "healthy" ? kExitProblem : kExitOk;
+}
+
+}  // namespace
+
+Command add_analyze_command(CLI::App& app) {
+  auto opt = std::make_shared<AnalyzeOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "analyze",
+      "Diagnose a failed or hung rendezvous from trace directories (rdzvscope run --out) and/or logs");
+  sub->add_option("paths", opt->paths, "Trace directories or *.rzt files")->type_name("PATH...");
+  sub->add_option("--log", opt->logs, "Rank logs (one per rank, or one merged file)")->type_name("FILE...");
+  sub->add_option("--format", opt->format, "Report format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->type_name("text|json");
+  sub->add_flag("--fail-on-problem", opt->fail_on_problem, "Exit 3 when the verdict is not healthy");
+  return Command{sub, [opt] { return run_analyze(*opt); }};
+}
+
+}  // namespace rdzvscope::cli

@@ -1,0 +1,56 @@
+// Everything the rules look at: the processes with their facts, and the log evidence.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnosis.h"
+#include "log_facts.h"
+#include "rank_facts.h"
+
+namespace rdzvscope {
+
+struct Context {
+  const TraceInputs& traces;
+  const LogFacts& logs;
+  std::vector<ProcessFacts> facts;
+
+  Context(const TraceInputs& t, const LogFacts& l) : traces(t), logs(l), facts(derive_facts(t.processes)) {}
+
+  // Processes that take part in the job as ranks (workers and the store host), by rank.
+  std::vector<const ProcessFacts*> ranks() const;
+  const ProcessFacts* rank(int r) const;
+  // The traced process listening on a store port (the store host), if any.
+  const ProcessFacts* store_server(std::uint16_t port) const;
+  // The earliest launch: time zero of the report.
+  std::optional<std::int64_t> t0() const;
+  // The timeout the job configured, from traces (SO_RCVTIMEO, poll) or logs; ms.
+  std::optional<std::int64_t> timeout_ms() const;
+  bool has_traces() const { return !traces.processes.empty(); }
+};
+
+// A rule's answer: a verdict it stands behind, and how strongly it outranks the others.
+struct Candidate {
+  int priority = 0;
+  Verdict verdict;
+  std::vector<Finding> findings;
+  nlohmann::ordered_json discriminators = nlohmann::ordered_json::object();
+};
+
+// "+12.34 s" relative to t0, for evidence lines.
+std::string rel(const Context& c, std::int64_t wall_ns);
+std::string fmt_seconds(double s);
+std::string rank_list(const std::vector<int>& ranks);  // "0-2, 5"
+Finding finding_for(const std::string& cls, const ProcessFacts& f, std::optional<std::int64_t> t);
+std::optional<int> rank_of(const ProcessFacts& f);
+std::optional<int> rank_of(const LogEvent& e);
+
+}  // namespace rdzvscope
+
+namespace rdzvscope {
+// "ECONNREFUSED on connect to 127.0.0.1:29500", "recv of 0 bytes from ...": one event in words.
+std::string describe(const Event& e);
+// The kinds of activity in an arrival snapshot: "idle/waiting (0.4 s CPU in 6.1 s, read 2 MB)".
+std::string activity(const ProcessFacts& f);
+}  // namespace rdzvscope

@@ -1,0 +1,166 @@
+// The analysis: facts -> every rule -> the strongest candidate, or healthy / unknown; then
+// the per-rank table and the seed's discriminators that every verdict carries.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "reader/names.h"
+#include "rules.h"
+
+namespace rdzvscope {
+
+namespace {
+
+// The internal c10d/elastic timeouts that users did not set (c10d-notes.md, section 3).
+const char* internal_default_name(std::int64_t ms) {
+  switch (ms) {
+    case 60000: return "the elastic rendezvous store's read_timeout (60 s), not init_process_group's";
+    case 300000: return "Store::kDefaultTimeout (300 s)";
+    case 600000: return "the NCCL process-group default (10 min)";
+    case 1800000: return "the default process-group timeout (30 min)";
+  }
+  return nullptr;
+}
+
+RankRow row_for(const Context& c, const ProcessFacts& f) {
+  RankRow r;
+  r.rank = rank_of(f);
+  r.host = f.proc->host;
+  r.pid = f.proc->pid;
+  r.role = role_name(f.proc->role);
+  r.launched_ns = f.proc->launched_ns;
+  for (const Event* e : f.resolves)
+    if (e->rec.ret == 0) {
+      r.resolved_ns = e->wall_ns + static_cast<std::int64_t>(e->rec.dur_ns);
+      break;
+    }
+  r.first_store_connect_ns = f.first_store_attempt_ns;
+  r.connected_ns = f.connected_ns;
+  if (f.first_error && f.failed()) {
+    r.first_error_ns = end_ns(*f.first_error);
+    r.first_error = describe(*f.first_error);
+  } else if (f.failed()) {
+    for (const auto& e : c.logs.events)
+      if (e.rank == f.proc->rank) {
+        r.first_error = std::string(rdzv::logs::family_name(e.family)) + " (log)";
+        break;
+      }
+  }
+  r.exit_ns = f.proc->exit_ns;
+  r.exit_status = f.proc->exit_status;
+  r.vanished = f.proc->vanished();
+  return r;
+}
+
+void common_discriminators(const Context& c, Diagnosis& d) {
+  auto& j = d.discriminators;
+  std::vector<int> failed;
+  std::optional<double> first_failure_s;
+  for (const ProcessFacts* f : c.ranks())
+    if (f->failed()) {
+      failed.push_back(f->proc->rank);
+      if (f->first_error) {
+        double s = seconds(f->proc->launched_ns, end_ns(*f->first_error));
+        if (!first_failure_s || s < *first_failure_s) first_failure_s = s;
+      }
+    }
+  if (!j.contains("which_ranks_failed")) j["which_ranks_failed"] = failed;
+  j["seconds_from_launch_to_first_failure"] =
+      first_failure_s ? nlohmann::ordered_json(std::round(*first_failure_s * 100) / 100) : nlohmann::ordered_json(nullptr);
+  if (auto t = c.timeout_ms()) {
+    const char* internal = internal_default_name(*t);
+    j["timeout"] = {{"ms", *t},
+                    {"source", internal ? "internal default" : "configured"},
+                    {"note", internal ? internal : "set by the job (init_process_group / store timeout)"}};
+  } else {
+    j["timeout"] = nullptr;
+  }
+  // Name-resolution warnings above a timeout: the seed's "read the lines above it".
+  std::vector<std::string> above;
+  for (const auto& e : c.logs.events)
+    if (e.family == LogFamily::GaiError || e.family == LogFamily::HostNotFound)
+      above.push_back(e.file + ":" + std::to_string(e.line));
+  j["name_resolution_lines_in_logs"] = above;
+  j["pytorch"] = !c.logs.torch_version.empty() ? nlohmann::ordered_json(c.logs.torch_version)
+                 : !c.logs.version_hint.empty() ? nlohmann::ordered_json(c.logs.version_hint + " (guessed from message style)")
+                                                : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
+Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
+  Context c(traces, logs);
+  Diagnosis d;
+  d.t0_ns = c.t0();
+
+  std::vector<Candidate> candidates;
+  for (auto rule : {rule_rdzv_collision, rule_port_conflict, rule_name_resolution, rule_broken_pipe,
+                    rule_connect_timeout, rule_straggler, rule_store_not_ready, rule_transient_recv})
+    if (auto cand = rule(c)) candidates.push_back(std::move(*cand));
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
+
+  std::vector<int> failed_ranks;
+  bool any_failed = false;
+  for (const auto& f : c.facts)
+    if (f.failed() && f.proc->role != Role::Agent) {
+      any_failed = true;
+      if (f.proc->rank >= 0) failed_ranks.push_back(f.proc->rank);
+    }
+
+  if (!candidates.empty()) {
+    Candidate& best = candidates.front();
+    d.verdict = best.verdict;
+    d.findings = best.findings;
+    d.discriminators = best.discriminators;
+    for (std::size_t i = 1; i < candidates.size(); ++i) {
+      Finding also;
+      also.cls = candidates[i].verdict.cls;
+      also.evidence.push_back("also consistent with " + candidates[i].verdict.cls + ": " + candidates[i].verdict.summary);
+      d.findings.push_back(also);
+    }
+  } else if (c.has_traces() && !any_failed) {
+    d.verdict.cls = "healthy";
+    d.verdict.confidence = "high";
+    d.verdict.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0";
+    d.verdict.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
+  } else {
+    d.verdict.cls = "unknown";
+    std::string missing;
+    if (!c.has_traces()) missing += "no traces (rerun under rdzvscope run); ";
+    if (logs.files == 0) missing += "no logs (--log); ";
+    else if (logs.matched == 0) missing += "no c10d/TCPStore line in the logs; ";
+    if (any_failed) missing += "rank(s) " + rank_list(failed_ranks) + " failed without a rendezvous error in their traces; ";
+    d.verdict.summary = "no failure class fits: " + (missing.empty() ? std::string("nothing went wrong that rdzvscope can see") : missing.substr(0, missing.size() - 2));
+    d.verdict.next_step = "rerun with rdzvscope run --out DIR and pass every rank's log with --log";
+  }
+  common_discriminators(c, d);
+
+  for (const ProcessFacts* f : c.ranks()) {
+    RankRow row = row_for(c, *f);
+    row.late = d.verdict.cls == "straggler_timeout" && d.discriminators.contains("late_ranks") &&
+               std::find(d.discriminators["late_ranks"].begin(), d.discriminators["late_ranks"].end(),
+                         f->proc->rank) != d.discriminators["late_ranks"].end();
+    d.ranks.push_back(row);
+  }
+  if (const ProcessFacts* s = c.store_server(0)) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s:%u, hosted by %s", s->proc->host.c_str(), s->listen_port,
+                  s->proc->label().c_str());
+    d.store_endpoint = buf;
+  }
+
+  InputStats& in = d.inputs;
+  in.trace_files = traces.files;
+  in.damaged_files = traces.damaged_files;
+  in.events = traces.events;
+  in.lost_events = traces.lost_events;
+  in.log_files = logs.files;
+  in.log_lines = logs.lines;
+  in.log_lines_matched = logs.matched;
+  for (const auto& e : traces.errors) in.problems.push_back(e.message());
+  for (const auto& e : logs.errors) in.problems.push_back(e.message());
+  return d;
+}
+
+}  // namespace rdzvscope

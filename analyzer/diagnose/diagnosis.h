@@ -1,0 +1,63 @@
+// The result of an analysis, shaped like the rdzvscope.diagnosis/1 JSON (architecture.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rdzvscope {
+
+struct Verdict {
+  std::string cls = "unknown";
+  std::optional<std::string> cause;
+  std::optional<int> initiating_rank;
+  std::optional<std::string> initiating_host;
+  std::string confidence = "low";  // high | medium | low
+  std::string summary;
+  std::string next_step;
+};
+
+struct Finding {
+  std::string cls;
+  std::optional<int> rank;
+  std::string host;
+  std::optional<int> pid;
+  std::optional<std::int64_t> time_ns;
+  std::vector<std::string> evidence;
+};
+
+// One line of the per-rank table.
+struct RankRow {
+  std::optional<int> rank;
+  std::string host;
+  int pid = 0;
+  std::string role;
+  std::optional<std::int64_t> launched_ns, resolved_ns, first_store_connect_ns, connected_ns;
+  std::optional<std::int64_t> first_error_ns;
+  std::string first_error;  // "ECONNREFUSED on connect", "Socket Timeout (log)", ...
+  std::optional<std::int64_t> exit_ns;
+  std::optional<int> exit_status;
+  bool vanished = false;
+  bool late = false;
+};
+
+struct InputStats {
+  std::size_t trace_files = 0, damaged_files = 0, log_files = 0;
+  std::uint64_t events = 0, lost_events = 0, log_lines = 0, log_lines_matched = 0;
+  std::vector<std::string> problems;  // one line per unreadable/damaged input
+};
+
+struct Diagnosis {
+  Verdict verdict;
+  std::vector<Finding> findings;
+  nlohmann::ordered_json discriminators = nlohmann::ordered_json::object();
+  std::vector<RankRow> ranks;
+  InputStats inputs;
+  std::string store_endpoint;  // "node1:29500 hosted by rank 0 (pid 4242)" when known
+  std::optional<std::int64_t> t0_ns;  // the earliest launch: the report's +0.00 s
+};
+
+}  // namespace rdzvscope

@@ -1,0 +1,35 @@
+#include "log_facts.h"
+
+#include <algorithm>
+
+namespace rdzvscope {
+
+std::vector<const LogEvent*> LogFacts::of(std::initializer_list<LogFamily> families) const {
+  std::vector<const LogEvent*> out;
+  // A line can match several families (a "recvValue failed ...: got 0 bytes" is both a
+  // send/recv failure and a zero read): any of them counts.
+  for (const auto& e : events)
+    if (std::any_of(families.begin(), families.end(), [&](LogFamily f) { return e.has(f); })) out.push_back(&e);
+  return out;
+}
+
+LogFacts load_logs(const std::vector<std::string>& paths) {
+  LogFacts facts;
+  for (const auto& path : paths) {
+    ++facts.files;
+    auto scan = rdzv::logs::scan_log(path);
+    if (!scan) {
+      facts.errors.push_back(Error{"", scan.error().message, std::nullopt});  // names the file
+      continue;
+    }
+    auto& s = scan.value();
+    facts.lines += s.lines;
+    facts.matched += s.matched;
+    if (facts.torch_version.empty()) facts.torch_version = s.torch_version;
+    if (facts.version_hint.empty()) facts.version_hint = rdzv::logs::version_hint(s);
+    for (auto& e : s.events) facts.events.push_back(std::move(e));
+  }
+  return facts;
+}
+
+}  // namespace rdzvscope

@@ -1,0 +1,142 @@
+#include "process_model.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "reader/names.h"
+#include "reader/trace_reader.h"
+
+namespace rdzvscope {
+
+const char* role_name(Role r) {
+  switch (r) {
+    case Role::StoreServer: return "store server";
+    case Role::Agent: return "launcher agent";
+    case Role::Worker: break;
+  }
+  return "worker";
+}
+
+std::string Process::label() const {
+  std::string where = host + " pid " + std::to_string(pid);
+  return rank >= 0 ? "rank " + std::to_string(rank) + " (" + where + ")" : "pid " + std::to_string(pid) + " on " + host;
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_agent(const std::string& cmdline) {
+  return cmdline.find("torch.distributed.run") != std::string::npos ||
+         cmdline.find("torchrun") != std::string::npos ||
+         cmdline.find("torch.distributed.launch") != std::string::npos;
+}
+
+// Files of one process: same host and pid, started at the same moment (an exec keeps both).
+using ProcessKey = std::tuple<std::string, std::int32_t, std::int64_t>;
+ProcessKey key_of(const rdzv_file_header& h) {
+  // Start time to 100 ms: two computations of it from the same tick count differ slightly.
+  return {bounded_string(h.host), h.pid, static_cast<std::int64_t>(h.start_realtime_ns / 100'000'000)};
+}
+
+void finish(Process& p) {
+  std::stable_sort(p.events.begin(), p.events.end(),
+                   [](const Event& a, const Event& b) { return a.wall_ns < b.wall_ns; });
+  const rdzv_file_header& h = p.header;
+  p.host = bounded_string(h.host);
+  p.pid = h.pid;
+  p.rank = h.ident.rank >= 0 ? h.ident.rank : h.ident.slurm_procid;
+  p.world_size = h.ident.world_size;
+  p.job_key = bounded_string(h.ident.run_id);
+  if (p.job_key.empty()) p.job_key = bounded_string(h.ident.slurm_job_id);
+  p.launched_ns = (h.features & RDZV_FEAT_PROC_START) && h.start_realtime_ns
+                      ? static_cast<std::int64_t>(h.start_realtime_ns)
+                      : static_cast<std::int64_t>(h.clock_realtime_ns);
+  if (is_agent(bounded_string(h.cmdline))) p.role = Role::Agent;
+  for (const Event& e : p.events) {
+    const rdzv_record& r = e.rec;
+    if (r.kind == RDZV_EV_LISTEN && r.ret == 0 && (r.flags & RDZV_F_STORE) && p.role != Role::Agent)
+      p.role = Role::StoreServer;
+    if (r.kind == RDZV_EV_PROC_EXIT && !p.exit_ns) {
+      p.exit_ns = e.wall_ns;
+      if (!(r.flags & RDZV_F_STATUS_UNKNOWN)) p.exit_status = r.u.proc.status;
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> trace_files_in(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Error{path, std::strerror(errno), std::nullopt};
+  if (!S_ISDIR(st.st_mode)) return std::vector<std::string>{path};
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(path.c_str()), ::closedir);
+  if (!d) return Error{path, std::strerror(errno), std::nullopt};
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d.get())) {
+    const std::string name = e->d_name;
+    if (ends_with(name, RDZV_FILE_SUFFIX) && name != RDZV_FILE_SUFFIX) names.push_back(name);
+  }
+  if (names.empty())
+    return Error{path, std::string("no *") + RDZV_FILE_SUFFIX + " trace files in this directory",
+                 std::nullopt};
+  std::sort(names.begin(), names.end());
+  const std::string prefix = ends_with(path, "/") ? path : path + "/";
+  for (auto& n : names) n = prefix + n;
+  return names;
+}
+
+TraceInputs load_traces(const std::vector<std::string>& paths) {
+  TraceInputs in;
+  std::map<ProcessKey, Process> by_key;
+  std::map<ProcessKey, std::uint32_t> newest_generation;
+  for (const auto& path : paths) {
+    auto files = trace_files_in(path);
+    if (!files) {
+      in.errors.push_back(files.error());
+      continue;
+    }
+    for (const auto& file : files.value()) {
+      ++in.files;
+      auto t = read_trace(file);
+      if (!t) {
+        ++in.damaged_files;
+        in.errors.push_back(t.error());
+        continue;
+      }
+      const Trace& trace = t.value();
+      if (trace.damage || trace.torn || trace.invalid) ++in.damaged_files;
+      if (trace.damage) in.errors.push_back(*trace.damage);
+      const ProcessKey key = key_of(trace.header);
+      Process& p = by_key[key];
+      p.files.push_back(file);
+      if (p.files.size() == 1 || trace.header.exec_generation >= newest_generation[key]) {
+        p.header = trace.header;
+        newest_generation[key] = trace.header.exec_generation;
+      }
+      p.torn += trace.torn;
+      p.invalid += trace.invalid;
+      p.dropped += trace.dropped();
+      p.lost += trace.header.lost;
+      in.lost_events += trace.header.lost + trace.dropped();
+      for (const auto& r : trace.records) p.events.push_back(Event{wall_ns(trace.header, r.raw.ts_ns), r.raw});
+      in.events += trace.records.size();
+    }
+  }
+  for (auto& [key, p] : by_key) {
+    finish(p);
+    in.processes.push_back(std::move(p));
+  }
+  return in;
+}
+
+}  // namespace rdzvscope

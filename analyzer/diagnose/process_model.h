@@ -1,0 +1,59 @@
+// One model per traced process: its identity, role and events on the wall clock. Files of one
+// process (a new file after each exec) are merged; damage is counted, never fatal.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <rdzvscope/trace_format.h>
+
+#include "reader/error.h"
+
+namespace rdzvscope {
+
+enum class Role { Worker, StoreServer, Agent };
+const char* role_name(Role r);
+
+// An event with its time on the wall clock (CLOCK_REALTIME ns).
+struct Event {
+  std::int64_t wall_ns;
+  rdzv_record rec;
+};
+
+struct Process {
+  std::vector<std::string> files;
+  rdzv_file_header header{};  // of the newest image (identity may change across exec)
+  std::string host;
+  std::int32_t pid = 0;
+  std::int32_t rank = -1;     // RANK, else SLURM_PROCID; -1 when neither
+  std::int32_t world_size = -1;
+  std::string job_key;        // TORCHELASTIC_RUN_ID or SLURM_JOB_ID ("" when neither)
+  Role role = Role::Worker;
+  std::int64_t launched_ns = 0;  // process start on the wall clock (file creation if unknown)
+  std::vector<Event> events;     // merged, in time order
+  std::uint64_t torn = 0, invalid = 0, dropped = 0, lost = 0;
+
+  // How it ended: exit record, or nothing (killed by a signal, or still running).
+  std::optional<std::int64_t> exit_ns;
+  std::optional<int> exit_status;  // nullopt: unknown (main returned unseen, or no exit)
+  bool vanished() const { return !exit_ns.has_value(); }
+  std::int64_t last_event_ns() const { return events.empty() ? launched_ns : events.back().wall_ns; }
+  std::string label() const;  // "rank 3 (node7 pid 1234)" or "pid 1234 on node7"
+};
+
+struct TraceInputs {
+  std::vector<Process> processes;
+  std::vector<Error> errors;  // unreadable or damaged files: reported, analysis goes on
+  std::size_t files = 0, damaged_files = 0;
+  std::uint64_t events = 0, lost_events = 0;
+};
+
+// Paths are trace files or directories of them (*.rzt). Never throws on bad input.
+TraceInputs load_traces(const std::vector<std::string>& paths);
+
+// Expands a directory into its *.rzt files (sorted); a file is returned as is.
+Result<std::vector<std::string>> trace_files_in(const std::string& path);
+
+}  // namespace rdzvscope

@@ -1,0 +1,60 @@
+// What each traced process did during the rendezvous, derived once from its events: the
+// rules read these facts instead of walking raw records each time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "process_model.h"
+
+namespace rdzvscope {
+
+struct ProcessFacts {
+  const Process* proc = nullptr;
+
+  // Name resolution of the rendezvous host (a lookup whose service is a store port, or whose
+  // host is MASTER_ADDR); passive and reverse lookups are not the rendezvous host.
+  std::vector<const Event*> resolves;
+  std::vector<const Event*> failed_resolves;
+
+  // Store connects (client side): every attempt, its outcome.
+  std::optional<std::int64_t> first_store_attempt_ns;
+  std::optional<std::int64_t> connected_ns;
+  std::uint16_t store_port = 0;        // the store port this process connected to (or tried)
+  std::vector<const Event*> refused;   // ECONNREFUSED on a store connect
+  std::vector<const Event*> connect_timeouts; // ETIMEDOUT, or given up while SYN_SENT
+  std::vector<const Event*> connect_other_failures;
+
+  // Store server side.
+  std::optional<std::int64_t> listen_ns;
+  std::uint16_t listen_port = 0;
+  const Event* bind_failure = nullptr;  // EADDRINUSE (or other) on a store port
+  int accepts = 0;
+
+  // Store traffic after connecting.
+  std::vector<const Event*> io_failures;  // send/recv errors other than timeouts (EPIPE, ECONNRESET...)
+  std::vector<const Event*> wait_timeouts; // recv EAGAIN after SO_RCVTIMEO, poll timeouts on store sockets
+  std::vector<const Event*> zero_reads;
+  std::optional<std::int64_t> timeout_ms;  // the timeout this process configured, when seen
+
+  // Resource snapshot at arrival (first store connect, or the first failure snapshot).
+  const Event* arrival_snapshot = nullptr;
+
+  const Event* first_error = nullptr;  // earliest failure of any kind above
+
+  bool failed() const;  // exited non-zero, or vanished (killed, or still hung)
+  // When the process reached the store: its first store connect attempt, else nullopt.
+  std::optional<std::int64_t> arrival_ns() const { return first_store_attempt_ns; }
+};
+
+std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes);
+
+// When an event's call ended (a wait that timed out failed at its end, not its start).
+inline std::int64_t end_ns(const Event& e) { return e.wall_ns + static_cast<std::int64_t>(e.rec.dur_ns); }
+
+// Seconds between two wall-clock times, for reports.
+inline double seconds(std::int64_t from_ns, std::int64_t to_ns) { return (to_ns - from_ns) / 1e9; }
+
+}  // namespace rdzvscope

@@ -1,0 +1,67 @@
+#include "reader/names.h"
+#include "report.h"
+
+namespace rdzvscope {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+template <class T>
+ojson opt(const std::optional<T>& v) {
+  return v ? ojson(*v) : ojson(nullptr);
+}
+
+ojson time_or_null(const std::optional<std::int64_t>& ns) {
+  return ns ? ojson(iso8601_utc(*ns)) : ojson(nullptr);
+}
+
+}  // namespace
+
+ojson diagnosis_json(const Diagnosis& d) {
+  ojson j;
+  j["schema"] = "rdzvscope.diagnosis/1";
+  const Verdict& v = d.verdict;
+  j["verdict"] = {{"class", v.cls},
+                  {"cause", opt(v.cause)},
+                  {"initiating_rank", opt(v.initiating_rank)},
+                  {"initiating_host", opt(v.initiating_host)},
+                  {"confidence", v.confidence},
+                  {"summary", v.summary},
+                  {"next_step", v.next_step}};
+  ojson findings = ojson::array();
+  for (const Finding& f : d.findings)
+    findings.push_back({{"class", f.cls},
+                        {"rank", opt(f.rank)},
+                        {"host", f.host.empty() ? ojson(nullptr) : ojson(f.host)},
+                        {"pid", opt(f.pid)},
+                        {"time", time_or_null(f.time_ns)},
+                        {"evidence", f.evidence}});
+  j["findings"] = findings;
+  j["discriminators"] = d.discriminators;
+  ojson ranks = ojson::array();
+  for (const RankRow& r : d.ranks) {
+    ojson err = r.first_error.empty() ? ojson(nullptr)
+                                      : ojson{{"what", r.first_error}, {"time", time_or_null(r.first_error_ns)}};
+    ranks.push_back({{"rank", opt(r.rank)},
+                     {"host", r.host},
+                     {"pid", r.pid},
+                     {"role", r.role},
+                     {"launched", time_or_null(r.launched_ns)},
+                     {"resolved", time_or_null(r.resolved_ns)},
+                     {"first_store_connect", time_or_null(r.first_store_connect_ns)},
+                     {"connected", time_or_null(r.connected_ns)},
+                     {"first_error", err},
+                     {"exit", r.vanished ? ojson("vanished") : ojson(opt(r.exit_status))},
+                     {"late", r.late}});
+  }
+  j["ranks"] = ranks;
+  const InputStats& in = d.inputs;
+  j["inputs"] = {{"trace_files", in.trace_files}, {"damaged_files", in.damaged_files},
+                 {"events", in.events},           {"lost_events", in.lost_events},
+                 {"log_files", in.log_files},     {"log_lines_matched", in.log_lines_matched},
+                 {"problems", in.problems}};
+  return j;
+}
+
+}  // namespace rdzvscope

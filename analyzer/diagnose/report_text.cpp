@@ -1,0 +1,92 @@
+#include <cstdio>
+
+#include "reader/names.h"
+#include "report.h"
+
+namespace rdzvscope {
+
+namespace {
+
+// Wraps words at width, each line after the first indented by `indent` spaces.
+std::string wrap(const std::string& text, std::size_t width, std::size_t indent) {
+  std::string out, line;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(pos, end - pos);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    pos = end + 1;
+  }
+  return out + line;
+}
+
+std::string at(const Diagnosis& d, const std::optional<std::int64_t>& ns) {
+  if (!ns || !d.t0_ns) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.2f s", (*ns - *d.t0_ns) / 1e9);
+  return buf;
+}
+
+}  // namespace
+
+std::string diagnosis_text(const Diagnosis& d) {
+  const Verdict& v = d.verdict;
+  std::string s;
+  std::string head = v.cls + (v.cause ? " (" + *v.cause + ")" : "") + ": " + v.summary;
+  s += "VERDICT  " + wrap(head, 80, 9) + "\n";
+  s += "         initiating rank: " + (v.initiating_rank ? std::to_string(*v.initiating_rank) : std::string("-")) +
+       (v.initiating_host ? " (" + *v.initiating_host + ")" : "") + "    confidence: " + v.confidence + "\n";
+  s += "NEXT     " + wrap(v.next_step, 80, 9) + "\n";
+  if (!d.store_endpoint.empty()) s += "\nSTORE    " + d.store_endpoint + "\n";
+
+  if (!d.ranks.empty()) {
+    char line[512];
+    std::snprintf(line, sizeof line, "\n %5s  %-14s %9s %9s %14s %10s  %-34s %s\n", "rank", "host", "launched",
+                  "resolved", "store connect", "connected", "first error", "exit");
+    s += line;
+    for (const RankRow& r : d.ranks) {
+      std::string exit = r.vanished ? "vanished" : r.exit_status ? std::to_string(*r.exit_status) : "?";
+      std::string err = r.first_error.empty() ? "-" : at(d, r.first_error_ns) + " " + r.first_error;
+      if (err.size() > 60) err = err.substr(0, 57) + "...";
+      std::string connect = at(d, r.first_store_connect_ns) + (r.late ? " LATE" : "");
+      if (r.role == "store server") connect += " (srv)";
+      std::snprintf(line, sizeof line, " %5s  %-14s %9s %9s %14s %10s  %-34s %s\n",
+                    r.rank ? std::to_string(*r.rank).c_str() : "-", r.host.substr(0, 14).c_str(),
+                    at(d, r.launched_ns).c_str(), at(d, r.resolved_ns).c_str(), connect.c_str(),
+                    at(d, r.connected_ns).c_str(), err.c_str(), exit.c_str());
+      s += line;
+    }
+  }
+  if (!d.findings.empty()) {
+    s += "\nEVIDENCE\n";
+    for (const Finding& f : d.findings)
+      for (const std::string& e : f.evidence) s += "  - " + wrap(e, 90, 4) + "\n";
+  }
+  if (!d.discriminators.empty()) {
+    s += "\nDISCRIMINATORS\n";
+    for (const auto& [k, val] : d.discriminators.items()) {
+      std::string text = val.is_string() ? val.get<std::string>() : val.dump();
+      char line[64];
+      std::snprintf(line, sizeof line, "  %-36s ", k.c_str());
+      s += line + wrap(text, 60, 39) + "\n";
+    }
+  }
+  const InputStats& in = d.inputs;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "\nREAD     %zu trace file(s) (%zu damaged, %llu events, %llu lost), %zu log(s) (%llu lines matched)\n",
+                in.trace_files, in.damaged_files, static_cast<unsigned long long>(in.events),
+                static_cast<unsigned long long>(in.lost_events), in.log_files,
+                static_cast<unsigned long long>(in.log_lines_matched));
+  s += line;
+  for (const auto& p : in.problems) s += "         problem: " + p + "\n";
+  s += "         more: --format json\n";
+  return s;
+}
+
+}  // namespace rdzvscope

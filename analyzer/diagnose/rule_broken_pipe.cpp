@@ -1,0 +1,154 @@
+// broken_pipe: EPIPE/ECONNRESET (or a 0-byte read) on a store socket of a rank that failed.
+// Cause peer_died when the process at the other end (usually the store host) ended before
+// the error; otherwise, with the store still up, the TCPStore bug of PyTorch <= 2.7.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+
+#include "reader/names.h"
+#include "rules.h"
+
+namespace rdzvscope {
+
+namespace {
+
+// The process on the other end of a store socket: the store host for a client socket, the
+// client (matched by its local port) for a socket the server accepted.
+const ProcessFacts* peer_of(const Context& c, const ProcessFacts& self, const Event& e) {
+  const std::uint16_t peer_port = e.rec.u.net.peer.port;
+  for (const auto& f : c.facts) {
+    if (&f == &self) continue;
+    if (f.listen_ns && f.listen_port == peer_port) return &f;
+    for (const Event& x : f.proc->events)
+      if ((x.rec.kind == RDZV_EV_CONNECT || x.rec.kind == RDZV_EV_CONNECT_DONE) &&
+          x.rec.u.net.local.port == peer_port && x.rec.u.net.peer.port == e.rec.u.net.local.port)
+        return &f;
+  }
+  return nullptr;
+}
+
+bool older_or_equal(const std::string& version, int major, int minor) {
+  int a = 0, b = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &a, &b) != 2) return false;
+  return a < major || (a == major && b <= minor);
+}
+
+}  // namespace
+
+std::optional<Candidate> rule_broken_pipe(const Context& c) {
+  struct Hit {
+    const ProcessFacts* f;
+    const Event* e;
+    const ProcessFacts* peer;
+  };
+  std::vector<Hit> hits;
+  for (const auto& f : c.facts) {
+    if (!f.failed()) continue;  // a pipe that breaks at a clean shutdown is no failure
+    const Event* first = nullptr;
+    for (const Event* e : f.io_failures)
+      if (e->rec.err == EPIPE || e->rec.err == ECONNRESET) {
+        first = e;
+        break;
+      }
+    for (const Event* e : f.zero_reads)
+      if (!first || e->wall_ns < first->wall_ns) {
+        first = e;
+        break;
+      }
+    if (first) hits.push_back({&f, first, peer_of(c, f, *first)});
+  }
+  auto log_hits = c.logs.of({LogFamily::BrokenPipe, LogFamily::ConnectionReset, LogFamily::SendRecvFailed});
+  // A send/recv failure counts when its reason is a broken pipe or a reset, not a 0-byte read.
+  std::erase_if(log_hits, [](const LogEvent* e) {
+    return !e->has(LogFamily::BrokenPipe) && !e->has(LogFamily::ConnectionReset) &&
+           !(e->err && (*e->err == EPIPE || *e->err == ECONNRESET));
+  });
+  if (hits.empty() && log_hits.empty()) return std::nullopt;
+
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = "broken_pipe";
+  // Did the other end die first? The earliest such death is where the problem started.
+  const ProcessFacts* dead = nullptr;
+  std::int64_t died_at = 0;
+  for (const Hit& h : hits) {
+    if (!h.peer) continue;
+    const Process& p = *h.peer->proc;
+    std::int64_t end = p.exit_ns ? *p.exit_ns : p.last_event_ns();
+    // A peer that died of its own rendezvous error (it timed out waiting, say) is a
+    // consequence of that error, which another rule names; only an unexplained death counts.
+    const bool unexplained = p.vanished() || (h.peer->failed() && !h.peer->first_error);
+    bool ended_first = unexplained && end <= h.e->wall_ns + 50'000'000;
+    if (ended_first && (!dead || end < died_at)) {
+      dead = h.peer;
+      died_at = end;
+    }
+  }
+  // A 0-byte read is a broken pipe only when the other end died; with the store alive it is
+  // transient_recv's case. (torch 1.13 prints "Connection reset by peer" for a 0-byte read,
+  // so with traces at hand their errno decides, not the log's wording.)
+  const bool real_errno = std::any_of(hits.begin(), hits.end(), [](const Hit& h) { return h.e->rec.err != 0; });
+  if (!dead && !real_errno && (c.has_traces() || log_hits.empty())) return std::nullopt;
+  const Hit* first = nullptr;
+  for (const Hit& h : hits)
+    if (!first || h.e->wall_ns < first->e->wall_ns) first = &h;
+  for (const Hit& h : hits) {
+    Finding fd = finding_for("broken_pipe", *h.f, h.e->wall_ns);
+    fd.evidence.push_back(h.f->proc->label() + ": " + describe(*h.e) + " at " + rel(c, h.e->wall_ns));
+    out.findings.push_back(fd);
+  }
+  const std::string version = c.logs.torch_version;
+  if (dead) {
+    out.priority = priority::kPeerDied;
+    v.cause = "peer_died";
+    v.initiating_rank = rank_of(*dead);
+    v.initiating_host = dead->proc->host;
+    v.confidence = "high";
+    const Process& p = *dead->proc;
+    std::string how = p.vanished() ? "vanished without an exit (killed by a signal, OOM killer?)"
+                                   : "exited with status " + std::to_string(p.exit_status.value_or(-1));
+    v.summary = p.label() + (dead->listen_ns ? ", the store host," : "") + " " + how + " at " +
+                rel(c, died_at) + "; " + std::to_string(hits.size()) +
+                " rank(s) then saw their store connection break";
+    v.next_step = "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
+                  p.host + " around " + iso8601_utc(died_at);
+    Finding fd = finding_for("broken_pipe", *dead, died_at);
+    fd.evidence.push_back(p.label() + " " + how + " at " + rel(c, died_at) + ", before the first broken pipe at " +
+                          (first ? rel(c, first->e->wall_ns) : std::string("?")));
+    out.findings.insert(out.findings.begin(), fd);
+  } else {
+    out.priority = priority::kTcpStoreBug;
+    v.cause = "tcpstore_bug_suspected";
+    v.confidence = (!version.empty() && older_or_equal(version, 2, 7)) ? "medium" : "low";
+    if (first) {
+      v.initiating_rank = rank_of(*first->f);
+      v.initiating_host = first->f->proc->host;
+    } else {
+      const LogEvent* e = log_hits.front();
+      for (const LogEvent* x : log_hits)
+        if (x->rank >= 0 && (e->rank < 0 || x->rank < e->rank)) e = x;
+      v.initiating_rank = rank_of(*e);
+      Finding fd;
+      fd.cls = "broken_pipe";
+      fd.rank = rank_of(*e);
+      fd.evidence.push_back(e->file + ":" + std::to_string(e->line) + ": " + e->text);
+      out.findings.push_back(fd);
+    }
+    v.summary = "a store connection broke while the store stayed up" +
+                std::string(version.empty() ? "" : " (PyTorch " + version + ")") +
+                ": the c10d TCPStore bug of PyTorch 2.7 and older matches this when the failing rank changes from run to run";
+    v.next_step = version.empty() || older_or_equal(version, 2, 7)
+                      ? "check the PyTorch version (python -c 'import torch; print(torch.__version__)'); on 2.7 or older upgrade past 2.8 and rerun before debugging the network"
+                      : "rerun on the same allocation: if the same rank fails again, look at that node's network; if it moves, report it to PyTorch with this diagnosis";
+  }
+  out.discriminators["failed_ranks"] = [&] {
+    std::vector<int> r;
+    for (const Hit& h : hits)
+      if (h.f->proc->rank >= 0) r.push_back(h.f->proc->rank);
+    return r;
+  }();
+  out.discriminators["pytorch"] = version.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(version);
+  return out;
+}
+
+}  // namespace rdzvscope

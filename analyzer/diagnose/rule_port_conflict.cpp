@@ -1,0 +1,63 @@
+// port_conflict: the store host could not bind its port (EADDRINUSE).
+#include <cerrno>
+
+#include "reader/names.h"
+#include "rules.h"
+
+namespace rdzvscope {
+
+std::optional<Candidate> rule_port_conflict(const Context& c) {
+  Candidate out;
+  out.priority = priority::kPortConflict;
+  const ProcessFacts* first = nullptr;
+  for (const auto& f : c.facts) {
+    if (!f.bind_failure || f.bind_failure->rec.err != EADDRINUSE) continue;
+    if (!first || f.bind_failure->wall_ns < first->bind_failure->wall_ns) first = &f;
+    Finding fd = finding_for("port_conflict", f, f.bind_failure->wall_ns);
+    fd.evidence.push_back(f.proc->label() + ": " + describe(*f.bind_failure) + " at " + rel(c, f.bind_failure->wall_ns));
+    out.findings.push_back(fd);
+  }
+  std::optional<int> log_rank;
+  std::string log_line;
+  for (const LogEvent* e : c.logs.of({LogFamily::BindFailed, LogFamily::ListenFailed})) {
+    // libuv reports EADDRINUSE at listen ("code: -98"); the legacy backend at bind.
+    if (e->err ? *e->err != EADDRINUSE : !e->has(LogFamily::BindFailed)) continue;
+    if (log_line.empty() || (e->rank >= 0 && (!log_rank || e->rank < *log_rank))) {
+      log_line = e->file + ":" + std::to_string(e->line) + ": " + e->text;
+      log_rank = rank_of(*e);
+    }
+  }
+  if (!first && log_line.empty()) return std::nullopt;
+
+  std::uint16_t port = first ? first->bind_failure->rec.u.net.local.port : 0;
+  Verdict& v = out.verdict;
+  v.cls = "port_conflict";
+  v.confidence = first ? "high" : "medium";
+  if (first) {
+    v.initiating_rank = rank_of(*first);
+    v.initiating_host = first->proc->host;
+    // Who holds the port, when that process was traced too.
+    std::string holder = "a process that was not traced";
+    for (const auto& f : c.facts)
+      if (&f != first && f.listen_ns && f.listen_port == port && f.proc->host == first->proc->host)
+        holder = f.proc->label() + (f.proc->job_key.empty() ? "" : " of job " + f.proc->job_key);
+    v.summary = "the store host " + first->proc->label() + " could not bind port " + std::to_string(port) +
+                " (EADDRINUSE): it is held by " + holder + "; the other ranks then wait for a store that never starts";
+    v.next_step = "on " + first->proc->host + ": ss -ltnp 'sport = :" + std::to_string(port) +
+                  "' to see who holds the port; derive MASTER_PORT / --rdzv-endpoint from the job id so that two jobs on one node never share it";
+    out.discriminators["port"] = port;
+    out.discriminators["port_holder"] = holder;
+  } else {
+    v.initiating_rank = log_rank;
+    v.summary = "the store could not bind its port (Address already in use), from the logs";
+    v.next_step = "ss -ltnp on the store host to see who holds the port; derive the port from the job id";
+    Finding fd;
+    fd.cls = "port_conflict";
+    fd.rank = log_rank;
+    fd.evidence.push_back(log_line);
+    out.findings.push_back(fd);
+  }
+  return out;
+}
+
+}  // namespace rdzvscope

@@ -1,0 +1,92 @@
+// rdzv_collision: two different jobs joined one rendezvous endpoint. Evidence: distinct job
+// ids (TORCHELASTIC_RUN_ID / SLURM_JOB_ID) on one store port of one host, or the same rank
+// twice there; from logs, a store barrier that counted more workers than the world size.
+#include <map>
+#include <set>
+
+#include "reader/names.h"
+#include "rules.h"
+
+namespace rdzvscope {
+
+namespace {
+std::string endpoint_of(const ProcessFacts& f) {
+  std::uint16_t port = f.store_port ? f.store_port : f.listen_port;
+  if (!port) return "";
+  std::string host = bounded_string(f.proc->header.ident.master_addr);
+  if (host.empty()) host = f.proc->host;
+  return host + ":" + std::to_string(port);
+}
+}  // namespace
+
+std::optional<Candidate> rule_rdzv_collision(const Context& c) {
+  std::map<std::string, std::vector<const ProcessFacts*>> by_endpoint;
+  for (const auto& f : c.facts)
+    if (f.proc->role != Role::Agent) {
+      std::string ep = endpoint_of(f);
+      if (!ep.empty()) by_endpoint[ep].push_back(&f);
+    }
+  for (const auto& [ep, procs] : by_endpoint) {
+    std::map<std::string, std::vector<const ProcessFacts*>> jobs;
+    std::map<int, int> rank_count;
+    for (const ProcessFacts* f : procs) {
+      jobs[f->proc->job_key].push_back(f);
+      if (f->proc->rank >= 0) ++rank_count[f->proc->rank];
+    }
+    std::set<std::string> named;
+    for (const auto& [k, v] : jobs)
+      if (!k.empty()) named.insert(k);
+    bool dup_rank = false;
+    for (const auto& [r, n] : rank_count) dup_rank |= n > 1;
+    if (named.size() < 2 && !dup_rank) continue;
+
+    Candidate out;
+    out.priority = priority::kRdzvCollision;
+    Verdict& v = out.verdict;
+    v.cls = "rdzv_collision";
+    v.confidence = named.size() >= 2 ? "high" : "medium";
+    std::string job_list;
+    for (const auto& [k, members] : jobs) {
+      Finding fd;
+      fd.cls = "rdzv_collision";
+      std::vector<int> ranks;
+      for (const ProcessFacts* f : members) ranks.push_back(f->proc->rank);
+      fd.evidence.push_back("job " + (k.empty() ? std::string("(no id)") : k) + ": ranks " + rank_list(ranks) +
+                            " used the endpoint " + ep);
+      out.findings.push_back(fd);
+      job_list += (job_list.empty() ? "" : ", ") + (k.empty() ? std::string("(no id)") : k);
+    }
+    v.summary = named.size() >= 2
+                    ? "jobs " + job_list + " joined the same rendezvous endpoint " + ep
+                    : "the same rank joined the rendezvous endpoint " + ep + " twice: two launches share it";
+    v.next_step = "give each job its own endpoint and id: --rdzv-id=$SLURM_JOB_ID and a port derived from the job id (MASTER_PORT / --rdzv-endpoint)";
+    out.discriminators["endpoint"] = ep;
+    out.discriminators["job_ids"] = named;
+    return out;
+  }
+  // Log-only: a store-based barrier that counted more workers than the world size.
+  for (const LogEvent* e : c.logs.of({LogFamily::StoreBarrierTimeout, LogFamily::RendezvousClosed})) {
+    auto w = e->text.find("world_size=");
+    auto k = e->text.find("worker_count=");
+    if (w == std::string::npos || k == std::string::npos) continue;
+    long ws = std::strtol(e->text.c_str() + w + 11, nullptr, 10);
+    long wc = std::strtol(e->text.c_str() + k + 13, nullptr, 10);
+    if (wc <= ws) continue;
+    Candidate out;
+    out.priority = priority::kRdzvCollision;
+    out.verdict.cls = "rdzv_collision";
+    out.verdict.confidence = "medium";
+    out.verdict.summary = "the store barrier counted " + std::to_string(wc) + " workers for a world of " +
+                          std::to_string(ws) + ": two launches share one store";
+    out.verdict.next_step = "give each job its own rendezvous id and port (derive them from the job id)";
+    Finding fd;
+    fd.cls = "rdzv_collision";
+    fd.rank = rank_of(*e);
+    fd.evidence.push_back(e->file + ":" + std::to_string(e->line) + ": " + e->text);
+    out.findings.push_back(fd);
+    return out;
+  }
+  return std::nullopt;
+}
+
+}  // namespace rdzvscope

@@ -1,0 +1,129 @@
+// straggler_timeout: fast ranks gave up waiting at the init barrier while one or more ranks
+// arrived late (or never). PyTorch only counts the workers that joined; the traces say who
+// was late, by how much against the timeout, and what it was doing meanwhile.
+#include <algorithm>
+#include <cmath>
+
+#include "reader/names.h"
+#include "rules.h"
+
+namespace rdzvscope {
+
+namespace {
+
+const std::initializer_list<LogFamily> kTimeoutFamilies = {
+    LogFamily::SocketTimeout, LogFamily::WaitTimeout, LogFamily::WaitForInputTimeout,
+    LogFamily::ClientsJoinTimeout, LogFamily::StoreBarrierTimeout, LogFamily::NcclUniqueIdStoreError};
+
+std::int64_t median(std::vector<std::int64_t> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+std::optional<Candidate> rule_straggler(const Context& c) {
+  // Fast ranks: connected, then a wait on the store ran out.
+  std::vector<const ProcessFacts*> waited;
+  std::int64_t first_timeout = 0;
+  for (const ProcessFacts* f : c.ranks())
+    if (!f->wait_timeouts.empty() && f->connected_ns) {
+      waited.push_back(f);
+      // When it gave up: the end of the wait, not its start.
+      const Event* w = f->wait_timeouts.front();
+      std::int64_t t = w->wall_ns + static_cast<std::int64_t>(w->rec.dur_ns);
+      if (!first_timeout || t < first_timeout) first_timeout = t;
+    }
+  Candidate out;
+  out.priority = priority::kStraggler;
+  Verdict& v = out.verdict;
+  v.cls = "straggler_timeout";
+  const auto timeout = c.timeout_ms();
+
+  if (!waited.empty()) {
+    std::vector<std::int64_t> arrivals;
+    for (const ProcessFacts* f : waited) arrivals.push_back(*f->arrival_ns());
+    const std::int64_t usual = median(arrivals);
+    // Late: reached the store after the first fast rank gave up, or never reached it.
+    std::vector<const ProcessFacts*> late;
+    for (const ProcessFacts* f : c.ranks()) {
+      if (std::find(waited.begin(), waited.end(), f) != waited.end()) continue;
+      auto a = f->arrival_ns();
+      if (!a || *a >= first_timeout - 100'000'000) late.push_back(f);
+    }
+    if (late.empty()) return std::nullopt;
+    auto lateness = [&](const ProcessFacts* f) {
+      return f->arrival_ns() ? *f->arrival_ns() - usual : f->proc->last_event_ns() - usual;
+    };
+    const ProcessFacts* worst = *std::max_element(late.begin(), late.end(), [&](auto* a, auto* b) {
+      return lateness(a) < lateness(b);
+    });
+    v.initiating_rank = rank_of(*worst);
+    v.initiating_host = worst->proc->host;
+    v.confidence = "high";
+    std::vector<int> fast_ranks, late_ranks;
+    for (auto* f : waited) fast_ranks.push_back(f->proc->rank);
+    for (auto* f : late) late_ranks.push_back(f->proc->rank);
+    const double late_s = lateness(worst) / 1e9;
+    const std::string act = activity(*worst);
+    v.summary = worst->proc->label() + (worst->arrival_ns() ? " reached the store " + fmt_seconds(late_s) + " after the others"
+                                                            : " never reached the store") +
+                "; rank(s) " + rank_list(fast_ranks) + " gave up after their " +
+                (timeout ? fmt_seconds(*timeout / 1000.0) + " " : std::string()) +
+                "timeout";
+    std::string why = act.empty() ? "" : " Before it arrived it was " + act + ".";
+    double raise_to = late_s + (timeout ? *timeout / 1000.0 : 0) * 1.5 + 1;
+    v.next_step = "look at what " + worst->proc->label() + " does before init_process_group (checkpoint or data loading, storage on " +
+                  worst->proc->host + ")." + why + " Or raise init_process_group(timeout=...) above " +
+                  fmt_seconds(raise_to) + ".";
+    for (auto* f : late) {
+      Finding fd = finding_for("straggler_timeout", *f, f->arrival_ns());
+      fd.evidence.push_back(f->proc->label() + ": launched at " + rel(c, f->proc->launched_ns) + ", " +
+                            (f->arrival_ns() ? "first store connect at " + rel(c, *f->arrival_ns()) + ", " +
+                                                   fmt_seconds(lateness(f) / 1e9) + " after the usual arrival"
+                                             : std::string("no store connect at all")) +
+                            (timeout ? " (timeout " + std::to_string(*timeout) + " ms)" : std::string()));
+      const std::string a = activity(*f);
+      if (!a.empty()) fd.evidence.push_back("  before arriving: " + a);
+      out.findings.push_back(fd);
+    }
+    Finding fast;
+    fast.cls = "straggler_timeout";
+    fast.evidence.push_back("rank(s) " + rank_list(fast_ranks) + " connected by " + rel(c, usual) +
+                            " and timed out waiting from " + rel(c, first_timeout) + " (" +
+                            describe(*waited.front()->wait_timeouts.front()) + ")");
+    out.findings.push_back(fast);
+    out.discriminators["late_ranks"] = late_ranks;
+    out.discriminators["seconds_late"] = std::round(late_s * 100) / 100;
+    out.discriminators["timed_out_ranks"] = fast_ranks;
+    out.discriminators["late_rank_activity"] = act;
+    return out;
+  }
+
+  // From logs alone: ranks that report a timeout, and a rank that does not.
+  auto timeouts = c.logs.of(kTimeoutFamilies);
+  if (c.has_traces() || timeouts.empty()) return std::nullopt;
+  std::vector<int> timed_out, seen;
+  for (const auto* e : timeouts)
+    if (e->rank >= 0) timed_out.push_back(e->rank);
+  for (const auto& e : c.logs.events)
+    if (e.rank >= 0) seen.push_back(e.rank);
+  std::vector<int> others;
+  for (int r : seen)
+    if (std::find(timed_out.begin(), timed_out.end(), r) == timed_out.end()) others.push_back(r);
+  std::sort(others.begin(), others.end());
+  others.erase(std::unique(others.begin(), others.end()), others.end());
+  v.confidence = others.size() == 1 ? "medium" : "low";
+  if (others.size() == 1) v.initiating_rank = others.front();
+  v.summary = "rank(s) " + rank_list(timed_out) + " timed out waiting at the init barrier" +
+              (others.size() == 1 ? "; rank " + std::to_string(others.front()) + " did not, so it was probably the late one" : std::string()) +
+              "; logs cannot tell how late: trace the job with rdzvscope run";
+  v.next_step = "rerun under rdzvscope run to measure each rank's arrival; meanwhile raise init_process_group(timeout=...)";
+  Finding fd;
+  fd.cls = "straggler_timeout";
+  fd.evidence.push_back(timeouts.front()->file + ":" + std::to_string(timeouts.front()->line) + ": " + timeouts.front()->text);
+  out.findings.push_back(fd);
+  return out;
+}
+
+}  // namespace rdzvscope

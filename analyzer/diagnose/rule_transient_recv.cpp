@@ -1,0 +1,44 @@
+// transient_recv: a failed rank read 0 bytes from a store socket whose other end was still
+// alive, with no other cause: a connection blip during bootstrap. Relaunch first.
+#include "rules.h"
+
+namespace rdzvscope {
+
+std::optional<Candidate> rule_transient_recv(const Context& c) {
+  const ProcessFacts* first = nullptr;
+  for (const auto& f : c.facts)
+    if (f.failed() && !f.zero_reads.empty() &&
+        (!first || f.zero_reads.front()->wall_ns < first->zero_reads.front()->wall_ns))
+      first = &f;
+  auto log_hits = c.logs.of({LogFamily::RecvZero});
+  if (!first && log_hits.empty()) return std::nullopt;
+  Candidate out;
+  out.priority = priority::kTransientRecv;
+  Verdict& v = out.verdict;
+  v.cls = "transient_recv";
+  v.next_step = "relaunch the job; investigate only if it reproduces (then trace the store host as well)";
+  if (first) {
+    const Event* e = first->zero_reads.front();
+    v.initiating_rank = rank_of(*first);
+    v.initiating_host = first->proc->host;
+    v.confidence = "medium";
+    v.summary = first->proc->label() + " read 0 bytes from its store connection at " + rel(c, e->wall_ns) +
+                " (the other end closed it) with no other failure: a transient close during bootstrap";
+    Finding fd = finding_for("transient_recv", *first, e->wall_ns);
+    fd.evidence.push_back(first->proc->label() + ": " + describe(*e));
+    out.findings.push_back(fd);
+  } else {
+    const LogEvent* e = log_hits.front();
+    v.initiating_rank = rank_of(*e);
+    v.confidence = "low";
+    v.summary = "a store read got 0 bytes (the other end closed the connection), from the logs";
+    Finding fd;
+    fd.cls = "transient_recv";
+    fd.rank = rank_of(*e);
+    fd.evidence.push_back(e->file + ":" + std::to_string(e->line) + ": " + e->text);
+    out.findings.push_back(fd);
+  }
+  return out;
+}
+
+}  // namespace rdzvscope

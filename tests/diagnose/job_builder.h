@@ -1,0 +1,140 @@
+// Synthetic jobs for the rule tests: one TraceBuilder per process, with helpers that add the
+// events the shim records, at times in seconds after the shared clock point.
+#pragma once
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "diagnose/log_facts.h"
+#include "diagnose/rules.h"
+#include "temp_dir.h"
+#include "trace_builder.h"
+
+namespace rdzvscope::test {
+
+inline constexpr std::uint16_t kPort = 29500;
+
+class Proc {
+ public:
+  Proc(int rank, int pid, const std::string& host = "node0", const std::string& job = "")
+      : b_(4096) {
+    auto& h = b_.header();
+    h.pid = pid;
+    h.ident.rank = rank;
+    h.ident.local_rank = rank;
+    h.ident.world_size = 4;
+    std::strcpy(h.host, host.c_str());
+    std::strcpy(h.ident.master_addr, "node0");
+    std::strcpy(h.ident.run_id, job.c_str());
+    add(make_record(RDZV_EV_PROC_START, RDZV_OP_INIT, 0.0));
+  }
+  rdzv_file_header& header() { return b_.header(); }
+
+  Proc& resolve(double t, const char* host, int ret, std::uint16_t port = kPort) {
+    rdzv_record r = make_record(RDZV_EV_RESOLVE, RDZV_OP_GETADDRINFO, t);
+    r.ret = ret;
+    std::strcpy(r.u.resolve.host, host);
+    std::snprintf(r.u.resolve.service, sizeof r.u.resolve.service, "%u", port);
+    if (ret == 0) r.u.resolve.first = ipv4(10, 0, 0, 1, 0);
+    return add(r);
+  }
+  Proc& connect(double t, int err, std::uint16_t port = kPort, double dur = 0.001, std::uint16_t local_port = 40000) {
+    rdzv_record r = make_record(RDZV_EV_CONNECT, RDZV_OP_CONNECT, t);
+    r.flags = RDZV_F_STORE;
+    r.ret = err ? -1 : 0;
+    r.err = err;
+    r.dur_ns = static_cast<std::uint64_t>(dur * 1e9);
+    r.u.net.peer = ipv4(10, 0, 0, 1, port);
+    if (!err) r.u.net.local = ipv4(10, 0, 0, 2, local_port);
+    return add(r);
+  }
+  Proc& bind(double t, int err, std::uint16_t port = kPort) {
+    rdzv_record r = make_record(RDZV_EV_BIND, RDZV_OP_BIND, t);
+    r.flags = RDZV_F_STORE;
+    r.ret = err ? -1 : 0;
+    r.err = err;
+    r.u.net.local = ipv4(0, 0, 0, 0, port);
+    return add(r);
+  }
+  Proc& listen(double t, std::uint16_t port = kPort) {
+    rdzv_record r = make_record(RDZV_EV_LISTEN, RDZV_OP_LISTEN, t);
+    r.flags = RDZV_F_STORE;
+    r.u.net.local = ipv4(0, 0, 0, 0, port);
+    return add(r);
+  }
+  Proc& accept(double t, std::uint16_t peer_port, std::uint16_t port = kPort) {
+    rdzv_record r = make_record(RDZV_EV_ACCEPT, RDZV_OP_ACCEPT, t);
+    r.flags = RDZV_F_STORE;
+    r.ret = 9;
+    r.u.net.peer = ipv4(10, 0, 0, 2, peer_port);
+    r.u.net.local = ipv4(10, 0, 0, 1, port);
+    return add(r);
+  }
+  Proc& io(unsigned kind, double t, std::int64_t ret, int err, std::uint16_t flags = 0,
+           std::uint16_t local_port = 40000, std::uint16_t port = kPort) {
+    rdzv_record r = make_record(kind, kind == RDZV_EV_SEND ? RDZV_OP_SEND : RDZV_OP_RECV, t);
+    r.flags = static_cast<std::uint16_t>(RDZV_F_STORE | flags);
+    r.ret = ret;
+    r.err = err;
+    r.u.net.peer = ipv4(10, 0, 0, 1, port);
+    r.u.net.local = ipv4(10, 0, 0, 2, local_port);
+    return add(r);
+  }
+  Proc& rcvtimeo(double t, std::int64_t ms) {
+    rdzv_record r = make_record(RDZV_EV_SOCKOPT, RDZV_OP_SETSOCKOPT, t);
+    r.flags = RDZV_F_STORE;
+    r.u.net.size = SO_RCVTIMEO;
+    r.u.net.timeout_ms = ms;
+    return add(r);
+  }
+  Proc& snapshot(double t, rdzv_snapshot_reason why, double cpu_s, std::uint64_t read_bytes, double age_s) {
+    rdzv_record r = make_record(RDZV_EV_SNAPSHOT, why, t);
+    r.u.snap.utime_us = static_cast<std::uint64_t>(cpu_s * 1e6);
+    r.u.snap.read_bytes = read_bytes;
+    r.u.snap.rchar = read_bytes;
+    r.u.snap.since_start_ns = static_cast<std::uint64_t>(age_s * 1e9);
+    return add(r);
+  }
+  Proc& exit(double t, int status) {
+    rdzv_record r = make_record(RDZV_EV_PROC_EXIT, RDZV_OP_EXIT, t);
+    r.ret = status;
+    r.u.proc.status = status;
+    return add(r);
+  }
+  Proc& add(const rdzv_record& r) {
+    b_.add(r);
+    return *this;
+  }
+  void write(const std::string& path) const { b_.write(path); }
+
+ private:
+  TraceBuilder b_;
+};
+
+class Job {
+ public:
+  Proc& proc(int rank, int pid, const std::string& host = "node0", const std::string& job = "") {
+    procs_.push_back(std::make_unique<Proc>(rank, pid, host, job));
+    return *procs_.back();
+  }
+  Diagnosis diagnose_it() {
+    int n = 0;
+    for (const auto& p : procs_) p->write(dir_.file("p" + std::to_string(n++) + ".rzt"));
+    traces_ = load_traces({dir_.path()});
+    return diagnose(traces_, logs_);
+  }
+
+ private:
+  TempDir dir_;
+  std::vector<std::unique_ptr<Proc>> procs_;
+  TraceInputs traces_;
+  LogFacts logs_;
+};
+
+}  // namespace rdzvscope::test

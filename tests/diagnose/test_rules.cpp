@@ -1,0 +1,180 @@
+// Each failure class from synthetic traces: the verdict class, the initiating rank, and that
+// the nearby classes do not steal the verdict.
+#include <catch2/catch.hpp>
+
+#include "job_builder.h"
+
+using namespace rdzvscope;
+using namespace rdzvscope::test;
+
+namespace {
+
+// Rank 0 hosts the store on kPort; every rank connects; local ports 40000 + rank.
+void healthy_rank(Job& job, int rank, double arrive = 1.0, double end = 3.0) {
+  Proc& p = job.proc(rank, 1000 + rank);
+  if (rank == 0) p.bind(0.9, 0).listen(0.9);
+  p.resolve(arrive - 0.01, "node0", 0).connect(arrive, 0, kPort, 0.001, 40000 + rank);
+  p.io(RDZV_EV_SEND, arrive + 0.01, 8, 0, 0, 40000 + rank).exit(end, 0);
+}
+
+}  // namespace
+
+TEST_CASE("healthy job: all ranks connected and exited 0") {
+  Job job;
+  for (int r = 0; r < 4; ++r) healthy_rank(job, r);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "healthy");
+  CHECK_FALSE(d.verdict.initiating_rank);
+  CHECK(d.ranks.size() == 4);
+}
+
+TEST_CASE("a refused first connect of the ordinary start-up race is still healthy") {
+  Job job;
+  healthy_rank(job, 0, 1.0);
+  for (int r = 1; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    p.connect(0.5, ECONNREFUSED).connect(1.5, 0, kPort, 0.001, 40000 + r).exit(3.0, 0);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "healthy");
+}
+
+TEST_CASE("straggler: the late rank is named, not the ranks that timed out") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    if (r == 2) {  // slept 8 s before init; the store host had gone by then
+      p.connect(8.0, ECONNREFUSED).snapshot(8.0, RDZV_SNAP_FAILURE, 0.2, 1000, 8.1).exit(9.0, 1);
+      continue;
+    }
+    p.connect(1.0, 0, kPort, 0.001, 40000 + r).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, 40000 + r).exit(4.1, 1);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "straggler_timeout");
+  REQUIRE(d.verdict.initiating_rank);
+  CHECK(*d.verdict.initiating_rank == 2);
+  CHECK(d.discriminators["timeout"]["ms"] == 3000);
+  CHECK(d.discriminators["timeout"]["source"] == "configured");
+  CHECK(d.verdict.next_step.find("idle/waiting") != std::string::npos);
+}
+
+TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' timeouts") {
+  Job job;
+  job.proc(0, 1000).bind(0.9, EADDRINUSE).exit(1.0, 1);
+  for (int r = 1; r < 4; ++r) job.proc(r, 1000 + r).connect(1.0, 0).io(RDZV_EV_RECV, 1.1, -1, EAGAIN, RDZV_F_TIMEOUT).exit(5, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "port_conflict");
+  CHECK(d.verdict.initiating_rank == 0);
+}
+
+TEST_CASE("name resolution on one rank: that rank, and the others resolved the name") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    if (r == 3) {
+      job.proc(3, 1003).resolve(1.0, "node0", EAI_NONAME).resolve(2.0, "node0", EAI_NONAME).exit(5, 1);
+      continue;
+    }
+    healthy_rank(job, r, 1.0, 6.0);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "name_resolution");
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.verdict.summary.find("resolved on") != std::string::npos);
+  CHECK(d.verdict.next_step.find("getent hosts node0") != std::string::npos);
+}
+
+TEST_CASE("an IPv6 miss followed by an IPv4 hit is not a name-resolution failure") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.resolve(0.95, "node0", EAI_NONAME).resolve(0.96, "node0", 0).connect(1.0, 0).exit(3, 0);
+  }
+  CHECK(job.diagnose_it().verdict.cls == "healthy");
+}
+
+TEST_CASE("broken pipe after the store host vanished: peer_died, initiated by the store host") {
+  Job job;
+  Proc& s = job.proc(0, 1000);
+  s.bind(0.9, 0).listen(0.9).connect(1.0, 0, kPort, 0.001, 40000).accept(1.0, 40001).accept(1.0, 40002);
+  // no exit record: SIGKILL
+  s.io(RDZV_EV_SEND, 2.0, 8, 0, 0, 40000);
+  for (int r = 1; r < 3; ++r)
+    job.proc(r, 1000 + r).connect(1.0, 0, kPort, 0.001, 40000 + r).io(RDZV_EV_SEND, 2.5, -1, EPIPE, 0, 40000 + r).exit(2.6, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cause == "peer_died");
+  CHECK(d.verdict.initiating_rank == 0);
+}
+
+TEST_CASE("broken pipe with the store still up: the TCPStore bug, initiated by the failing rank") {
+  Job job;
+  Proc& s = job.proc(0, 1000);
+  s.bind(0.9, 0).listen(0.9).connect(1.0, 0, kPort, 0.001, 40000).exit(10.0, 0);
+  job.proc(1, 1001).connect(1.0, 0, kPort, 0.001, 40001).exit(10.0, 0);
+  job.proc(2, 1002).connect(1.0, 0, kPort, 0.001, 40002).io(RDZV_EV_SEND, 3.0, -1, EPIPE, 0, 40002).exit(3.1, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cause == "tcpstore_bug_suspected");
+  CHECK(d.verdict.initiating_rank == 2);
+}
+
+TEST_CASE("connect timeout: the owner of the unreachable endpoint is the initiating rank") {
+  Job job;
+  job.proc(0, 1000).bind(0.9, 0).listen(0.9).connect(1.0, ETIMEDOUT, kPort, 3.0).exit(7, 1);
+  for (int r = 1; r < 4; ++r) job.proc(r, 1000 + r).connect(1.0, ETIMEDOUT, kPort, 3.0).exit(7, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "connect_timeout");
+  CHECK(d.verdict.initiating_rank == 0);
+}
+
+TEST_CASE("store not ready: clients refused for seconds before the store host listened") {
+  Job job;
+  Proc& s = job.proc(0, 1000);
+  s.bind(3.0, 0).listen(3.0).connect(3.0, 0, kPort, 0.001, 40000).exit(6, 0);
+  for (int r = 1; r < 4; ++r)
+    job.proc(r, 1000 + r).connect(1.0, ECONNREFUSED).connect(2.0, ECONNREFUSED).connect(3.1, 0, kPort, 0.001, 40000 + r).exit(6, 0);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "store_not_ready");
+  CHECK(d.verdict.initiating_rank == 0);
+}
+
+TEST_CASE("store never listened: store_not_ready without an initiating rank") {
+  Job job;
+  for (int r = 1; r < 4; ++r)
+    job.proc(r, 1000 + r).connect(1.0, ECONNREFUSED).connect(2.0, ECONNREFUSED).connect(3.0, ECONNREFUSED).exit(4, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "store_not_ready");
+  CHECK_FALSE(d.verdict.initiating_rank);
+}
+
+TEST_CASE("two jobs on one endpoint: rdzv_collision, no initiating rank") {
+  Job job;
+  job.proc(0, 1000, "node0", "jobA").bind(0.9, 0).listen(0.9).connect(1.0, 0).exit(5, 1);
+  job.proc(1, 1001, "node0", "jobA").connect(1.0, 0).exit(5, 1);
+  job.proc(0, 2000, "node0", "jobB").bind(1.5, EADDRINUSE).exit(1.6, 1);
+  job.proc(1, 2001, "node0", "jobB").connect(1.6, 0).exit(5, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "rdzv_collision");
+  CHECK_FALSE(d.verdict.initiating_rank);
+}
+
+TEST_CASE("a 0-byte read with the store alive and nothing else: transient_recv") {
+  Job job;
+  job.proc(0, 1000).bind(0.9, 0).listen(0.9).connect(1.0, 0, kPort, 0.001, 40000).exit(9, 0);
+  job.proc(1, 1001).connect(1.0, 0, kPort, 0.001, 40001).io(RDZV_EV_RECV, 1.5, 0, 0, RDZV_F_ZERO_READ, 40001).exit(1.6, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "transient_recv");
+  CHECK(d.verdict.initiating_rank == 1);
+}
+
+TEST_CASE("a failed rank without any rendezvous evidence: unknown, saying what is missing") {
+  Job job;
+  healthy_rank(job, 0);
+  job.proc(1, 1001).exit(2.0, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "unknown");
+  CHECK(d.verdict.summary.find("rank(s) 1 failed") != std::string::npos);
+}
