@@ -653,6 +653,15 @@ def sc_connect_timeout(h, run):
     for tool in ("ip", "iptables"):
         if not shutil.which(tool):
             raise Failure(f"connect_timeout needs `{tool}` (apt-get install iproute2 iptables)")
+    # A harness killed by ctest's timeout cannot run its finally: delete namespaces of ours
+    # whose harness process is gone.
+    listing = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True).stdout
+    for line in listing.splitlines():
+        old = line.split()[0] if line.split() else ""
+        if old.startswith("rdzve2e-") and old[8:].isdigit() and not os.path.exists(f"/proc/{old[8:]}"):
+            subprocess.run(["ip", "netns", "del", old], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
     subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sh("ip", "netns", "add", ns)
     try:
