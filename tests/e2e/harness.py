@@ -29,7 +29,6 @@ Standard library only; runs under any python3 >= 3.8 (the ranks run under --pyth
 `ip` and `iptables` (it makes and always deletes a network namespace).
 """
 import argparse
-import errno
 import glob
 import json
 import os
