@@ -114,6 +114,8 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     d.findings = best.findings;
     d.discriminators = best.discriminators;
     for (std::size_t i = 1; i < candidates.size(); ++i) {
+      // transient_recv means "no other cause": beside another verdict it says nothing.
+      if (candidates[i].verdict.cls == "transient_recv") continue;
       Finding also;
       also.cls = candidates[i].verdict.cls;
       also.evidence.push_back("also consistent with " + candidates[i].verdict.cls + ": " + candidates[i].verdict.summary);
@@ -124,6 +126,12 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     d.verdict.confidence = "high";
     d.verdict.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0";
     d.verdict.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
+  } else if (!c.has_traces() && logs.files > logs.errors.size() && logs.events.empty()) {
+    d.verdict.cls = "healthy";
+    d.verdict.confidence = "low";
+    d.verdict.summary = "no c10d / TCPStore error in " + std::to_string(logs.lines) +
+                        " log lines; logs alone cannot show a hang or a late rank";
+    d.verdict.next_step = "if the job still hung, rerun under rdzvscope run to trace every rank";
   } else {
     d.verdict.cls = "unknown";
     std::string missing;
