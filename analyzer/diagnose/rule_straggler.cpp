@@ -3,6 +3,7 @@
 // was late, by how much against the timeout, and what it was doing meanwhile.
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "reader/names.h"
 #include "rules.h"
@@ -46,8 +47,9 @@ std::optional<Candidate> rule_straggler(const Context& c) {
     const std::int64_t usual = median(arrivals);
     // Late: reached the store after the first fast rank gave up, or never reached it.
     std::vector<const ProcessFacts*> late;
+    const std::unordered_set<const ProcessFacts*> waited_set(waited.begin(), waited.end());
     for (const ProcessFacts* f : c.ranks()) {
-      if (std::find(waited.begin(), waited.end(), f) != waited.end()) continue;
+      if (waited_set.count(f)) continue;
       auto a = f->arrival_ns();
       if (!a || *a >= first_timeout - 100'000'000) late.push_back(f);
     }
