@@ -25,6 +25,10 @@ OUT=${DEMO_OUT:-out/demo-$(date +%Y%m%d-%H%M%S)}
 TRACES=$OUT/traces
 
 [[ -x $RDZVSCOPE ]] || { echo "demo: $RDZVSCOPE was not built" >&2; exit 1; }
+if [[ -e $OUT && -n $(ls -A "$OUT" 2>/dev/null) ]]; then
+  echo "demo: $OUT is not empty; traces of two runs in one directory would be analyzed as one job" >&2
+  exit 2
+fi
 mkdir -p "$OUT/logs"
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 

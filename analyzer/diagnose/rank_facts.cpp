@@ -61,11 +61,13 @@ void derive_one(ProcessFacts& f) {
           if (!f.connected_ns) f.connected_ns = e.wall_ns + static_cast<std::int64_t>(r.dur_ns);
         } else if (!pending && r.err == ECONNREFUSED) {
           f.refused.push_back(&e);
+          note_error(f, &e);
         } else if (!pending && r.err == ETIMEDOUT) {
           f.connect_timeouts.push_back(&e);
           note_error(f, &e);
         } else if (!pending && r.err != EINTR) {
           f.connect_other_failures.push_back(&e);
+          note_error(f, &e);
         }
         break;
       }
