@@ -53,7 +53,7 @@ def mode(path):
 
 
 def case_help(tmp):
-    for args in (["--help"], ["dump", "--help"], ["run", "--help"]):
+    for args in (["--help"], ["dump", "--help"], ["run", "--help"], ["analyze", "--help"]):
         rc, out, err = run(args)
         expect(rc == 0, f"{args}: exit {rc}", err)
         expect("Usage:" in out, f"{args}: no usage text", out)
@@ -124,6 +124,60 @@ def case_dump_truncated(tmp):
     lines = parse_lines(out)
     expect([l["type"] for l in lines] == ["header", "event", "event", "event", "summary"],
            "records before the cut still dumped", out)
+
+
+def case_analyze_missing_path(tmp):
+    missing = os.path.join(tmp, "no-such-dir")
+    rc, out, err = run(["analyze", missing])
+    expect(rc == 2 and out == "", f"exit {rc}", out, err)
+    expect(err.splitlines() == [f"rdzvscope analyze: {missing}: No such file or directory"],
+           "one line naming the path", err)
+
+
+def case_analyze_damaged_among_good(tmp):
+    d = os.path.join(tmp, "traces")
+    os.makedirs(d)
+    make_trace("good", os.path.join(d, "a.rzt"))
+    make_trace("truncated", os.path.join(d, "b.rzt"))
+    with open(os.path.join(d, "c.rzt"), "wb") as f:
+        f.write(b"not a trace at all" * 300)
+    rc, out, err = run(["analyze", d, "--format", "json"])
+    expect(rc == 0, f"exit {rc}: the analysis goes on", err)
+    report = json.loads(out)
+    expect(report["schema"] == "rdzvscope.diagnosis/1", "schema", out)
+    expect(report["inputs"]["trace_files"] == 3 and report["inputs"]["damaged_files"] == 2,
+           "damage counted", report["inputs"])
+    expect(len(err.splitlines()) == 2 and "b.rzt: truncated at offset" in err and "c.rzt" in err,
+           "one stderr line per damaged file", err)
+
+
+def case_analyze_garbage_log(tmp):
+    log = os.path.join(tmp, "rank0.log")
+    with open(log, "wb") as f:
+        f.write(os.urandom(200000) + b"\n[W socket.cpp:558] [c10d] The client socket has failed to "
+                b"connect to [localhost]:29500 (errno: 110 - Connection timed out).\n" + os.urandom(1000))
+    rc, out, err = run(["analyze", "--log", log, "--format", "json"])
+    expect(rc == 0, f"exit {rc}", err)
+    report = json.loads(out)
+    expect(report["verdict"]["class"] == "connect_timeout", "the real line among garbage is found", out)
+
+
+def case_analyze_nothing_given(tmp):
+    rc, out, err = run(["analyze"])
+    expect(rc == 2 and len(err.splitlines()) == 1, f"exit {rc}", err)
+
+
+def case_analyze_fail_on_problem(tmp):
+    log = os.path.join(tmp, "rank1.log")
+    with open(log, "w") as f:
+        f.write("RuntimeError: Address already in use\n")
+    rc, out, err = run(["analyze", "--log", log, "--fail-on-problem"])
+    expect(rc == 3, f"exit {rc}, want 3 for a verdict that is not healthy", out, err)
+    expect(out.startswith("VERDICT  port_conflict"), "text report starts with the verdict", out)
+    with open(log, "w") as f:
+        f.write("epoch 1 loss 0.5\n")
+    rc, out, err = run(["analyze", "--log", log, "--fail-on-problem"])
+    expect(rc == 0, f"exit {rc} for a healthy verdict", out, err)
 
 
 def case_dump_torn(tmp):
