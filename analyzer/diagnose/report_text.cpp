@@ -1,4 +1,8 @@
 #include <cstdio>
+#include <map>
+#include <vector>
+
+#include "context.h"
 
 #include "reader/names.h"
 #include "report.h"
@@ -49,7 +53,26 @@ std::string diagnosis_text(const Diagnosis& d) {
     std::snprintf(line, sizeof line, "\n %5s  %-14s %9s %9s %14s %10s  %-34s %s\n", "rank", "host", "launched",
                   "resolved", "store connect", "connected", "first error", "exit");
     s += line;
+    // Ranks that tell the same story (same role, same first error, same exit, not late) are
+    // folded into one line after the first of them, so that 4,096 ranks stay readable.
+    auto story = [](const RankRow& r) {
+      std::string err = r.first_error.substr(0, r.first_error.find(" to "));
+      return r.role + "|" + err + "|" + (r.vanished ? "v" : r.exit_status ? std::to_string(*r.exit_status) : "?") +
+             (r.late ? "|late" : "");
+    };
+    std::map<std::string, std::vector<int>> folded;
+    std::map<std::string, int> shown_as;
+    std::vector<std::string> order;
     for (const RankRow& r : d.ranks) {
+      const std::string key = story(r);
+      if (shown_as.count(key) && !r.late && r.rank != d.verdict.initiating_rank && r.rank) {
+        folded[key].push_back(*r.rank);
+        continue;
+      }
+      if (!shown_as.count(key)) {
+        shown_as[key] = r.rank.value_or(-1);
+        order.push_back(key);
+      }
       std::string exit = r.vanished ? "vanished" : r.exit_status ? std::to_string(*r.exit_status) : "?";
       std::string err = r.first_error.empty() ? "-" : at(d, r.first_error_ns) + " " + r.first_error;
       if (err.size() > 60) err = err.substr(0, 57) + "...";
@@ -61,6 +84,9 @@ std::string diagnosis_text(const Diagnosis& d) {
                     at(d, r.connected_ns).c_str(), err.c_str(), exit.c_str());
       s += line;
     }
+    for (const std::string& key : order)
+      if (auto it = folded.find(key); it != folded.end())
+        s += "  (ranks " + rank_list(it->second) + " like rank " + std::to_string(shown_as[key]) + ")\n";
   }
   if (!d.findings.empty()) {
     s += "\nEVIDENCE\n";
