@@ -86,6 +86,14 @@ std::optional<int> rank_of(const ProcessFacts& f) {
 
 std::optional<int> rank_of(const LogEvent& e) { return e.rank >= 0 ? std::optional<int>(e.rank) : std::nullopt; }
 
+Finding log_finding(const std::string& cls, const LogEvent& e) {
+  Finding out;
+  out.cls = cls;
+  out.rank = rank_of(e);
+  out.evidence.push_back(e.file + ":" + std::to_string(e.line) + ": " + e.text);
+  return out;
+}
+
 Finding finding_for(const std::string& cls, const ProcessFacts& f, std::optional<std::int64_t> t) {
   Finding out;
   out.cls = cls;

@@ -43,6 +43,8 @@ std::string rel(const Context& c, std::int64_t wall_ns);
 std::string fmt_seconds(double s);
 std::string rank_list(const std::vector<int>& ranks);  // "0-2, 5"
 Finding finding_for(const std::string& cls, const ProcessFacts& f, std::optional<std::int64_t> t);
+// A finding whose evidence is one log line ("FILE:LINE: text"), for the log-only paths.
+Finding log_finding(const std::string& cls, const LogEvent& e);
 std::optional<int> rank_of(const ProcessFacts& f);
 std::optional<int> rank_of(const LogEvent& e);
 

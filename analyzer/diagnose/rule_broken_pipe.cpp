@@ -128,11 +128,7 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
       for (const LogEvent* x : log_hits)
         if (x->rank >= 0 && (e->rank < 0 || x->rank < e->rank)) e = x;
       v.initiating_rank = rank_of(*e);
-      Finding fd;
-      fd.cls = "broken_pipe";
-      fd.rank = rank_of(*e);
-      fd.evidence.push_back(e->file + ":" + std::to_string(e->line) + ": " + e->text);
-      out.findings.push_back(fd);
+      out.findings.push_back(log_finding("broken_pipe", *e));
     }
     v.summary = "a store connection broke while the store stayed up" +
                 std::string(version.empty() ? "" : " (PyTorch " + version + ")") +

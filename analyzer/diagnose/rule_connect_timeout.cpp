@@ -73,11 +73,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
     v.next_step = "nc -vz -w 5 " + (e->host.empty() ? std::string("<host>") : e->host) + " " +
                   (e->port ? std::to_string(*e->port) : std::string("<port>")) +
                   " from the failing node; check firewall rules and routes";
-    Finding fd;
-    fd.cls = "connect_timeout";
-    fd.rank = rank_of(*e);
-    fd.evidence.push_back(e->file + ":" + std::to_string(e->line) + ": " + e->text);
-    out.findings.push_back(fd);
+    out.findings.push_back(log_finding("connect_timeout", *e));
   }
   out.discriminators["destination"] = dest;
   out.discriminators["ranks_timed_out"] = ranks;

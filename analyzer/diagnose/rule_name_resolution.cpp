@@ -71,11 +71,7 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
     name = first->host;
     v.initiating_rank = rank_of(*first);
     v.confidence = "medium";
-    Finding fd;
-    fd.cls = "name_resolution";
-    fd.rank = rank_of(*first);
-    fd.evidence.push_back(first->file + ":" + std::to_string(first->line) + ": " + first->text);
-    out.findings.push_back(fd);
+    out.findings.push_back(log_finding("name_resolution", *first));
   }
   std::string elsewhere;
   if (auto it = resolved_on.find(name); it != resolved_on.end() && !it->second.empty()) {

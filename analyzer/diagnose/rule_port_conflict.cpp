@@ -17,17 +17,13 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
     fd.evidence.push_back(f.proc->label() + ": " + describe(*f.bind_failure) + " at " + rel(c, f.bind_failure->wall_ns));
     out.findings.push_back(fd);
   }
-  std::optional<int> log_rank;
-  std::string log_line;
+  const LogEvent* log_hit = nullptr;  // the lowest-ranked bind failure in the logs
   for (const LogEvent* e : c.logs.of({LogFamily::BindFailed, LogFamily::ListenFailed})) {
     // libuv reports EADDRINUSE at listen ("code: -98"); the legacy backend at bind.
     if (e->err ? *e->err != EADDRINUSE : !e->has(LogFamily::BindFailed)) continue;
-    if (log_line.empty() || (e->rank >= 0 && (!log_rank || e->rank < *log_rank))) {
-      log_line = e->file + ":" + std::to_string(e->line) + ": " + e->text;
-      log_rank = rank_of(*e);
-    }
+    if (!log_hit || (e->rank >= 0 && (log_hit->rank < 0 || e->rank < log_hit->rank))) log_hit = e;
   }
-  if (!first && log_line.empty()) return std::nullopt;
+  if (!first && !log_hit) return std::nullopt;
 
   std::uint16_t port = first ? first->bind_failure->rec.u.net.local.port : 0;
   Verdict& v = out.verdict;
@@ -48,14 +44,10 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
     out.discriminators["port"] = port;
     out.discriminators["port_holder"] = holder;
   } else {
-    v.initiating_rank = log_rank;
+    v.initiating_rank = rank_of(*log_hit);
     v.summary = "the store could not bind its port (Address already in use), from the logs";
     v.next_step = "ss -ltnp on the store host to see who holds the port; derive the port from the job id";
-    Finding fd;
-    fd.cls = "port_conflict";
-    fd.rank = log_rank;
-    fd.evidence.push_back(log_line);
-    out.findings.push_back(fd);
+    out.findings.push_back(log_finding("port_conflict", *log_hit));
   }
   return out;
 }

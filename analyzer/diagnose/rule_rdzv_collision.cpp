@@ -79,11 +79,7 @@ std::optional<Candidate> rule_rdzv_collision(const Context& c) {
     out.verdict.summary = "the store barrier counted " + std::to_string(wc) + " workers for a world of " +
                           std::to_string(ws) + ": two launches share one store";
     out.verdict.next_step = "give each job its own rendezvous id and port (derive them from the job id)";
-    Finding fd;
-    fd.cls = "rdzv_collision";
-    fd.rank = rank_of(*e);
-    fd.evidence.push_back(e->file + ":" + std::to_string(e->line) + ": " + e->text);
-    out.findings.push_back(fd);
+    out.findings.push_back(log_finding("rdzv_collision", *e));
     return out;
   }
   return std::nullopt;

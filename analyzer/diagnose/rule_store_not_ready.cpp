@@ -80,11 +80,7 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
     v.initiating_rank = std::nullopt;
     v.summary = "clients timed out connecting to the store (" + e->host + ") without another error: the store was not up; c10d retries refused connects silently, so only a trace can prove it";
     v.next_step = "rerun with rdzvscope run to trace; check that the store host started before its timeout";
-    Finding fd;
-    fd.cls = "store_not_ready";
-    fd.rank = rank_of(*e);
-    fd.evidence.push_back(e->file + ":" + std::to_string(e->line) + ": " + e->text);
-    out.findings.push_back(fd);
+    out.findings.push_back(log_finding("store_not_ready", *e));
   }
   out.discriminators["refused_connects"] = refused;
   out.discriminators["seconds_refused_before_listen"] = server && refused ? seconds(first_refused, *server->listen_ns) : 0.0;

@@ -121,10 +121,7 @@ std::optional<Candidate> rule_straggler(const Context& c) {
               (others.size() == 1 ? "; rank " + std::to_string(others.front()) + " did not, so it was probably the late one" : std::string()) +
               "; logs cannot tell how late: trace the job with rdzvscope run";
   v.next_step = "rerun under rdzvscope run to measure each rank's arrival; meanwhile raise init_process_group(timeout=...)";
-  Finding fd;
-  fd.cls = "straggler_timeout";
-  fd.evidence.push_back(timeouts.front()->file + ":" + std::to_string(timeouts.front()->line) + ": " + timeouts.front()->text);
-  out.findings.push_back(fd);
+  out.findings.push_back(log_finding("straggler_timeout", *timeouts.front()));
   return out;
 }
 

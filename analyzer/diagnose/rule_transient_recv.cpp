@@ -32,11 +32,7 @@ std::optional<Candidate> rule_transient_recv(const Context& c) {
     v.initiating_rank = rank_of(*e);
     v.confidence = "low";
     v.summary = "a store read got 0 bytes (the other end closed the connection), from the logs";
-    Finding fd;
-    fd.cls = "transient_recv";
-    fd.rank = rank_of(*e);
-    fd.evidence.push_back(e->file + ":" + std::to_string(e->line) + ": " + e->text);
-    out.findings.push_back(fd);
+    out.findings.push_back(log_finding("transient_recv", *e));
   }
   return out;
 }
