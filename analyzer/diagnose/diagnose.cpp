@@ -156,6 +156,9 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     std::snprintf(buf, sizeof buf, "%s:%u, hosted by %s", s->proc->host.c_str(), s->listen_port,
                   s->proc->label().c_str());
     d.store_endpoint = buf;
+    if (const auto& t = d.discriminators["timeout"]; t.is_object())
+      d.store_endpoint += "; timeout " + fmt_seconds(t["ms"].get<std::int64_t>() / 1000.0) + " (" +
+                          t["source"].get<std::string>() + ")";
   }
 
   InputStats& in = d.inputs;

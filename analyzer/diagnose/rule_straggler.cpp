@@ -89,6 +89,18 @@ std::optional<Candidate> rule_straggler(const Context& c) {
       if (!a.empty()) fd.evidence.push_back("  before arriving: " + a);
       out.findings.push_back(fd);
     }
+    // The late rank's own error is a consequence when the store host had already gone.
+    if (const ProcessFacts* store = c.store_server(0); store && worst->arrival_ns()) {
+      const Process& sp = *store->proc;
+      const std::int64_t gone = sp.exit_ns ? *sp.exit_ns : sp.last_event_ns();
+      if (gone < *worst->arrival_ns()) {
+        Finding fd = finding_for("straggler_timeout", *store, gone);
+        fd.evidence.push_back(sp.label() + " (the store host) " + (sp.exit_ns ? "exited" : "was last seen") + " at " +
+                              rel(c, gone) + ", " + fmt_seconds(seconds(gone, *worst->arrival_ns())) + " before " +
+                              worst->proc->label() + " tried to connect: its error is a consequence, the store was already gone");
+        out.findings.push_back(fd);
+      }
+    }
     Finding fast;
     fast.cls = "straggler_timeout";
     fast.evidence.push_back("rank(s) " + rank_list(fast_ranks) + " connected by " + rel(c, usual) +
