@@ -19,7 +19,8 @@ if [ "${RDZVSCOPE_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "test: sanitizer build in $ASAN_DIR (address,undefined)"
   cmake -S . -B "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Debug -DRDZVSCOPE_SANITIZE=address,undefined \
         -DRDZVSCOPE_BUILD_BENCH=OFF
-  cmake --build "$ASAN_DIR" -j"$(nproc)" --target rdzvscope rdzvscope_unit_tests make_test_trace
+  cmake --build "$ASAN_DIR" -j"$(nproc)" --target rdzvscope rdzvscope_unit_tests make_test_trace \
+        rdzvscope_logs_tests rdzvscope_diagnose_tests
   echo "test: ctest --test-dir $ASAN_DIR -R '^unit\\.' --output-on-failure -j2"
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$ASAN_DIR" -R '^unit\.' --output-on-failure -j2
 fi
