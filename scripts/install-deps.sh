@@ -10,6 +10,8 @@ PACKAGES=(
   libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libcli11-dev libbenchmark-dev
   # tests and demo
   python3-torch iproute2 iptables strace valgrind binutils procps
+  # fuzzing and sanitizers with clang (libFuzzer), the HTML report's headless-browser test
+  libclang-rt-14-dev chromium
 )
 
 missing=()
