@@ -21,5 +21,6 @@ struct Command {
 Command add_dump_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_analyze_command(CLI::App& app);
+Command add_attach_command(CLI::App& app);
 
 }  // namespace rdzvscope::cli

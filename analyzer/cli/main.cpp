@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
 
   std::vector<Command> commands{add_run_command(app), add_dump_command(app),
                                 add_analyze_command(app)};
+  commands.push_back(add_attach_command(app));
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,104 @@
+// rdzvscope attach (--pid PID... | --comm NAME... | --all) [--port P...] --out DIR
+//                  [--duration S]: records, with eBPF probes, what the shim would have
+// recorded inside processes that were started without it (bpf/loader.h). One trace file per
+// process in DIR; Ctrl-C, SIGTERM or the duration stops it, every buffered event written.
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "out_dir.h"
+
+#ifdef RDZVSCOPE_HAVE_BPF
+#include "loader.h"
+#endif
+
+namespace rdzvscope::cli {
+namespace {
+
+struct AttachArgs {
+  std::vector<int> pids;
+  std::vector<std::string> comms;
+  bool all = false;
+  std::vector<int> ports;
+  std::string out;
+  double duration = 0;
+};
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "rdzvscope attach: %s\n", msg.c_str());
+  return kExitUsage;
+}
+
+#ifdef RDZVSCOPE_HAVE_BPF
+volatile std::sig_atomic_t g_stop = 0;
+
+void on_signal(int) { g_stop = 1; }
+
+void say_ready(const bpf::AttachResult& r, const bpf::AttachOptions& opt) {
+  std::string who = opt.all ? std::string("all processes") : std::to_string(r.per_pid.size()) + " process(es)";
+  std::fprintf(stderr, "rdzvscope attach: recording %s into %s (Ctrl-C stops)\n", who.c_str(),
+               opt.out_dir.c_str());
+  std::fflush(stderr);
+}
+
+int run_attach(const AttachArgs& a) {
+  const int given = (!a.pids.empty()) + (!a.comms.empty()) + (a.all ? 1 : 0);
+  if (given != 1) return fail("give exactly one of --pid, --comm, --all");
+  bpf::AttachOptions opt;
+  opt.pids = a.pids;
+  opt.comms = a.comms;
+  opt.all = a.all;
+  for (int p : a.ports) opt.ports.push_back(static_cast<std::uint16_t>(p));
+  opt.duration_s = a.duration;
+  auto dir = prepare_out_dir(a.out);
+  if (!dir) return fail(dir.error().message());
+  opt.out_dir = dir.value();
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;  // no SA_RESTART: the ring buffer poll returns at once
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  const bpf::AttachResult r = bpf::attach_and_record(opt, &g_stop, say_ready);
+  if (r.exit_code != 0 && r.per_pid.empty()) return fail(r.error);
+  if (!r.error.empty()) std::fprintf(stderr, "rdzvscope attach: %s\n", r.error.c_str());
+  std::uint64_t total = 0;
+  std::string each;
+  for (const auto& p : r.per_pid) {
+    total += p.events;
+    each += (each.empty() ? "" : ", ") + std::to_string(p.pid) + ": " + std::to_string(p.events);
+  }
+  std::fprintf(stderr, "rdzvscope attach: %llu events from %zu process(es) (%s), %llu lost -> %s\n",
+               static_cast<unsigned long long>(total), r.per_pid.size(), each.c_str(),
+               static_cast<unsigned long long>(r.lost), opt.out_dir.c_str());
+  return r.exit_code;
+}
+#else
+int run_attach(const AttachArgs&) { return fail("built without BPF support"); }
+#endif
+
+}  // namespace
+
+Command add_attach_command(CLI::App& app) {
+  auto a = std::make_shared<AttachArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "attach", "Record running processes with eBPF probes (root): one DIR/<host>.<pid>.rzt each");
+  sub->add_option("--pid,-p", a->pids, "Processes to attach to (their children follow)")->type_name("PID...");
+  sub->add_option("--comm", a->comms, "Attach to every process with this command name")->type_name("NAME...");
+  sub->add_flag("--all", a->all, "Every process (use with --port)");
+  sub->add_option("--port", a->ports, "Record socket calls on these ports only (they count as store ports)")
+      ->type_name("P...")
+      ->check(CLI::Range(1, 65535));
+  sub->add_option("--out,-o", a->out, "Trace directory, created 0700")->type_name("DIR")->required();
+  sub->add_option("--duration", a->duration, "Stop after S seconds (default: at Ctrl-C or SIGTERM)")
+      ->type_name("S")
+      ->check(CLI::NonNegativeNumber);
+  return Command{sub, [a] { return run_attach(*a); }};
+}
+
+}  // namespace rdzvscope::cli

@@ -1,0 +1,232 @@
+#include "loader.h"
+
+#include <bpf/libbpf.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "proc_info.h"
+#include "rdzv.h"
+#include "rdzv.skel.h"
+#include "trace_file.h"
+
+namespace rdzvscope::bpf {
+namespace {
+
+std::string g_last_libbpf_error;
+
+// libbpf's own messages: kept (the last warning explains a failed load), printed only when
+// RDZVSCOPE_BPF_VERBOSE is set, so that a normal run says one line, not a verifier log.
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
+  char line[1024];
+  va_list copy;
+  va_copy(copy, args);
+  std::vsnprintf(line, sizeof line, fmt, copy);
+  va_end(copy);
+  if (level != LIBBPF_DEBUG) {
+    g_last_libbpf_error = line;
+    while (!g_last_libbpf_error.empty() && g_last_libbpf_error.back() == '\n') g_last_libbpf_error.pop_back();
+  }
+  if (std::getenv("RDZVSCOPE_BPF_VERBOSE")) std::vfprintf(stderr, fmt, args);  // uncut
+  return 0;
+}
+
+std::uint64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+struct Recorder {
+  const AttachOptions* opt = nullptr;
+  rdzv_bpf* skel = nullptr;
+  std::map<int, std::unique_ptr<TraceFile>> files;
+  std::set<int> failed;  // pids whose file could not be created (said once)
+
+  TraceFile* file_for(int pid) {
+    auto it = files.find(pid);
+    if (it != files.end()) return it->second.get();
+    if (failed.count(pid)) return nullptr;
+    auto f = std::make_unique<TraceFile>();
+    std::string err = f->create(opt->out_dir, pid, store_ports_of(pid, opt->ports), opt->max_bytes);
+    if (!err.empty()) {
+      std::fprintf(stderr, "rdzvscope attach: cannot create trace file for pid %d: %s\n", pid, err.c_str());
+      failed.insert(pid);
+      return nullptr;
+    }
+    // With --all, a process is "known" once seen: its fork/exit/getaddrinfo count from now on.
+    if (opt->all) {
+      const std::uint32_t key = static_cast<std::uint32_t>(pid);
+      const std::uint8_t one = 1;
+      bpf_map__update_elem(skel->maps.targets, &key, sizeof key, &one, sizeof one, BPF_ANY);
+    }
+    return files.emplace(pid, std::move(f)).first->second.get();
+  }
+
+  std::uint64_t lost() const {
+    const int ncpu = libbpf_num_possible_cpus();
+    if (ncpu <= 0) return 0;
+    std::vector<std::uint64_t> per_cpu(static_cast<std::size_t>(ncpu));
+    const std::uint32_t zero = 0;
+    if (bpf_map__lookup_elem(skel->maps.lost, &zero, sizeof zero, per_cpu.data(),
+                             per_cpu.size() * sizeof(std::uint64_t), 0) != 0)
+      return 0;
+    std::uint64_t total = 0;
+    for (auto n : per_cpu) total += n;
+    return total;
+  }
+};
+
+int on_event(void* ctx, void* data, size_t size) {
+  auto* rec = static_cast<Recorder*>(ctx);
+  if (size < sizeof(rdzv_bpf_event)) return 0;
+  const auto* ev = static_cast<const rdzv_bpf_event*>(data);
+  if (TraceFile* f = rec->file_for(static_cast<int>(ev->tgid))) f->append(ev->rec);
+  return 0;
+}
+
+AttachResult fail(std::string msg) {
+  AttachResult r;
+  r.exit_code = 2;
+  r.error = std::move(msg);
+  return r;
+}
+
+struct SkelDeleter {
+  void operator()(rdzv_bpf* s) const { rdzv_bpf::destroy(s); }
+};
+
+}  // namespace
+
+AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomic_t* stop,
+                               void (*on_ready)(const AttachResult&, const AttachOptions&)) {
+  if (geteuid() != 0) return fail("needs root (CAP_BPF and CAP_PERFMON): run it as root");
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+    return fail("no BPF support here: the kernel has no BTF (/sys/kernel/btf/vmlinux)");
+
+  // The targets, found before anything is loaded: their ports go into the programs.
+  std::vector<int> pids;
+  for (int pid : opt.pids) {
+    if (!process_exists(pid)) return fail("no such process: " + std::to_string(pid));
+    pids.push_back(pid);
+  }
+  for (const auto& comm : opt.comms) {
+    auto found = pids_with_comm(comm);
+    if (found.empty()) return fail("no process named '" + comm + "'");
+    pids.insert(pids.end(), found.begin(), found.end());
+  }
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  pids.erase(std::remove(pids.begin(), pids.end(), static_cast<int>(getpid())), pids.end());
+  if (pids.empty() && !opt.all) return fail("no process to attach to");
+
+  std::vector<std::uint16_t> ports;
+  for (int pid : pids)
+    for (auto p : store_ports_of(pid, opt.ports))
+      if (std::find(ports.begin(), ports.end(), p) == ports.end()) ports.push_back(p);
+  if (opt.all) ports = store_ports_of(getpid(), opt.ports);
+  if (!opt.ports.empty()) ports = opt.ports;  // --port: exactly these (the filter)
+  if (ports.size() > RDZV_BPF_MAX_PORTS) ports.resize(RDZV_BPF_MAX_PORTS);
+
+  libbpf_set_print(libbpf_print);
+  std::unique_ptr<rdzv_bpf, SkelDeleter> skel(rdzv_bpf::open());
+  if (!skel) return fail("no BPF support here: cannot open the BPF object: " + g_last_libbpf_error);
+  skel->rodata->trace_all = opt.all;
+  skel->rodata->filter_ports = !opt.ports.empty();
+  skel->rodata->self_tgid = static_cast<std::uint32_t>(getpid());
+  for (std::size_t i = 0; i < ports.size(); ++i) skel->rodata->ports[i] = ports[i];
+  if (int err = rdzv_bpf::load(skel.get()); err != 0)
+    return fail("no BPF support here: loading the probes failed (" + std::string(std::strerror(-err)) +
+                "): " + g_last_libbpf_error);
+
+  const std::uint8_t one = 1;
+  for (int pid : pids) {
+    const std::uint32_t key = static_cast<std::uint32_t>(pid);
+    if (bpf_map__update_elem(skel->maps.targets, &key, sizeof key, &one, sizeof one, BPF_ANY) != 0)
+      return fail("cannot add pid " + std::to_string(pid) + " to the target map");
+  }
+
+  // Files for the explicit targets first, so that their PROC_START sorts before any event.
+  Recorder recorder;
+  recorder.opt = &opt;
+  recorder.skel = skel.get();
+  for (int pid : pids)
+    if (!recorder.file_for(pid)) return fail("cannot create the trace file of pid " + std::to_string(pid));
+
+  if (int err = rdzv_bpf::attach(skel.get()); err != 0)
+    return fail("attaching the probes failed (" + std::string(std::strerror(-err)) + "): " + g_last_libbpf_error);
+
+  // getaddrinfo: one uprobe pair per libc the targets use (uprobes sit on the file; the
+  // programs filter by tgid).
+  std::set<std::string> libcs;
+  for (int pid : pids) {
+    std::string path = libc_path_of(pid);
+    if (!path.empty()) libcs.insert(path);
+  }
+  if (opt.all) libcs.insert(libc_path_of(0));
+  std::vector<bpf_link*> links;
+  for (const auto& path : libcs) {
+    LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = false, .func_name = "getaddrinfo");
+    bpf_link* in = bpf_program__attach_uprobe_opts(skel->progs.rdzv_gai_enter, -1, path.c_str(), 0, &uo);
+    LIBBPF_OPTS(bpf_uprobe_opts, ro, .retprobe = true, .func_name = "getaddrinfo");
+    bpf_link* out = in ? bpf_program__attach_uprobe_opts(skel->progs.rdzv_gai_exit, -1, path.c_str(), 0, &ro) : nullptr;
+    if (!in || !out) {
+      if (in) bpf_link__destroy(in);
+      for (auto* l : links) bpf_link__destroy(l);
+      return fail("cannot attach the getaddrinfo uprobe to " + path + ": " + g_last_libbpf_error);
+    }
+    links.push_back(in);
+    links.push_back(out);
+  }
+
+  ring_buffer* rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &recorder, nullptr);
+  if (!rb) {
+    for (auto* l : links) bpf_link__destroy(l);
+    return fail("cannot open the ring buffer: " + std::string(std::strerror(errno)));
+  }
+
+  AttachResult result;
+  for (int pid : pids) result.per_pid.push_back({pid, 0, recorder.files[pid]->path()});
+  if (on_ready) on_ready(result, opt);
+
+  const std::uint64_t deadline = opt.duration_s > 0 ? mono_ns() + static_cast<std::uint64_t>(opt.duration_s * 1e9) : 0;
+  std::uint64_t last_lost_update = 0;
+  while (!*stop && (!deadline || mono_ns() < deadline)) {
+    int n = ring_buffer__poll(rb, 100);
+    if (n < 0 && n != -EINTR) {
+      result.error = "ring buffer poll failed: " + std::string(std::strerror(-n));
+      result.exit_code = 2;
+      break;
+    }
+    if (mono_ns() - last_lost_update > 500'000'000ull) {
+      const std::uint64_t lost = recorder.lost();
+      for (auto& [pid, f] : recorder.files) f->set_lost(lost);
+      last_lost_update = mono_ns();
+    }
+  }
+  // Stop the probes first, then drain what they left in the ring buffer: nothing is lost
+  // between the last poll and the exit.
+  for (auto* l : links) bpf_link__destroy(l);
+  rdzv_bpf::detach(skel.get());
+  ring_buffer__consume(rb);
+  ring_buffer__free(rb);
+
+  result.lost = recorder.lost();
+  result.per_pid.clear();
+  for (auto& [pid, f] : recorder.files) {
+    f->set_lost(result.lost);
+    result.per_pid.push_back({pid, f->events(), f->path()});
+    f->close();
+  }
+  return result;
+}
+
+}  // namespace rdzvscope::bpf

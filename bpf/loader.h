@@ -1,0 +1,40 @@
+// rdzvscope attach, the user side: loads rdzv.bpf.c (open -> rodata -> load -> attach),
+// drains its ring buffer into one trace file per process, and stops when asked.
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rdzvscope::bpf {
+
+struct AttachOptions {
+  std::vector<int> pids;
+  std::vector<std::string> comms;
+  bool all = false;
+  std::vector<std::uint16_t> ports;  // --port: per-call events on these only; also store ports
+  std::string out_dir;               // exists and is writable
+  double duration_s = 0;             // 0: until *stop
+  std::uint64_t max_bytes = 2u << 20;
+};
+
+struct PidCount {
+  int pid;
+  std::uint64_t events;
+  std::string path;
+};
+
+struct AttachResult {
+  int exit_code = 0;  // 0, or 2 with `error` (no root, no BPF, no such process...)
+  std::string error;
+  std::vector<PidCount> per_pid;
+  std::uint64_t lost = 0;
+};
+
+// Runs until *stop becomes nonzero (a signal handler sets it) or the duration has passed.
+// `on_ready` is called once the probes are attached (the CLI says so on stderr).
+AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomic_t* stop,
+                               void (*on_ready)(const AttachResult& targets, const AttachOptions&));
+
+}  // namespace rdzvscope::bpf

@@ -1,0 +1,30 @@
+// What /proc/PID says about a process we attach to: the header facts the shim takes from
+// inside the process (identity environment, command line, start time), read from outside.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rdzvscope/trace_format.h"
+
+namespace rdzvscope::bpf {
+
+// Fills pid, ppid, clocks, start time, host, exe, cmdline and the identity of `h`. Returns
+// false when /proc/PID is gone (the header then holds the pid and the clocks only).
+bool fill_header_from_proc(int pid, rdzv_file_header* h);
+
+// The store ports the shim would use for this process: MASTER_PORT, PET_RDZV_ENDPOINT's
+// port, RDZVSCOPE_PORTS (from /proc/PID/environ), 29400 and 29500, then `extra`.
+std::vector<std::uint16_t> store_ports_of(int pid, const std::vector<std::uint16_t>& extra);
+
+// The libc the process has mapped, as a path that works from our mount namespace
+// (/proc/PID/root/...); "" when none is found.
+std::string libc_path_of(int pid);
+
+// Pids (tgids) whose /proc/PID/comm equals `comm` (cut to 15 characters as the kernel does).
+std::vector<int> pids_with_comm(const std::string& comm);
+
+bool process_exists(int pid);
+
+}  // namespace rdzvscope::bpf

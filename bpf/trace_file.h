@@ -1,0 +1,45 @@
+// One trace file written by the loader on behalf of one process: the same file the shim
+// would write inside it (include/rdzvscope/trace_format.h), with source = bpf and the ring
+// buffer's lost-event counter in the header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rdzvscope/trace_format.h"
+
+namespace rdzvscope::bpf {
+
+class TraceFile {
+ public:
+  TraceFile() = default;
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+  ~TraceFile();
+
+  // Creates DIR/<host>.<pid>[.n].rzt (O_EXCL|O_NOFOLLOW, 0600), fills the header from
+  // /proc/PID, writes the PROC_START record. Returns "" or the reason it failed.
+  std::string create(const std::string& dir, int pid, const std::vector<std::uint16_t>& store_ports,
+                     std::uint64_t max_bytes);
+
+  // Stores one record in the next slot and seals it (or counts it in header.dropped).
+  void append(const rdzv_record& rec);
+  void set_lost(std::uint64_t lost);
+  void close();
+
+  const std::string& path() const { return path_; }
+  std::uint64_t events() const { return events_; }
+  int pid() const { return pid_; }
+
+ private:
+  rdzv_file_header* header_ = nullptr;
+  rdzv_record* records_ = nullptr;
+  std::uint64_t capacity_ = 0;
+  std::size_t map_len_ = 0;
+  std::uint64_t events_ = 0;
+  int pid_ = -1;
+  std::string path_;
+};
+
+}  // namespace rdzvscope::bpf
