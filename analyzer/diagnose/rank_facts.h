@@ -52,9 +52,15 @@ struct ProcessFacts {
 std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes);
 
 // When an event's call ended (a wait that timed out failed at its end, not its start).
-inline std::int64_t end_ns(const Event& e) { return e.wall_ns + static_cast<std::int64_t>(e.rec.dur_ns); }
+// Modular arithmetic, like wall_ns(): a damaged record's times must not be UB.
+inline std::int64_t end_ns(const Event& e) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(e.wall_ns) + e.rec.dur_ns);
+}
 
 // Seconds between two wall-clock times, for reports.
-inline double seconds(std::int64_t from_ns, std::int64_t to_ns) { return (to_ns - from_ns) / 1e9; }
+inline double seconds(std::int64_t from_ns, std::int64_t to_ns) {
+  return static_cast<double>(static_cast<std::int64_t>(static_cast<std::uint64_t>(to_ns) -
+                                                       static_cast<std::uint64_t>(from_ns))) / 1e9;
+}
 
 }  // namespace rdzvscope

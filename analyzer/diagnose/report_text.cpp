@@ -32,7 +32,7 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
 std::string at(const Diagnosis& d, const std::optional<std::int64_t>& ns) {
   if (!ns || !d.t0_ns) return "-";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.2f s", (*ns - *d.t0_ns) / 1e9);
+  std::snprintf(buf, sizeof buf, "%+.2f s", seconds(*d.t0_ns, *ns));
   return buf;
 }
 
