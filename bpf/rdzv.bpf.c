@@ -438,6 +438,7 @@ int BPF_PROG(rdzv_set_state, const struct sock *sk, int oldstate, int newstate) 
     if (p) {
       /* The outcome of a non-blocking connect, as SO_ERROR would report it. */
       p->rec.kind = RDZV_EV_CONNECT_DONE;
+      p->rec.op = RDZV_OP_KERNEL; /* decided by the kernel, not read by a libc call */
       p->rec.dur_ns = r->ts_ns - p->rec.ts_ns;
       p->rec.ts_ns = r->ts_ns;
       p->rec.err = newstate == TCP_CLOSE ? r->err : 0;

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Tests of `rdzvscope attach`: a real program, real errnos, checked through `rdzvscope dump`.
+
+    run_bpf.py --rdzvscope CLI --target PROG --shim LIB --work DIR SCENARIO
+
+The target program (bpf_target.c) is started untraced and waits; attach starts; the program
+then fails a blocking and a non-blocking connect (ECONNREFUSED on its MASTER_PORT), a
+getaddrinfo (EAI_NONAME) and a bind (EADDRINUSE). Run as root: these tests fail, not skip,
+when BPF does not work, since the machines that run them permit it.
+Exit status 0 = pass, 1 = fail (with the reason and the dump on stderr).
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+OPTS = None
+SCENARIOS = {}
+
+
+def scenario(fn):
+    SCENARIOS[fn.__name__] = fn
+    return fn
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg, context=None):
+    if not cond:
+        if context is not None:
+            msg += "\n--- context ---\n" + "\n".join(json.dumps(c) for c in context)
+        raise Fail(msg)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Ports:
+    """A store port where nothing listens, and a port the test holds (for EADDRINUSE)."""
+
+    def __init__(self):
+        self.held = socket.socket()
+        self.held.bind(("127.0.0.1", 0))
+        self.held.listen()
+        self.taken = self.held.getsockname()[1]
+        self.store = free_port()
+
+
+def target_env(ports):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LD_PRELOAD", "MASTER_PORT", "RANK") and not k.startswith("RDZVSCOPE_")}
+    env.update(MASTER_PORT=str(ports.store), RANK="3", WORLD_SIZE="4", LC_ALL="C")
+    return env
+
+
+def start_target(ports, prefix=()):
+    p = subprocess.Popen(list(prefix) + [OPTS.target, str(ports.store), str(ports.taken)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=target_env(ports),
+                         text=True)
+    line = p.stdout.readline()
+    check(line == "ready\n", "target did not start: %r" % line)
+    return p
+
+
+def finish_target(p):
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    out = p.stdout.read()
+    check(p.wait(timeout=20) == 0, "target failed: " + out)
+    return dict((l.split()[0], [int(x) for x in l.split()[1:]]) for l in out.splitlines())
+
+
+def start_attach(args):
+    a = subprocess.Popen([OPTS.rdzvscope, "attach"] + args, stderr=subprocess.PIPE, text=True)
+    line = a.stderr.readline()
+    if "recording" not in line:
+        a.wait(timeout=10)
+        raise Fail("attach did not start (exit %s): %s%s" % (a.returncode, line, a.stderr.read()))
+    return a
+
+
+def stop_attach(a, sig=signal.SIGINT):
+    a.send_signal(sig)
+    rest = a.stderr.read()
+    rc = a.wait(timeout=20)
+    check(rc == 0, "attach exited %d: %s" % (rc, rest))
+    return rest
+
+
+def dump(out_dir):
+    r = subprocess.run([OPTS.rdzvscope, "dump", out_dir], capture_output=True, text=True)
+    check(r.returncode == 0, "dump failed (%d): %s" % (r.returncode, r.stderr))
+    lines = [json.loads(l) for l in r.stdout.splitlines()]
+    return [l for l in lines if l["type"] == "header"], [l for l in lines if l["type"] == "event"]
+
+
+def find(events, **want):
+    return [e for e in events if all(e.get(k) == v for k, v in want.items())]
+
+
+def attached_run(work, extra_args=()):
+    """Target under attach: returns (what the target printed, headers, events, attach's stderr)."""
+    ports = Ports()
+    out_dir = os.path.join(work, "bpf")
+    t = start_target(ports)
+    a = start_attach(["--pid", str(t.pid), "--out", out_dir] + list(extra_args))
+    printed = finish_target(t)
+    time.sleep(0.2)
+    summary = stop_attach(a) if "--duration" not in extra_args else a.stderr.read()
+    if "--duration" in extra_args:
+        check(a.wait(timeout=30) == 0, "attach with --duration failed: " + summary)
+    headers, events = dump(out_dir)
+    return ports, t.pid, printed, headers, events, summary
+
+
+def key_events(events, store_port):
+    """The events both recorders must agree on: (kind, op, errno, ret, port or host)."""
+    keys = set()
+    for e in events:
+        if e["kind"] in ("connect", "bind") or (e["kind"] == "connect_done" and e["errno"]):
+            addr = e.get("peer") if e["kind"] != "bind" else e.get("local")
+            # The shim names the call that read a connect's outcome (getsockopt, poll...);
+            # bpf sees the kernel decide it (op "kernel"): only the outcome must agree.
+            op = None if e["kind"] == "connect_done" else e["op"]
+            keys.add((e["kind"], op, e["errno_name"], e["ret"], addr, "store" in e["flags"]))
+        elif e["kind"] == "resolve" and e["host"].startswith("rdzv-no-such-host"):
+            keys.add((e["kind"], e["op"], e["gai_error"], e["ret"], e["host"], False))
+    return keys
+
+
+@scenario
+def attach_events(work):
+    ports, pid, printed, headers, events, summary = attached_run(work)
+    check(printed["connect"] == [-1, 111], "target's connect was not refused: %s" % printed)
+    check(len(headers) == 1, "one trace file expected, got %d" % len(headers), headers)
+    h = headers[0]
+    check(h["source"] == "bpf" and h["pid"] == pid, "header source/pid", [h])
+    check(h["identity"]["rank"] == 3 and h["identity"]["world_size"] == 4, "identity from environ", [h])
+    check(ports.store in h["store_ports"], "MASTER_PORT is a store port", [h])
+    check("lost_counter" in h["features"] and h["lost"] == 0, "lost counter", [h])
+    check(h["cmdline"].endswith("%d %d" % (ports.store, ports.taken)), "cmdline", [h])
+    check(events and events[0]["kind"] == "proc_start", "proc_start first", events)
+    store = "127.0.0.1:%d" % ports.store
+    blocking = find(events, kind="connect", peer=store, errno_name="ECONNREFUSED", ret=-1)
+    check(len(blocking) == 1 and "store" in blocking[0]["flags"]
+          and "nonblock" not in blocking[0]["flags"], "refused blocking connect", events)
+    check(find(events, kind="connect", peer=store, errno_name="EINPROGRESS"), "non-blocking connect", events)
+    done = find(events, kind="connect_done", op="kernel", peer=store, errno_name="ECONNREFUSED")
+    check(len(done) == 1 and "nonblock" in done[0]["flags"], "non-blocking connect's outcome", events)
+    failed = [e for e in find(events, kind="tcp_state", peer=store, tcp_state=7)
+              if e["size"] == 2 and e["errno_name"] == "ECONNREFUSED"]
+    check(len(failed) == 2, "SYN_SENT -> CLOSE with ECONNREFUSED, twice", events)
+    reports = [e for e in find(events, kind="tcp_state", peer=store, errno_name="ECONNREFUSED")
+               if e["size"] == e["tcp_state"]]
+    check(len(reports) == 2, "inet_sk_error_report ECONNREFUSED, twice", events)
+    res = find(events, kind="resolve", host="rdzv-no-such-host.invalid")
+    check(len(res) == 1 and res[0]["ret"] == printed["getaddrinfo"][0] and res[0]["ret"] != 0
+          and res[0]["service"] == str(ports.store) and res[0]["dur_ns"] > 0, "failed getaddrinfo", events)
+    check(not find(events, kind="connect", peer=None), "no AF_UNIX/UDP connect (nscd, DNS)", events)
+    bind = find(events, kind="bind", local="127.0.0.1:%d" % ports.taken, errno_name="EADDRINUSE")
+    check(len(bind) == 1 and bind[0]["ret"] == -1, "bind EADDRINUSE", events)
+    check(find(events, kind="proc_exit", status=0), "proc_exit", events)
+    check("%d: %d" % (pid, len(events) - 1) in summary and "0 lost" in summary,
+          "summary line counts the events: " + summary)
+
+
+@scenario
+def matches_shim(work):
+    ports, pid, printed, headers, bpf_events, _ = attached_run(work)
+    shim_dir = os.path.join(work, "shim")
+    t = start_target(ports, prefix=[OPTS.rdzvscope, "run", "--shim", OPTS.shim, "--out", shim_dir, "--"])
+    shim_printed = finish_target(t)
+    check(printed == shim_printed, "target behaved differently: %s vs %s" % (printed, shim_printed))
+    shim_headers, shim_events = dump(shim_dir)
+    mine, theirs = key_events(bpf_events, ports.store), key_events(shim_events, ports.store)
+    check(len(theirs) >= 4, "the shim recorded too little: %s" % sorted(map(str, theirs)), shim_events)
+    check(mine == theirs, "bpf and shim disagree:\n  bpf only:  %s\n  shim only: %s"
+          % (sorted(map(str, mine - theirs)), sorted(map(str, theirs - mine))))
+    check(headers[0]["identity"] == shim_headers[0]["identity"], "identity differs",
+          [headers[0]["identity"], shim_headers[0]["identity"]])
+
+
+@scenario
+def port_filter(work):
+    ports = Ports()
+    out_dir = os.path.join(work, "bpf")
+    t = start_target(ports)
+    a = start_attach(["--pid", str(t.pid), "--out", out_dir, "--port", str(ports.store)])
+    finish_target(t)
+    time.sleep(0.2)
+    stop_attach(a, signal.SIGTERM)
+    _, events = dump(out_dir)
+    check(find(events, kind="connect", errno_name="ECONNREFUSED"), "store connect kept", events)
+    check(not find(events, kind="bind"), "bind on another port filtered out", events)
+
+
+@scenario
+def duration_stops(work):
+    ports = Ports()
+    out_dir = os.path.join(work, "bpf")
+    t = start_target(ports)
+    t0 = time.monotonic()
+    a = start_attach(["--pid", str(t.pid), "--out", out_dir, "--duration", "2"])
+    finish_target(t)
+    rest = a.stderr.read()
+    check(a.wait(timeout=20) == 0, "attach --duration failed: " + rest)
+    took = time.monotonic() - t0
+    check(1.5 < took < 10, "--duration 2 took %.1fs" % took)
+    _, events = dump(out_dir)
+    check(find(events, kind="bind", errno_name="EADDRINUSE"), "events flushed at the end", events)
+    mode = os.stat(os.path.join(out_dir, os.listdir(out_dir)[0])).st_mode & 0o777
+    check(mode == 0o600, "trace file mode %o" % mode)
+
+
+@scenario
+def no_such_pid(work):
+    r = subprocess.run([OPTS.rdzvscope, "attach", "--pid", "999999999", "--out", os.path.join(work, "x")],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and "no such process" in r.stderr and r.stderr.count("\n") == 1,
+          "no such pid: %d %r" % (r.returncode, r.stderr))
+    r = subprocess.run([OPTS.rdzvscope, "attach", "--out", os.path.join(work, "x")], capture_output=True, text=True)
+    check(r.returncode == 2, "no target given: exit %d" % r.returncode)
+
+
+@scenario
+def not_root(work):
+    setpriv = shutil.which("setpriv")
+    check(setpriv is not None, "setpriv (util-linux) is needed")
+    out = os.path.join(tempfile.gettempdir(), "rdzv-bpf-notroot-%d" % os.getpid())
+    r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", OPTS.rdzvscope,
+                        "attach", "--pid", str(os.getpid()), "--out", out], capture_output=True, text=True)
+    shutil.rmtree(out, ignore_errors=True)
+    check(r.returncode == 2 and "root" in r.stderr and r.stderr.count("\n") == 1,
+          "not root: %d %r" % (r.returncode, r.stderr))
+
+
+@scenario
+def built_without_bpf(work):
+    r = subprocess.run([OPTS.rdzvscope, "attach", "--pid", "1", "--out", os.path.join(work, "x")],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and "built without BPF support" in r.stderr, "%d %r" % (r.returncode, r.stderr))
+
+
+def main():
+    global OPTS
+    ap = argparse.ArgumentParser()
+    for o in ("--rdzvscope", "--target", "--shim", "--work"):
+        ap.add_argument(o, required=True)
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    OPTS = ap.parse_args()
+    if SCENARIOS[OPTS.scenario] is not built_without_bpf and os.geteuid() != 0:
+        print("FAIL: the bpf tests run as root (CI runs them as root)", file=sys.stderr)
+        return 1
+    work = os.path.join(OPTS.work, OPTS.scenario)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    try:
+        SCENARIOS[OPTS.scenario](work)
+    except Fail as f:
+        print("FAIL %s: %s" % (OPTS.scenario, f), file=sys.stderr)
+        return 1
+    print("ok", OPTS.scenario)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
