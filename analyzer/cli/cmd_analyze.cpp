@@ -1,4 +1,5 @@
-// rdzvscope analyze PATH... [--log FILE...] [--format text|json] [--fail-on-problem]:
+// rdzvscope analyze PATH... [--log FILE...] [--format text|json|markdown] [--timeline FILE]
+//                   [--html FILE] [--fail-on-problem]:
 // what broke, where it started, the evidence and the next command (architecture.md).
 // Exit: 0 when the analysis ran (whatever it found), 2 for bad usage or when no input could be
 // read at all, 3 with --fail-on-problem when the verdict is not healthy. Damaged inputs are
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,8 +28,22 @@ struct AnalyzeOptions {
   std::vector<std::string> paths;
   std::vector<std::string> logs;
   std::string format = "text";
+  std::string timeline;  // Chrome/Perfetto trace-event JSON, beside the report on stdout
+  std::string html;      // self-contained HTML page
   bool fail_on_problem = false;
 };
+
+// Writes a side output (--timeline, --html); false, said on stderr, when it cannot.
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (out) out.close();
+  if (!out) {
+    std::fprintf(stderr, "rdzvscope analyze: writing %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -56,10 +72,17 @@ int run_analyze(const AnalyzeOptions& opt) {
   }
 
   Diagnosis d = diagnose(traces, logs);
+  if (!opt.timeline.empty() &&
+      !write_file(opt.timeline, timeline_json(d, traces, logs).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"))
+    return kExitUsage;
+  if (!opt.html.empty() && !write_file(opt.html, diagnosis_html(d))) return kExitUsage;
   if (opt.format == "json") {
     std::string out = diagnosis_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
+  } else if (opt.format == "markdown") {
+    std::string out = diagnosis_markdown(d, traces, logs);
+    std::fwrite(out.data(), 1, out.size(), stdout);
   } else {
     std::string out = diagnosis_text(d);
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -81,8 +104,11 @@ Command add_analyze_command(CLI::App& app) {
   sub->add_option("paths", opt->paths, "Trace directories or *.rzt files")->type_name("PATH...");
   sub->add_option("--log", opt->logs, "Rank logs (one per rank, or one merged file)")->type_name("FILE...");
   sub->add_option("--format", opt->format, "Report format")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->type_name("text|json");
+      ->check(CLI::IsMember({"text", "json", "markdown"}))
+      ->type_name("text|json|markdown");
+  sub->add_option("--timeline", opt->timeline, "Also write the rendezvous as Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)")
+      ->type_name("FILE");
+  sub->add_option("--html", opt->html, "Also write a self-contained HTML report (no scripts, no network)")->type_name("FILE");
   sub->add_flag("--fail-on-problem", opt->fail_on_problem, "Exit 3 when the verdict is not healthy");
   return Command{sub, [opt] { return run_analyze(*opt); }};
 }

@@ -1,14 +1,30 @@
-// The two forms of a diagnosis: JSON (schema rdzvscope.diagnosis/1, stable for scripts) and
-// the text report (verdict and next step first, then the time line that proves it).
+// The forms of a diagnosis: JSON (schema rdzvscope.diagnosis/1, stable for scripts), the text
+// report (verdict and next step first, then the time line that proves it), and the views for
+// people: a Chrome/Perfetto timeline, a self-contained HTML page and a support-ticket summary.
 #pragma once
 
 #include <string>
 
 #include "diagnosis.h"
+#include "log_facts.h"
+#include "process_model.h"
 
 namespace rdzvscope {
 
 nlohmann::ordered_json diagnosis_json(const Diagnosis& d);
 std::string diagnosis_text(const Diagnosis& d);
+
+// Chrome trace-event JSON (report_timeline.cpp): one process track per host, one thread track
+// per rank, spans for resolves, connect attempts and time connected to the store, instants for
+// errors and timeout deadlines, the verdict in "metadata". It reads the traces themselves (the
+// Diagnosis keeps only the first of each kind); times are µs after the earliest launch.
+nlohmann::ordered_json timeline_json(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs);
+
+// One self-contained HTML page (report_html.cpp): inline CSS and SVG, no script, no URL.
+std::string diagnosis_html(const Diagnosis& d);
+
+// A support-ticket summary in Markdown (report_markdown.cpp): the exact error line, the
+// PyTorch version, the launcher command, the first failing rank, verdict and next step.
+std::string diagnosis_markdown(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs);
 
 }  // namespace rdzvscope

@@ -1,0 +1,437 @@
+// --html: one self-contained page to attach to a ticket or open from a cluster's shared disk.
+// Inline CSS and an SVG drawn here; no script and no URL of any kind, so it renders the same
+// offline, behind a proxy, or in a mail client that blocks remote content. Tooltips are SVG
+// <title> elements and the per-rank table a <details>: both work without JavaScript.
+// Every string that came from the inputs (host names, log text, commands) goes through esc().
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string_view>
+
+#include "context.h"
+#include "report.h"
+
+namespace rdzvscope {
+
+namespace {
+
+// Above this many ranks one row per rank is a wall of lines: rows become hosts.
+constexpr std::size_t kMaxRankRows = 64;
+
+std::string esc(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += (ch < 0x20 && ch != '\n' && ch != '\t') ? '?' : static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+std::string secs(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.2f s", s);
+  return buf;
+}
+
+// One row of the arrival chart: a rank, or a host's ranks folded (min / median / max).
+struct ChartRow {
+  std::string label, css, tip;
+  std::optional<double> launch, resolved, connect, connected, error, end;
+  bool vanished = false;
+  std::string error_text;
+  int ranks = 1;
+  std::optional<double> arrive_min, arrive_max;  // aggregated rows: spread of first store connects
+};
+
+struct Chart {
+  std::vector<ChartRow> rows;
+  bool aggregated = false;
+  std::size_t hosts = 0;
+  std::optional<double> deadline;  // the fast ranks' timeout deadline, s after t0
+  std::string deadline_note;
+};
+
+std::optional<double> rel_s(const Diagnosis& d, const std::optional<std::int64_t>& ns) {
+  if (!ns || !d.t0_ns) return std::nullopt;
+  return (*ns - *d.t0_ns) / 1e9;
+}
+
+ChartRow row_of(const Diagnosis& d, const RankRow& r) {
+  ChartRow c;
+  c.label = "rank " + (r.rank ? std::to_string(*r.rank) : std::string("?")) + "  " + r.host;
+  c.launch = rel_s(d, r.launched_ns);
+  c.resolved = rel_s(d, r.resolved_ns);
+  c.connect = rel_s(d, r.first_store_connect_ns);
+  c.connected = rel_s(d, r.connected_ns);
+  c.error = rel_s(d, r.first_error_ns);
+  c.end = rel_s(d, r.exit_ns);
+  c.vanished = r.vanished;
+  c.error_text = r.first_error;
+  if (r.late) c.css += " late";
+  if (r.rank && r.rank == d.verdict.initiating_rank) c.css += " initiating";
+  auto t = [](const std::optional<double>& v) { return v ? secs(*v) : std::string("-"); };
+  c.tip = c.label + " (pid " + std::to_string(r.pid) + ", " + r.role + "): launched " + t(c.launch) + ", resolved " +
+          t(c.resolved) + ", first store connect " + t(c.connect) + ", connected " + t(c.connected) +
+          (r.first_error.empty() ? "" : ", first error " + t(c.error) + " " + r.first_error) + ", " +
+          (r.vanished ? std::string("vanished") : "exit " + (r.exit_status ? std::to_string(*r.exit_status) : std::string("?")));
+  return c;
+}
+
+std::optional<double> median(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// The ranks of one host as a single row: medians draw the phases, the whisker the spread.
+ChartRow host_row(const Diagnosis& d, const std::string& host, const std::vector<const RankRow*>& rs) {
+  std::vector<double> launch, resolved, connect, connected, error, end;
+  auto add = [&](std::vector<double>& v, const std::optional<std::int64_t>& ns) {
+    if (auto s = rel_s(d, ns)) v.push_back(*s);
+  };
+  std::vector<int> ranks;
+  for (const RankRow* r : rs) {
+    add(launch, r->launched_ns), add(resolved, r->resolved_ns), add(connect, r->first_store_connect_ns);
+    add(connected, r->connected_ns), add(error, r->first_error_ns), add(end, r->exit_ns);
+    if (r->rank) ranks.push_back(*r->rank);
+  }
+  ChartRow c;
+  c.css = " host";
+  c.ranks = static_cast<int>(rs.size());
+  c.label = host + "  (" + std::to_string(rs.size()) + " ranks)";
+  c.launch = median(launch), c.resolved = median(resolved), c.connect = median(connect);
+  c.connected = median(connected), c.error = median(error), c.end = median(end);
+  if (!connect.empty()) {
+    c.arrive_min = *std::min_element(connect.begin(), connect.end());
+    c.arrive_max = *std::max_element(connect.begin(), connect.end());
+  }
+  c.tip = "host " + host + ", ranks " + rank_list(ranks) + ": first store connect min " +
+          (c.arrive_min ? secs(*c.arrive_min) : "-") + ", median " + (c.connect ? secs(*c.connect) : "-") + ", max " +
+          (c.arrive_max ? secs(*c.arrive_max) : "-") + "; " + std::to_string(error.size()) + " with an error";
+  return c;
+}
+
+// node2 before node10: host names usually carry a number, and people read it as one.
+struct HostOrder {
+  bool operator()(const std::string& a, const std::string& b) const {
+    std::size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+      if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+        std::size_t i2 = i, j2 = j;
+        while (i2 < a.size() && std::isdigit(static_cast<unsigned char>(a[i2]))) ++i2;
+        while (j2 < b.size() && std::isdigit(static_cast<unsigned char>(b[j2]))) ++j2;
+        std::string_view na(a.data() + i, i2 - i), nb(b.data() + j, j2 - j);
+        while (na.size() > 1 && na[0] == '0') na.remove_prefix(1);
+        while (nb.size() > 1 && nb[0] == '0') nb.remove_prefix(1);
+        if (na.size() != nb.size()) return na.size() < nb.size();
+        if (na != nb) return na < nb;
+        i = i2, j = j2;
+      } else {
+        if (a[i] != b[j]) return a[i] < b[j];
+        ++i, ++j;
+      }
+    }
+    if ((a.size() - i) != (b.size() - j)) return a.size() - i < b.size() - j;
+    return a < b;  // equal as numbers ("n01" / "n1"): still a strict order
+  }
+};
+
+Chart build_chart(const Diagnosis& d) {
+  Chart ch;
+  std::set<std::string> hosts;
+  for (const RankRow& r : d.ranks) hosts.insert(r.host);
+  ch.hosts = hosts.size();
+  ch.aggregated = d.ranks.size() > kMaxRankRows;
+  if (!ch.aggregated) {
+    for (const RankRow& r : d.ranks) ch.rows.push_back(row_of(d, r));
+  } else {
+    // The ranks the verdict is about keep their own rows, on top; the rest fold by host.
+    std::map<std::string, std::vector<const RankRow*>, HostOrder> by_host;
+    for (const RankRow& r : d.ranks) {
+      if (r.late || (r.rank && r.rank == d.verdict.initiating_rank)) ch.rows.push_back(row_of(d, r));
+      else by_host[r.host].push_back(&r);
+    }
+    for (const auto& [host, rs] : by_host) ch.rows.push_back(host_row(d, host, rs));
+  }
+  // The deadline of the ranks that were on time: their usual connect plus the timeout.
+  if (const auto& t = d.discriminators.contains("timeout") ? d.discriminators["timeout"] : nlohmann::ordered_json();
+      t.is_object() && t.contains("ms")) {
+    const double timeout_s = t["ms"].get<double>() / 1000.0;
+    std::vector<double> connected;
+    for (const RankRow& r : d.ranks)
+      if (!r.late)
+        if (auto s = rel_s(d, r.connected_ns)) connected.push_back(*s);
+    if (auto m = median(connected)) {
+      ch.deadline = *m + timeout_s;
+      ch.deadline_note = "timeout " + secs(*ch.deadline).substr(1) + " (" + std::to_string(static_cast<long long>(t["ms"].get<double>())) +
+                         " ms after the on-time ranks connected)";
+    }
+  }
+  return ch;
+}
+
+// "Nice" axis steps: 1, 2 or 5 times a power of ten, about `ticks` of them over `span`.
+double tick_step(double span, int ticks) {
+  const double raw = span / ticks;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (raw <= m * p) return m * p;
+  return 10 * p;
+}
+
+std::string svg_chart(const Chart& ch) {
+  const double W = 1100, L = 230, R = 24, top = 54;
+  const double rh = ch.aggregated ? 20 : 26;
+  const double H = top + rh * ch.rows.size() + 8;
+  double tmax = 0;
+  for (const ChartRow& r : ch.rows)
+    for (const auto& v : {r.launch, r.resolved, r.connect, r.connected, r.error, r.end, r.arrive_max})
+      if (v) tmax = std::max(tmax, *v);
+  if (ch.deadline) tmax = std::max(tmax, *ch.deadline);
+  if (tmax <= 0) tmax = 1;
+  tmax *= 1.03;
+  auto x = [&](double s) { return L + (W - L - R) * std::max(0.0, s) / tmax; };
+
+  std::string s = "<svg class=\"chart\" role=\"img\" aria-label=\"arrival of each rank at the store\" width=\"" + num(W) +
+                  "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) + " " + num(H) + "\">\n";
+  // Axis and grid.
+  const double step = tick_step(tmax, 8);
+  s += "<g class=\"axis\">\n";
+  for (double t = 0; t <= tmax + 1e-9; t += step) {
+    char label[32];
+    std::snprintf(label, sizeof label, step < 1 ? "%.1f s" : "%.0f s", t);
+    s += "<line class=\"grid\" x1=\"" + num(x(t)) + "\" y1=\"" + num(top - 6) + "\" x2=\"" + num(x(t)) + "\" y2=\"" +
+         num(H - 4) + "\"/><text x=\"" + num(x(t)) + "\" y=\"" + num(top - 12) + "\" text-anchor=\"" +
+         (t == 0 ? "start" : "middle") + "\">" + label + "</text>\n";
+  }
+  s += "<text x=\"" + num(L - 10) + "\" y=\"" + num(top - 12) + "\" text-anchor=\"end\" class=\"axis-title\">since first launch</text>\n</g>\n";
+
+  for (std::size_t i = 0; i < ch.rows.size(); ++i) {
+    const ChartRow& r = ch.rows[i];
+    const double y = top + rh * i, mid = y + rh / 2;
+    s += "<g class=\"row" + r.css + "\"><title>" + esc(r.tip) + "</title>\n";
+    s += "<rect class=\"band\" x=\"0\" y=\"" + num(y) + "\" width=\"" + num(W) + "\" height=\"" + num(rh) + "\"/>\n";
+    std::string badge = r.css.find("late") != std::string::npos ? "LATE" : r.css.find("initiating") != std::string::npos ? "FIRST" : "";
+    s += "<text class=\"label\" x=\"" + num(badge.empty() ? L - 10 : L - 52) + "\" y=\"" + num(mid + 4) + "\" text-anchor=\"end\">" +
+         esc(r.label.size() > 34 ? r.label.substr(0, 33) + "~" : r.label) + "</text>\n";
+    if (!badge.empty())
+      s += "<rect class=\"badge\" x=\"" + num(L - 46) + "\" y=\"" + num(mid - 8) + "\" width=\"38\" height=\"16\" rx=\"3\"/><text class=\"badge-text\" x=\"" +
+           num(L - 27) + "\" y=\"" + num(mid + 4) + "\" text-anchor=\"middle\">" + badge + "</text>\n";
+    auto bar = [&](const char* cls, std::optional<double> a, std::optional<double> b, double h) {
+      if (!a || !b || *b < *a) return;
+      s += "<rect class=\"" + std::string(cls) + "\" x=\"" + num(x(*a)) + "\" y=\"" + num(mid - h / 2) + "\" width=\"" +
+           num(std::max(1.5, x(*b) - x(*a))) + "\" height=\"" + num(h) + "\"/>\n";
+    };
+    const std::optional<double> arrive = r.connect ? r.connect : r.resolved;
+    const std::optional<double> last = r.end ? r.end : r.error;
+    bar("ph-start", r.launch, arrive ? arrive : last, rh * 0.36);
+    bar("ph-connect", r.connect, r.connected ? r.connected : r.error, rh * 0.5);
+    bar("ph-wait", r.connected, r.error ? r.error : r.end, rh * 0.5);
+    bar("ph-fail", r.error, r.end, rh * 0.36);
+    if (r.arrive_min && r.arrive_max && *r.arrive_max > *r.arrive_min)
+      s += "<path class=\"whisker\" d=\"M" + num(x(*r.arrive_min)) + " " + num(mid - 5) + "v10M" + num(x(*r.arrive_min)) + " " +
+           num(mid) + "H" + num(x(*r.arrive_max)) + "M" + num(x(*r.arrive_max)) + " " + num(mid - 5) + "v10\"/>\n";
+    if (r.resolved) s += "<circle class=\"mk-resolved\" cx=\"" + num(x(*r.resolved)) + "\" cy=\"" + num(mid) + "\" r=\"3.5\"/>\n";
+    if (r.connected) s += "<circle class=\"mk-connected\" cx=\"" + num(x(*r.connected)) + "\" cy=\"" + num(mid) + "\" r=\"4\"/>\n";
+    if (r.error)
+      s += "<path class=\"mk-error\" d=\"M" + num(x(*r.error) - 5) + " " + num(mid - 5) + "l10 10M" + num(x(*r.error) - 5) + " " +
+           num(mid + 5) + "l10 -10\"/>\n";
+    if (r.end) s += "<rect class=\"mk-exit\" x=\"" + num(x(*r.end) - 1.5) + "\" y=\"" + num(mid - 7) + "\" width=\"3\" height=\"14\"/>\n";
+    else if (r.vanished && last)
+      s += "<text class=\"mk-vanished\" x=\"" + num(x(*last) + 6) + "\" y=\"" + num(mid + 4) + "\">vanished</text>\n";
+    s += "</g>\n";
+  }
+  if (ch.deadline) {
+    const double dx = x(*ch.deadline);
+    s += "<g class=\"timeout-marker\" id=\"timeout-marker\"><title>" + esc(ch.deadline_note) + "</title><line x1=\"" + num(dx) +
+         "\" y1=\"" + num(top - 26) + "\" x2=\"" + num(dx) + "\" y2=\"" + num(H - 4) + "\"/><text x=\"" +
+         num(dx > W / 2 ? dx - 6 : dx + 6) + "\" y=\"" + num(top - 30) + "\" text-anchor=\"" + (dx > W / 2 ? "end" : "start") +
+         "\">" + esc(ch.deadline_note) + "</text></g>\n";
+  }
+  return s + "</svg>\n";
+}
+
+const char* kCss = R"(
+:root{--ink:#1f2933;--muted:#5f6b7a;--line:#d9dee5;--bg:#f5f7fa;--bad:#c0392b;--ok:#1e8449;--warn:#b9770e}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+main{max-width:1160px;margin:0 auto;padding:20px 24px 40px}
+header.verdict{background:#fff;border:1px solid var(--line);border-left:6px solid var(--bad);border-radius:6px;padding:16px 20px;margin-bottom:18px}
+header.verdict.healthy{border-left-color:var(--ok)}
+.kicker{font-size:12px;letter-spacing:.06em;text-transform:uppercase;color:var(--muted)}
+h1{font-size:22px;margin:4px 0 6px}
+h1 .cls{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#fdecea;color:var(--bad);padding:1px 8px;border-radius:4px}
+header.healthy h1 .cls{background:#e8f6ee;color:var(--ok)}
+.summary{font-size:15px;margin:6px 0 10px}
+dl.facts{display:flex;flex-wrap:wrap;gap:4px 28px;margin:0 0 10px;font-size:13px}
+dl.facts dt{color:var(--muted)}dl.facts dd{margin:0 0 0 6px;font-weight:600}
+dl.facts div{display:flex}
+.next{background:#eef4fc;border:1px solid #c9dbf3;border-radius:5px;padding:8px 12px}
+.next b{color:#1a4f8b}
+section{background:#fff;border:1px solid var(--line);border-radius:6px;padding:14px 18px;margin-bottom:18px}
+h2{font-size:16px;margin:0 0 8px}
+.note{color:var(--muted);font-size:13px;margin:0 0 8px}
+.note.agg{color:#7a4d00;background:#fff6e5;border:1px solid #f3d9a4;border-radius:4px;padding:4px 8px;display:inline-block}
+svg.chart{display:block;font-size:12px;max-width:100%;height:auto}
+svg .grid{stroke:#edf0f4;stroke-width:1}svg .axis text{fill:var(--muted);font-size:11px}
+svg .band{fill:transparent}svg .row:nth-of-type(even) .band{fill:#fafbfc}
+svg .row.initiating .band{fill:#fde7e4}svg .row.late .band{fill:#fff1d6}
+svg .label{fill:var(--ink);font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
+svg .row.late .label,svg .row.initiating .label{font-weight:700}
+svg .badge{fill:var(--warn)}svg .row.initiating:not(.late) .badge{fill:var(--bad)}
+svg .badge-text{fill:#fff;font-size:10px;font-weight:700}
+svg .ph-start{fill:#cfd6e0}svg .ph-connect{fill:#f0a35e}svg .ph-wait{fill:#4a7fd4}svg .ph-fail{fill:#efb3ab}
+svg .whisker{stroke:#1f2933;stroke-width:1.5;fill:none}
+svg .mk-resolved{fill:#fff;stroke:#5f6b7a;stroke-width:1.5}svg .mk-connected{fill:#1a4f8b;stroke:#fff;stroke-width:1}
+svg .mk-error{stroke:var(--bad);stroke-width:2.5;fill:none}svg .mk-exit{fill:#1f2933}svg .mk-vanished{fill:var(--bad);font-size:11px;font-style:italic}
+svg .timeout-marker line{stroke:var(--bad);stroke-width:2;stroke-dasharray:6 4}svg .timeout-marker text{fill:var(--bad);font-size:12px;font-weight:600}
+.legend{display:flex;flex-wrap:wrap;gap:6px 18px;font-size:12px;color:var(--muted);margin-top:8px}
+.legend span{display:inline-flex;align-items:center;gap:6px}.sw{display:inline-block;width:18px;height:9px;border-radius:2px}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eef1f5;vertical-align:top}
+th{color:var(--muted);font-weight:600;background:#fafbfc}
+td.k{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:nowrap;width:1%}
+tr.late td{background:#fff1d6}tr.initiating td{background:#fde7e4}
+ul.evidence{margin:0;padding-left:20px}ul.evidence li{margin:3px 0}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+.stats{display:flex;flex-wrap:wrap;gap:10px}
+.stat{border:1px solid var(--line);border-radius:5px;padding:6px 12px;min-width:120px}
+.stat b{display:block;font-size:18px}.stat span{color:var(--muted);font-size:12px}
+.stat.warn{border-color:#f3d9a4;background:#fff6e5}
+footer{color:var(--muted);font-size:12px;text-align:center}
+)";
+
+std::string legend() {
+  auto item = [](const char* color, const char* text) {
+    return std::string("<span><i class=\"sw\" style=\"background:") + color + "\"></i>" + text + "</span>";
+  };
+  return "<div class=\"legend\">" + item("#cfd6e0", "launch to first store connect") +
+         item("#f0a35e", "connecting") + item("#4a7fd4", "connected, waiting on the store") +
+         item("#efb3ab", "first error to exit") +
+         "<span>&#9675; resolved</span><span style=\"color:#c0392b\">&#10005; first error</span><span>&#9646; exit</span>"
+         "<span style=\"color:#c0392b\">- - - timeout deadline</span></div>\n";
+}
+
+std::string value_text(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null() || (v.is_array() && v.empty())) return "none";
+  if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_number_integer(); })) {
+    std::vector<int> r;
+    for (const auto& e : v) r.push_back(e.get<int>());
+    return rank_list(r);
+  }
+  if (v.is_object()) {
+    std::string out;
+    for (const auto& [k, e] : v.items()) out += (out.empty() ? "" : "; ") + k + ": " + value_text(e);
+    return out;
+  }
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string rank_table(const Diagnosis& d) {
+  auto t = [&](const std::optional<std::int64_t>& ns) { return rel_s(d, ns) ? secs(*rel_s(d, ns)) : std::string("-"); };
+  std::string s = "<details><summary>Per-rank table (" + std::to_string(d.ranks.size()) + " ranks)</summary>\n<table>\n"
+                  "<tr><th>rank</th><th>host</th><th>pid</th><th>role</th><th>launched</th><th>resolved</th><th>store connect</th>"
+                  "<th>connected</th><th>first error</th><th>exit</th></tr>\n";
+  for (const RankRow& r : d.ranks) {
+    std::string cls = std::string(r.late ? " late" : "") + (r.rank && r.rank == d.verdict.initiating_rank ? " initiating" : "");
+    s += "<tr class=\"" + (cls.empty() ? std::string() : cls.substr(1)) + "\"><td>" + (r.rank ? std::to_string(*r.rank) : "-") +
+         "</td><td>" + esc(r.host) + "</td><td>" + std::to_string(r.pid) + "</td><td>" + esc(r.role) + "</td><td>" +
+         t(r.launched_ns) + "</td><td>" + t(r.resolved_ns) + "</td><td>" + t(r.first_store_connect_ns) + "</td><td>" +
+         t(r.connected_ns) + "</td><td>" + (r.first_error.empty() ? "-" : t(r.first_error_ns) + " " + esc(r.first_error)) +
+         "</td><td>" + (r.vanished ? std::string("vanished") : r.exit_status ? std::to_string(*r.exit_status) : "?") + "</td></tr>\n";
+  }
+  return s + "</table>\n</details>\n";
+}
+
+std::string stat(const std::string& value, const char* what, bool warn = false) {
+  return std::string("<div class=\"stat") + (warn ? " warn" : "") + "\"><b>" + esc(value) + "</b><span>" + what + "</span></div>";
+}
+
+}  // namespace
+
+std::string diagnosis_html(const Diagnosis& d) {
+  const Verdict& v = d.verdict;
+  const bool healthy = v.cls == "healthy";
+  std::string s = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rdzvscope: " +
+                  esc(v.cls) + "</title>\n<style>" + kCss + "</style>\n</head>\n<body>\n<main>\n";
+
+  s += std::string("<header class=\"verdict") + (healthy ? " healthy" : "") + "\" id=\"verdict\">\n"
+       "<div class=\"kicker\">rdzvscope &middot; rendezvous diagnosis</div>\n";
+  s += "<h1><span class=\"cls\">" + esc(v.cls) + "</span>" + (v.cause ? " <small>(" + esc(*v.cause) + ")</small>" : "") + "</h1>\n";
+  s += "<p class=\"summary\">" + esc(v.summary) + "</p>\n<dl class=\"facts\">";
+  auto fact = [&](const char* k, const std::string& val) { s += "<div><dt>" + std::string(k) + "</dt><dd>" + esc(val) + "</dd></div>"; };
+  fact("initiating rank", v.initiating_rank ? std::to_string(*v.initiating_rank) + (v.initiating_host ? " (" + *v.initiating_host + ")" : "")
+                                            : std::string("-"));
+  fact("confidence", v.confidence);
+  if (!d.store_endpoint.empty()) fact("store", d.store_endpoint);
+  s += "</dl>\n<div class=\"next\" id=\"next-step\"><b>Next step</b> &nbsp;" + esc(v.next_step) + "</div>\n</header>\n";
+
+  s += "<section id=\"arrival\">\n<h2>Arrival at the store</h2>\n";
+  if (d.ranks.empty()) {
+    s += "<p class=\"note\">No traces were given, so there is no per-rank time line: rerun the job under "
+         "<code>rdzvscope run --out DIR</code> and pass DIR to <code>rdzvscope analyze</code>.</p>\n";
+  } else {
+    Chart ch = build_chart(d);
+    s += "<p class=\"note\">One row per " + std::string(ch.aggregated ? "host" : "rank") +
+         ": launch, name resolution, first store connect, connected, first error, exit. Hover a row for its times.</p>\n";
+    if (ch.aggregated)
+      s += "<p class=\"note agg\" id=\"aggregated-note\">Rows are aggregated by host: " + std::to_string(d.ranks.size()) +
+           " ranks on " + std::to_string(ch.hosts) +
+           " hosts. Each host row draws the median of its ranks, and the whisker spans the earliest to the latest "
+           "first store connect (min / median / max). The late and initiating ranks keep their own rows, on top.</p>\n";
+    s += svg_chart(ch) + legend();
+  }
+  s += "</section>\n";
+
+  if (!d.discriminators.empty()) {
+    s += "<section id=\"discriminators\">\n<h2>Discriminators</h2>\n<table>\n";
+    for (const auto& [k, val] : d.discriminators.items())
+      s += "<tr><td class=\"k\">" + esc(k) + "</td><td>" + esc(value_text(val)) + "</td></tr>\n";
+    s += "</table>\n</section>\n";
+  }
+  if (!d.findings.empty()) {
+    s += "<section id=\"evidence\">\n<h2>Evidence</h2>\n<ul class=\"evidence\">\n";
+    for (const Finding& f : d.findings)
+      for (const std::string& e : f.evidence) s += "<li>" + esc(e) + "</li>\n";
+    s += "</ul>\n</section>\n";
+  }
+  if (!d.ranks.empty() && d.ranks.size() <= kMaxRankRows) s += "<section id=\"ranks\">\n" + rank_table(d) + "</section>\n";
+
+  const InputStats& in = d.inputs;
+  s += "<section id=\"inputs\">\n<h2>Inputs</h2>\n<div class=\"stats\">";
+  s += stat(std::to_string(in.trace_files), "trace files");
+  s += stat(std::to_string(in.damaged_files), "damaged files", in.damaged_files > 0);
+  s += stat(std::to_string(in.events), "events");
+  s += stat(std::to_string(in.lost_events), "events lost", in.lost_events > 0);
+  s += stat(std::to_string(in.log_files), "log files");
+  s += stat(std::to_string(in.log_lines_matched), "log lines matched");
+  s += "</div>\n";
+  if (!in.problems.empty()) {
+    s += "<ul class=\"evidence\">\n";
+    for (const auto& p : in.problems) s += "<li class=\"mono\">" + esc(p) + "</li>\n";
+    s += "</ul>\n";
+  }
+  s += "</section>\n<footer>rdzvscope analyze --html &middot; self-contained: no scripts, no external resources</footer>\n"
+       "</main>\n</body>\n</html>\n";
+  return s;
+}
+
+}  // namespace rdzvscope

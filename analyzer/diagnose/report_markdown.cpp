@@ -1,0 +1,194 @@
+// --format markdown: what a support ticket needs, ready to paste (GitHub, Jira, Slack all read
+// Markdown): the exact error line, PyTorch version, launcher command with its rendezvous
+// flags, the first failing rank, the verdict and next step. Whether it reproduces is unknown
+// from one run, and the summary says so rather than leaving the field out.
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "context.h"
+#include "reader/names.h"
+#include "report.h"
+
+namespace rdzvscope {
+
+namespace {
+
+// Inline text in a table cell or a list: a '|' would end the cell, a newline the row, and
+// Markdown's punctuation would turn log text into emphasis or links.
+std::string md_inline(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '\n' || ch == '\r') out += ' ';
+    else if (std::string("\\`*[<>|").find(ch) != std::string::npos) (out += '\\') += ch;
+    else out += ch;
+  }
+  return out;
+}
+
+// A fenced block longer than any run of backticks inside, so log text cannot close it.
+std::string md_block(const std::string& text, const char* lang) {
+  std::size_t run = 0, longest = 0;
+  for (char ch : text) longest = std::max(longest, run = ch == '`' ? run + 1 : 0);
+  const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+  return fence + lang + "\n" + text + "\n" + fence + "\n";
+}
+
+std::string at(const Diagnosis& d, std::int64_t ns) {
+  if (!d.t0_ns) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.2f s", (ns - *d.t0_ns) / 1e9);
+  return buf;
+}
+
+const RankRow* first_failing(const Diagnosis& d) {
+  const RankRow* best = nullptr;
+  for (const RankRow& r : d.ranks)
+    if (r.first_error_ns && (!best || *r.first_error_ns < *best->first_error_ns)) best = &r;
+  return best;
+}
+
+// The log line a reader should see first: one a finding quotes, else the first line of the
+// rank that failed first, else of the initiating rank, else the earliest stamped line.
+const LogEvent* most_relevant_line(const Diagnosis& d, const LogFacts& logs) {
+  for (const Finding& f : d.findings)
+    for (const std::string& ev : f.evidence)
+      for (const LogEvent& e : logs.events)
+        if (ev.rfind(e.file + ":" + std::to_string(e.line) + ": ", 0) == 0) return &e;
+  auto first_of = [&](int rank) -> const LogEvent* {
+    for (const LogEvent& e : logs.events)
+      if (e.rank == rank) return &e;
+    return nullptr;
+  };
+  if (const RankRow* r = first_failing(d); r && r->rank)
+    if (const LogEvent* e = first_of(*r->rank)) return e;
+  if (d.verdict.initiating_rank)
+    if (const LogEvent* e = first_of(*d.verdict.initiating_rank)) return e;
+  const LogEvent* best = nullptr;
+  for (const LogEvent& e : logs.events)
+    if (!best || (e.wall_time && (!best->wall_time || *e.wall_time < *best->wall_time))) best = &e;
+  return best;
+}
+
+// The command that started the job: a launcher agent's (torchrun carries the --rdzv flags),
+// else the lowest rank's.
+const Process* launcher(const TraceInputs& traces) {
+  const Process* best = nullptr;
+  for (const Process& p : traces.processes) {
+    if (p.role == Role::Agent) return &p;
+    if (!best || (p.rank >= 0 && (best->rank < 0 || p.rank < best->rank))) best = &p;
+  }
+  return best;
+}
+
+std::vector<std::string> rdzv_flags(const std::string& cmdline) {
+  static const char* kFlags[] = {"--rdzv", "--nnodes", "--nproc", "--node", "--master", "--standalone", "--max-restarts",
+                                 "--max_restarts"};
+  std::vector<std::string> out;
+  std::istringstream in(cmdline);
+  std::string tok;
+  while (in >> tok)
+    for (const char* f : kFlags)
+      if (tok.rfind(f, 0) == 0) {
+        out.push_back(tok);
+        break;
+      }
+  return out;
+}
+
+}  // namespace
+
+std::string diagnosis_markdown(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs) {
+  const Verdict& v = d.verdict;
+  std::string s = "## Rendezvous failure report: `" + v.cls + "`" + (v.cause ? " (" + *v.cause + ")" : "") + "\n\n";
+  s += "**Verdict:** " + md_inline(v.summary) + " (confidence: " + v.confidence + ")\n\n";
+  s += "**Next step:** " + md_inline(v.next_step) + "\n\n";
+
+  s += "| | |\n|---|---|\n";
+  std::string first = "unknown";
+  if (const RankRow* r = first_failing(d)) {
+    first = "rank " + (r->rank ? std::to_string(*r->rank) : std::string("?")) + " (" + r->host + " pid " +
+            std::to_string(r->pid) + ") at " + at(d, *r->first_error_ns) + ": " + r->first_error;
+  } else if (const LogEvent* e = most_relevant_line(d, logs); e && e->rank >= 0) {
+    first = "rank " + std::to_string(e->rank) + " (from logs, order within the logs only)";
+  }
+  s += "| First failing rank | " + md_inline(first) + " |\n";
+  std::string init = v.initiating_rank ? "rank " + std::to_string(*v.initiating_rank) : std::string("none named");
+  if (v.initiating_host) init += " on " + *v.initiating_host;
+  s += "| Where it started | " + md_inline(init) + " |\n";
+  std::string torch = logs.torch_version.empty() ? (logs.version_hint.empty() ? "unknown" : logs.version_hint + " (guessed from message style)")
+                                                 : logs.torch_version;
+  s += "| PyTorch | " + md_inline(torch) + " |\n";
+  if (!d.ranks.empty()) {
+    std::set<std::string> hosts;
+    for (const RankRow& r : d.ranks) hosts.insert(r.host);
+    s += "| Ranks traced | " + std::to_string(d.ranks.size()) + " on " + std::to_string(hosts.size()) + " host(s) |\n";
+  }
+  if (!d.store_endpoint.empty()) s += "| Store | " + md_inline(d.store_endpoint) + " |\n";
+  s += "| Reproduced across runs | unknown (one run given) |\n\n";
+
+  s += "### Error\n\n";
+  if (const LogEvent* e = most_relevant_line(d, logs)) {
+    s += "The most relevant log line (" + md_inline(e->file) + ":" + std::to_string(e->line) +
+         (e->rank >= 0 ? ", rank " + std::to_string(e->rank) : std::string()) + "):\n\n";
+    s += md_block(e->text, "text");
+    // Other distinct messages, each with the ranks that printed it: one block of the ticket
+    // shows whether every rank saw the same thing.
+    std::vector<std::pair<std::string, std::vector<int>>> others;
+    for (const LogEvent& o : logs.events) {
+      if (o.text == e->text) continue;
+      auto it = std::find_if(others.begin(), others.end(), [&](const auto& p) { return p.first == o.text; });
+      if (it == others.end()) others.push_back({o.text, {}}), it = others.end() - 1;
+      if (o.rank >= 0) it->second.push_back(o.rank);
+    }
+    if (!others.empty()) {
+      s += "\nOther error lines in the logs:\n\n";
+      for (std::size_t i = 0; i < others.size() && i < 8; ++i)
+        s += "- " + (others[i].second.empty() ? std::string("") : "rank " + rank_list(others[i].second) + ": ") +
+             md_inline(others[i].first.substr(0, 300)) + "\n";
+      if (others.size() > 8) s += "- ... and " + std::to_string(others.size() - 8) + " more\n";
+    }
+  } else if (const RankRow* r = first_failing(d)) {
+    s += "No log line given (pass the logs with --log); the first error in the traces:\n\n" +
+         md_block("rank " + (r->rank ? std::to_string(*r->rank) : std::string("?")) + ": " + r->first_error, "text");
+  } else {
+    s += "No error line: no logs given (--log) and no failed call in the traces.\n";
+  }
+
+  s += "\n### Launcher command\n\n";
+  if (const Process* p = launcher(traces)) {
+    const std::string cmd = bounded_string(p->header.cmdline);
+    s += "From the trace of " + md_inline(p->label()) + (p->role == Role::Agent ? " (launcher agent)" : "") + ":\n\n";
+    s += md_block(cmd + (p->header.cmdline_truncated ? " ...(cut)" : ""), "sh");
+    auto flags = rdzv_flags(cmd);
+    const rdzv_identity& id = p->header.ident;
+    std::string env;
+    if (id.master_addr[0]) env += " MASTER_ADDR=" + bounded_string(id.master_addr);
+    if (id.master_port >= 0) env += " MASTER_PORT=" + std::to_string(id.master_port);
+    if (id.world_size >= 0) env += " WORLD_SIZE=" + std::to_string(id.world_size);
+    if (id.run_id[0]) env += " TORCHELASTIC_RUN_ID=" + bounded_string(id.run_id);
+    if (id.slurm_job_id[0]) env += " SLURM_JOB_ID=" + bounded_string(id.slurm_job_id);
+    std::string f;
+    for (const auto& x : flags) f += (f.empty() ? "" : " ") + x;
+    s += "\nRendezvous flags: " + (f.empty() ? std::string("none on the command line") : "`" + f + "`") + "\n";
+    if (!env.empty()) s += "Rendezvous environment: `" + env.substr(1) + "`\n";
+  } else {
+    s += "unknown (no traces; rerun under `rdzvscope run` to record it)\n";
+  }
+
+  if (!d.findings.empty()) {
+    s += "\n### Evidence\n\n";
+    for (const Finding& f : d.findings)
+      for (const std::string& e : f.evidence) s += "- " + md_inline(e) + "\n";
+  }
+  const InputStats& in = d.inputs;
+  char line[256];
+  std::snprintf(line, sizeof line, "\n_rdzvscope analyze read %zu trace file(s) (%zu damaged, %llu events lost) and %zu log(s) (%llu lines matched)._\n",
+                in.trace_files, in.damaged_files, static_cast<unsigned long long>(in.lost_events), in.log_files,
+                static_cast<unsigned long long>(in.log_lines_matched));
+  s += line;
+  return s;
+}
+
+}  // namespace rdzvscope

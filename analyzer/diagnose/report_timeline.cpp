@@ -1,0 +1,307 @@
+// --timeline: the rendezvous as Chrome trace-event JSON, for ui.perfetto.dev and
+// chrome://tracing. One process track per host (pid = 1-based host index: pid 0 reads as the
+// kernel's idle task in some viewers), one thread track per rank (tid = rank; processes
+// without a rank, such as launcher agents, get tid = 1,000,000 + OS pid so they never clash
+// with a rank). Times are µs after the earliest launch, the report's +0.00 s.
+//
+// The Diagnosis keeps only the first resolve/connect/error of a rank; a timeline must show
+// every attempt, so this writer walks the trace events itself (through the same facts).
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <set>
+
+#include "context.h"
+#include "reader/names.h"
+#include "report.h"
+
+namespace rdzvscope {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr long kUnrankedTidBase = 1'000'000;
+
+struct Track {
+  int pid = 0;
+  long tid = 0;
+};
+
+// An "X" span waiting for the nesting check (see nest()).
+struct Span {
+  Track track;
+  std::int64_t begin_ns = 0, end_ns = 0;
+  ojson event;
+};
+
+// Failures worth a red instant: what the rules count as errors, plus the rest of the
+// failed calls (a timeline shows everything; the verdict picks).
+bool is_error(const Event& e) {
+  const rdzv_record& r = e.rec;
+  switch (r.kind) {
+    case RDZV_EV_RESOLVE: return r.ret != 0;
+    case RDZV_EV_CONNECT: return r.err != 0 && r.err != EINPROGRESS && r.err != EINTR;
+    case RDZV_EV_CONNECT_DONE: return r.err != 0;
+    case RDZV_EV_BIND:
+    case RDZV_EV_LISTEN: return r.ret < 0;
+    case RDZV_EV_ACCEPT: return r.ret < 0 && r.err != EAGAIN && r.err != EINTR;
+    case RDZV_EV_SEND:
+    case RDZV_EV_RECV: return r.ret < 0 || (r.flags & RDZV_F_ZERO_READ);
+    case RDZV_EV_POLL: return true;  // only waits that timed out or failed are recorded
+    case RDZV_EV_CLOSE: return r.flags & RDZV_F_ABANDONED;
+    default: return false;
+  }
+}
+
+class TimelineWriter {
+ public:
+  TimelineWriter(const Diagnosis& d, const Context& c) : d_(d), c_(c), t0_(d.t0_ns.value_or(0)) {}
+
+  ojson build(const LogFacts& logs) {
+    std::set<std::string> hosts;
+    for (const auto& f : c_.facts) hosts.insert(f.proc->host);
+    int pid = 0;
+    for (const auto& h : hosts) {
+      host_pid_[h] = ++pid;
+      meta(Track{pid, 0}, "process_name", "host " + h);
+      meta_sort(Track{pid, 0}, "process_sort_index", pid);
+    }
+    verdict_track_ = Track{pid + 1, 0};
+    for (const auto& f : c_.facts) add_process(f);
+    if (!c_.has_traces()) add_log_only(logs);
+    add_verdict();
+    for (auto& s : nest()) events_.push_back(std::move(s.event));
+
+    ojson out;
+    out["traceEvents"] = std::move(events_);
+    out["displayTimeUnit"] = "ms";
+    out["metadata"] = metadata();
+    return out;
+  }
+
+ private:
+  double us(std::int64_t ns) const { return (ns - t0_) / 1000.0; }
+
+  void meta(Track t, const char* what, const std::string& name) {
+    ojson e = {{"name", what}, {"ph", "M"}, {"ts", 0}, {"pid", t.pid}, {"tid", t.tid}, {"args", {{"name", name}}}};
+    events_.push_back(std::move(e));
+  }
+  void meta_sort(Track t, const char* what, long index) {
+    ojson e = {{"name", what}, {"ph", "M"}, {"ts", 0}, {"pid", t.pid}, {"tid", t.tid}, {"args", {{"sort_index", index}}}};
+    events_.push_back(std::move(e));
+  }
+
+  void span(Track t, const std::string& name, const char* cat, std::int64_t b, std::int64_t e, ojson args) {
+    if (e < b) e = b;
+    ojson ev = {{"name", name}, {"cat", cat}, {"ph", "X"}, {"ts", us(b)}, {"dur", (e - b) / 1000.0},
+                {"pid", t.pid}, {"tid", t.tid}, {"args", std::move(args)}};
+    spans_.push_back(Span{t, b, e, std::move(ev)});
+  }
+
+  void instant(Track t, const std::string& name, const char* cat, std::int64_t at, ojson args, const char* scope = "t") {
+    events_.push_back({{"name", name}, {"cat", cat}, {"ph", "i"}, {"s", scope}, {"ts", us(at)},
+                       {"pid", t.pid}, {"tid", t.tid}, {"args", std::move(args)}});
+  }
+
+  Track track_for(const ProcessFacts& f) {
+    const Process& p = *f.proc;
+    Track t{host_pid_[p.host], kUnrankedTidBase + p.pid};
+    // Two processes claiming one rank on one host (a collision) must not share a track.
+    if (p.role != Role::Agent && p.rank >= 0 && used_.insert({t.pid, p.rank}).second) t.tid = p.rank;
+    return t;
+  }
+
+  std::string thread_name(const ProcessFacts& f, Track t) const {
+    const Process& p = *f.proc;
+    std::string name = t.tid < kUnrankedTidBase ? "rank " + std::to_string(p.rank) : std::string(role_name(p.role));
+    name += " (pid " + std::to_string(p.pid) + (p.role == Role::StoreServer ? ", store host" : "") + ")";
+    if (p.rank >= 0 && d_.verdict.initiating_rank == p.rank && p.role != Role::Agent) name += " - initiating";
+    for (const RankRow& r : d_.ranks)
+      if (r.late && r.pid == p.pid && r.host == p.host) name += " - late";
+    return name;
+  }
+
+  void add_process(const ProcessFacts& f) {
+    const Process& p = *f.proc;
+    Track t = track_for(f);
+    meta(t, "thread_name", thread_name(f, t));
+    meta_sort(t, "thread_sort_index", t.tid);
+    const std::int64_t end = p.exit_ns.value_or(p.last_event_ns());
+
+    // The whole life as the parent span, so every call nests under its process.
+    span(t, p.vanished() ? "process (vanished)" : "process (exit " + (p.exit_status ? std::to_string(*p.exit_status) : std::string("?")) + ")",
+         "process", p.launched_ns, end,
+         {{"host", p.host}, {"pid", p.pid}, {"role", role_name(p.role)}, {"cmdline", bounded_string(p.header.cmdline)}});
+
+    for (std::size_t i = 0; i < p.events.size(); ++i) {
+      const Event& e = p.events[i];
+      const rdzv_record& r = e.rec;
+      if (r.kind == RDZV_EV_RESOLVE) add_resolve(t, e);
+      else if (r.kind == RDZV_EV_CONNECT) add_connect(t, p, i, end);
+      else if (r.kind == RDZV_EV_LISTEN && r.ret == 0 && (r.flags & RDZV_F_STORE))
+        add_held(t, p, i, end, "store server listening on :" + std::to_string(r.u.net.local.port), e.wall_ns);
+      if (is_error(e))
+        instant(t, describe(e), "error", end_ns(e),
+                {{"call", op_name(r.op)}, {"errno", r.err ? ojson(errno_name(r.err)) : ojson(nullptr)}, {"store", bool(r.flags & RDZV_F_STORE)}});
+    }
+    if (p.exit_ns)
+      instant(t, "exit " + (p.exit_status ? std::to_string(*p.exit_status) : std::string("(status unknown)")), "exit", *p.exit_ns, ojson::object());
+    else
+      instant(t, "vanished (last event)", "exit", end, {{"note", "no exit record: killed by a signal, or still running"}});
+
+    // Where this rank's own wait would end: its connect plus the timeout it configured.
+    std::optional<std::int64_t> timeout = f.timeout_ms ? f.timeout_ms : c_.timeout_ms();
+    if (f.connected_ns && timeout && *timeout > 0)
+      instant(t, "timeout deadline (" + fmt_seconds(*timeout / 1000.0) + " after connect)", "deadline",
+              *f.connected_ns + *timeout * 1'000'000, {{"timeout_ms", *timeout}});
+  }
+
+  void add_resolve(Track t, const Event& e) {
+    const rdzv_record& r = e.rec;
+    const std::string host = bounded_string(r.u.resolve.host), service = bounded_string(r.u.resolve.service);
+    auto first = format_sockaddr(r.u.resolve.first);
+    span(t, "resolve " + host + (service.empty() ? "" : ":" + service), "resolve", e.wall_ns, end_ns(e),
+         {{"call", op_name(r.op)},
+          {"result", r.ret == 0 ? std::string("ok") : resolver_error_name(r.op, r.ret)},
+          {"addresses", r.u.resolve.naddrs},
+          {"first", first ? ojson(*first) : ojson(nullptr)}});
+  }
+
+  // One span per attempt. A non-blocking connect returns EINPROGRESS at once; its outcome is
+  // the CONNECT_DONE record of the same fd and start, whose duration covers the whole wait.
+  void add_connect(Track t, const Process& p, std::size_t i, std::int64_t proc_end) {
+    const Event& e = p.events[i];
+    const rdzv_record& r = e.rec;
+    const Event* outcome = &e;
+    bool pending = r.err == EINPROGRESS;
+    if (pending)
+      for (std::size_t j = i + 1; j < p.events.size(); ++j) {
+        const rdzv_record& o = p.events[j].rec;
+        if (o.kind == RDZV_EV_CONNECT_DONE && o.fd == r.fd && o.ts_ns == r.ts_ns) {
+          outcome = &p.events[j];
+          pending = false;
+          break;
+        }
+      }
+    const rdzv_record& o = outcome->rec;
+    const bool ok = !pending && o.err == 0 && (o.kind == RDZV_EV_CONNECT_DONE || o.ret == 0);
+    auto peer = format_sockaddr(r.u.net.peer);
+    const std::string where = peer ? *peer : "?";
+    span(t, "connect " + where, "connect", e.wall_ns, pending ? e.wall_ns + static_cast<std::int64_t>(r.dur_ns) : end_ns(*outcome),
+         {{"outcome", ok ? std::string("connected") : pending ? std::string("in progress, outcome not seen") : errno_name(o.err)},
+          {"errno", !ok && !pending ? ojson(errno_name(o.err)) : ojson(nullptr)},
+          {"store", bool(r.flags & RDZV_F_STORE)},
+          {"nonblocking", bool(r.flags & RDZV_F_NONBLOCK)},
+          {"fd", r.fd}});
+    if (ok && (r.flags & RDZV_F_STORE))
+      add_held(t, p, i, proc_end, "connected to store " + where, end_ns(*outcome));
+  }
+
+  // A store socket held open: from `from` to the close of its fd, else the process's end.
+  void add_held(Track t, const Process& p, std::size_t i, std::int64_t proc_end, const std::string& name, std::int64_t from) {
+    const int fd = p.events[i].rec.fd;
+    std::int64_t until = proc_end;
+    ojson args = {{"fd", fd}, {"ended_by", p.exit_ns ? "exit" : "end of trace"}};
+    for (std::size_t j = i + 1; j < p.events.size(); ++j) {
+      const Event& c = p.events[j];
+      if (c.rec.kind == RDZV_EV_CLOSE && c.rec.fd == fd && c.wall_ns >= from) {
+        until = c.wall_ns;
+        args = {{"fd", fd}, {"ended_by", "close"},
+                {"bytes_sent", c.rec.u.close.bytes_sent}, {"bytes_recv", c.rec.u.close.bytes_recv}};
+        break;
+      }
+    }
+    span(t, name, "store", from, until, std::move(args));
+  }
+
+  // Without traces the logs are the only clock: one track per rank seen in them, one instant
+  // per stamped line (unstamped lines have no place on a time line).
+  void add_log_only(const LogFacts& logs) {
+    std::optional<double> first;
+    for (const auto& e : logs.events)
+      if (e.wall_time && (!first || *e.wall_time < *first)) first = e.wall_time;
+    const int pid = verdict_track_.pid;
+    verdict_track_.pid = pid + 1;
+    meta(Track{pid, 0}, "process_name", "logs (no traces)");
+    std::set<long> seen;
+    for (const auto& e : logs.events) {
+      Track t{pid, e.rank >= 0 ? e.rank : kUnrankedTidBase};
+      if (seen.insert(t.tid).second)
+        meta(t, "thread_name", e.rank >= 0 ? "rank " + std::to_string(e.rank) : std::string("unknown rank"));
+      if (!e.wall_time) continue;
+      const std::int64_t at = t0_ + static_cast<std::int64_t>((*e.wall_time - *first) * 1e9);
+      instant(t, e.text, "error", at, {{"file", e.file}, {"line", e.line}, {"family", rdzv::logs::family_name(e.family)}});
+    }
+  }
+
+  void add_verdict() {
+    const Verdict& v = d_.verdict;
+    meta(verdict_track_, "process_name", "rdzvscope verdict");
+    meta_sort(verdict_track_, "process_sort_index", -1);  // above the hosts
+    meta(verdict_track_, "thread_name", "verdict");
+    // At the first failure, where the story turns; global scope draws it across every track.
+    std::optional<std::int64_t> at;
+    for (const RankRow& r : d_.ranks)
+      if (r.first_error_ns && (!at || *r.first_error_ns < *at)) at = r.first_error_ns;
+    std::string name = "verdict: " + v.cls;
+    if (v.initiating_rank) name += " (rank " + std::to_string(*v.initiating_rank) + ")";
+    instant(verdict_track_, name, "verdict", at.value_or(t0_), {{"summary", v.summary}, {"next_step", v.next_step}}, "g");
+  }
+
+  ojson metadata() const {
+    const Verdict& v = d_.verdict;
+    auto opt = [](const auto& o) { return o ? ojson(*o) : ojson(nullptr); };
+    return {{"rdzvscope", {{"schema", "rdzvscope.timeline/1"},
+                           {"t0", d_.t0_ns ? ojson(iso8601_utc(*d_.t0_ns)) : ojson(nullptr)},
+                           {"verdict", {{"class", v.cls}, {"cause", opt(v.cause)},
+                                        {"initiating_rank", opt(v.initiating_rank)},
+                                        {"initiating_host", opt(v.initiating_host)},
+                                        {"confidence", v.confidence}, {"summary", v.summary},
+                                        {"next_step", v.next_step}}},
+                           {"store", d_.store_endpoint}}}};
+  }
+
+  // Viewers need the X spans of one thread properly nested (Perfetto drops a span that ends
+  // after its parent). A parent here is a longer span that started earlier; a child that
+  // outlives it is cut at the parent's end and says so.
+  std::vector<Span> nest() {
+    std::stable_sort(spans_.begin(), spans_.end(), [](const Span& a, const Span& b) {
+      if (a.track.pid != b.track.pid) return a.track.pid < b.track.pid;
+      if (a.track.tid != b.track.tid) return a.track.tid < b.track.tid;
+      if (a.begin_ns != b.begin_ns) return a.begin_ns < b.begin_ns;
+      return a.end_ns > b.end_ns;
+    });
+    std::vector<const Span*> stack;
+    for (std::size_t i = 0; i < spans_.size(); ++i) {
+      Span& s = spans_[i];
+      if (i > 0 && (spans_[i - 1].track.pid != s.track.pid || spans_[i - 1].track.tid != s.track.tid)) stack.clear();
+      while (!stack.empty() && stack.back()->end_ns <= s.begin_ns) stack.pop_back();
+      if (!stack.empty() && s.end_ns > stack.back()->end_ns) {
+        s.end_ns = stack.back()->end_ns;
+        s.event["dur"] = (s.end_ns - s.begin_ns) / 1000.0;
+        s.event["args"]["cut_at_parent_end"] = true;
+      }
+      stack.push_back(&s);
+    }
+    return std::move(spans_);
+  }
+
+  const Diagnosis& d_;
+  const Context& c_;
+  std::int64_t t0_;
+  std::map<std::string, int> host_pid_;
+  std::set<std::pair<int, long>> used_;
+  Track verdict_track_;
+  ojson events_ = ojson::array();
+  std::vector<Span> spans_;
+};
+
+}  // namespace
+
+ojson timeline_json(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs) {
+  Context c(traces, logs);
+  return TimelineWriter(d, c).build(logs);
+}
+
+}  // namespace rdzvscope
