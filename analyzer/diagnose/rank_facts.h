@@ -57,10 +57,14 @@ inline std::int64_t end_ns(const Event& e) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(e.wall_ns) + e.rec.dur_ns);
 }
 
+// to_ns - from_ns, modular: times from a damaged trace must not be UB.
+inline std::int64_t diff_ns(std::int64_t from_ns, std::int64_t to_ns) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(to_ns) - static_cast<std::uint64_t>(from_ns));
+}
+
 // Seconds between two wall-clock times, for reports.
 inline double seconds(std::int64_t from_ns, std::int64_t to_ns) {
-  return static_cast<double>(static_cast<std::int64_t>(static_cast<std::uint64_t>(to_ns) -
-                                                       static_cast<std::uint64_t>(from_ns))) / 1e9;
+  return static_cast<double>(diff_ns(from_ns, to_ns)) / 1e9;
 }
 
 }  // namespace rdzvscope

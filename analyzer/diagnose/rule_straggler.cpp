@@ -51,11 +51,11 @@ std::optional<Candidate> rule_straggler(const Context& c) {
     for (const ProcessFacts* f : c.ranks()) {
       if (waited_set.count(f)) continue;
       auto a = f->arrival_ns();
-      if (!a || *a >= first_timeout - 100'000'000) late.push_back(f);
+      if (!a || *a >= diff_ns(100'000'000, first_timeout)) late.push_back(f);
     }
     if (late.empty()) return std::nullopt;
     auto lateness = [&](const ProcessFacts* f) {
-      return f->arrival_ns() ? *f->arrival_ns() - usual : f->proc->last_event_ns() - usual;
+      return diff_ns(usual, f->arrival_ns() ? *f->arrival_ns() : f->proc->last_event_ns());
     };
     const ProcessFacts* worst = *std::max_element(late.begin(), late.end(), [&](auto* a, auto* b) {
       return lateness(a) < lateness(b);
