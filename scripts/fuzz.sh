@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/) in a clang build dir and runs each for a bounded time.
+#   bash scripts/fuzz.sh [SECONDS]        default 25 s per target (FUZZ_SECONDS also works)
+# Env: FUZZ_DIR (build dir, default build-fuzz), FUZZ_TARGETS (default: all three),
+#      FUZZ_WORK (scratch corpora and crash files, default $FUZZ_DIR/fuzz-work).
+# Each target starts from a copy of its seed corpus (fuzz/corpus/<target>, never written)
+# plus fuzz/regressions/<target>. Prints executions and time per target. Exits 1 when any
+# target found a crash; the input is kept as $FUZZ_WORK/<target>/crash-* (copy it to
+# fuzz/regressions/<target>/ with a descriptive name once it is fixed).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+SECONDS_EACH=${1:-${FUZZ_SECONDS:-25}}
+FUZZ_DIR=${FUZZ_DIR:-build-fuzz}
+FUZZ_WORK=${FUZZ_WORK:-$FUZZ_DIR/fuzz-work}
+TARGETS=${FUZZ_TARGETS:-fuzz_trace_reader fuzz_log_reader fuzz_analyzer}
+CC_=${FUZZ_CC:-clang}
+CXX_=${FUZZ_CXX:-clang++}
+
+# -Werror off: the project's warning set is tuned for GCC; clang's extra warnings are not what
+# this build is for.
+cmake -S . -B "$FUZZ_DIR" -DCMAKE_C_COMPILER="$CC_" -DCMAKE_CXX_COMPILER="$CXX_" \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDZVSCOPE_FUZZ=ON -DRDZVSCOPE_WERROR=OFF \
+      -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_BUILD_BPF=OFF >/dev/null
+# shellcheck disable=SC2086
+cmake --build "$FUZZ_DIR" -j"$(nproc)" --target $TARGETS
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+failed=()
+summary=()
+for t in $TARGETS; do
+  work="$FUZZ_WORK/$t"
+  rm -rf "$work/corpus"
+  mkdir -p "$work/corpus"
+  cp fuzz/corpus/"$t"/* "$work/corpus/"
+  find fuzz/regressions/"$t" -type f ! -name README.md -exec cp {} "$work/corpus/" \;
+  log="$work/fuzz.log"
+  echo "fuzz: $t for ${SECONDS_EACH}s (log $log)"
+  start=$(date +%s.%N)
+  rc=0
+  "$FUZZ_DIR/fuzz/$t" -max_total_time="$SECONDS_EACH" -timeout=25 -rss_limit_mb=4096 \
+      -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" >"$log" 2>&1 || rc=$?
+  end=$(date +%s.%N)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  line=$(printf '%-18s %9s executions in %5.1f s  exit %d' "$t" "${execs:-?}" \
+         "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$rc")
+  summary+=("$line")
+  if [ "$rc" != 0 ]; then
+    failed+=("$t")
+    grep -E 'ERROR|runtime error|SUMMARY|Test unit written' "$log" | head -20 || true
+    ls "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* 2>/dev/null || true
+  fi
+done
+echo "fuzz: summary"
+printf '  %s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: FOUND PROBLEMS in: ${failed[*]} (inputs kept under $FUZZ_WORK/<target>/)"
+  exit 1
+fi
+echo "fuzz: nothing found"
