@@ -2,7 +2,9 @@
 # Install what is missing, build, and run every test (ctest). .ci/run calls this.
 # Extra arguments go to the main ctest run, e.g. `bash scripts/test.sh -L torch` or `-LE torch`.
 # Then the unit tests run again in an ASan+UBSan build (build-asan); RDZVSCOPE_SKIP_SANITIZE=1
-# skips that second pass for a quick local run.
+# skips that second pass for a quick local run. Then the fuzzers run for a bounded time in a
+# clang build (build-fuzz, scripts/fuzz.sh; RDZVSCOPE_SKIP_FUZZ=1 skips) and the shim's stress
+# test under ThreadSanitizer (build-tsan; RDZVSCOPE_SKIP_TSAN=1 skips).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -23,4 +25,23 @@ if [ "${RDZVSCOPE_SKIP_SANITIZE:-0}" != 1 ]; then
         rdzvscope_logs_tests rdzvscope_diagnose_tests
   echo "test: ctest --test-dir $ASAN_DIR -R '^unit\\.' --output-on-failure -j2"
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$ASAN_DIR" -R '^unit\.' --output-on-failure -j2
+fi
+
+if [ "${RDZVSCOPE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
+  # libFuzzer targets (fuzz/) in a clang build: replay the stored crash inputs and the seeds
+  # (ctest -L fuzz), then fuzz each target for a bounded time; any finding fails the run.
+  FUZZ_DIR=${FUZZ_DIR:-build-fuzz}
+  bash scripts/fuzz.sh "${RDZVSCOPE_FUZZ_SECONDS:-25}"
+  echo "test: ctest --test-dir $FUZZ_DIR -L fuzz --output-on-failure"
+  ctest --test-dir "$FUZZ_DIR" -L fuzz --output-on-failure
+fi
+
+if [ "${RDZVSCOPE_SKIP_TSAN:-0}" != 1 ]; then
+  # The shim's multi-threaded stress test with the shim and the program built with
+  # -fsanitize=thread (tests/stress/); TSan must report nothing.
+  TSAN_DIR=${TSAN_DIR:-build-tsan}
+  echo "test: TSan stress test in $TSAN_DIR"
+  cmake -S . -B "$TSAN_DIR" -DRDZVSCOPE_TSAN=ON -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_BUILD_BPF=OFF >/dev/null
+  cmake --build "$TSAN_DIR" -j"$(nproc)" --target rdzvscope rdzvscope_shim_tsan rdzvscope_stress_tsan
+  ctest --test-dir "$TSAN_DIR" -R '^stress\.tsan$' --output-on-failure
 fi
