@@ -49,6 +49,7 @@ RankRow row_for(const Context& c, const ProcessFacts& f) {
   r.exit_ns = f.proc->exit_ns;
   r.exit_status = f.proc->exit_status;
   r.vanished = f.proc->vanished();
+  r.last_seen_ns = f.proc->last_event_ns();
   return r;
 }
 

@@ -42,6 +42,8 @@ struct RankRow {
   std::optional<int> exit_status;
   bool vanished = false;
   bool late = false;
+  // The last traced event: where a vanished process was last seen (views only, not in JSON).
+  std::optional<std::int64_t> last_seen_ns;
 };
 
 struct InputStats {

@@ -54,6 +54,7 @@ struct ChartRow {
   std::string label, css, tip;
   std::optional<double> launch, resolved, connect, connected, error, end;
   bool vanished = false;
+  std::optional<double> last_seen;  // vanished ranks: their last traced event
   std::string error_text;
   int ranks = 1;
   std::optional<double> arrive_min, arrive_max;  // aggregated rows: spread of first store connects
@@ -81,6 +82,7 @@ ChartRow row_of(const Diagnosis& d, const RankRow& r) {
   c.connected = rel_s(d, r.connected_ns);
   c.error = rel_s(d, r.first_error_ns);
   c.end = rel_s(d, r.exit_ns);
+  if (r.vanished) c.last_seen = rel_s(d, r.last_seen_ns);
   c.vanished = r.vanished;
   c.error_text = r.first_error;
   if (r.late) c.css += " late";
@@ -179,7 +181,7 @@ Chart build_chart(const Diagnosis& d) {
         if (auto s = rel_s(d, r.connected_ns)) connected.push_back(*s);
     if (auto m = median(connected)) {
       ch.deadline = *m + timeout_s;
-      ch.deadline_note = "timeout " + secs(*ch.deadline).substr(1) + " (" + std::to_string(static_cast<long long>(t["ms"].get<double>())) +
+      ch.deadline_note = "timeout deadline " + secs(*ch.deadline) + " (" + std::to_string(static_cast<long long>(t["ms"].get<double>())) +
                          " ms after the on-time ranks connected)";
     }
   }
@@ -201,7 +203,7 @@ std::string svg_chart(const Chart& ch) {
   const double H = top + rh * ch.rows.size() + 8;
   double tmax = 0;
   for (const ChartRow& r : ch.rows)
-    for (const auto& v : {r.launch, r.resolved, r.connect, r.connected, r.error, r.end, r.arrive_max})
+    for (const auto& v : {r.launch, r.resolved, r.connect, r.connected, r.error, r.end, r.arrive_max, r.last_seen})
       if (v) tmax = std::max(tmax, *v);
   if (ch.deadline) tmax = std::max(tmax, *ch.deadline);
   if (tmax <= 0) tmax = 1;
@@ -239,10 +241,10 @@ std::string svg_chart(const Chart& ch) {
            num(std::max(1.5, x(*b) - x(*a))) + "\" height=\"" + num(h) + "\"/>\n";
     };
     const std::optional<double> arrive = r.connect ? r.connect : r.resolved;
-    const std::optional<double> last = r.end ? r.end : r.error;
+    const std::optional<double> last = r.end ? r.end : r.error ? r.error : r.last_seen;
     bar("ph-start", r.launch, arrive ? arrive : last, rh * 0.36);
     bar("ph-connect", r.connect, r.connected ? r.connected : r.error, rh * 0.5);
-    bar("ph-wait", r.connected, r.error ? r.error : r.end, rh * 0.5);
+    bar("ph-wait", r.connected, r.error ? r.error : r.end ? r.end : r.last_seen, rh * 0.5);
     bar("ph-fail", r.error, r.end, rh * 0.36);
     if (r.arrive_min && r.arrive_max && *r.arrive_max > *r.arrive_min)
       s += "<path class=\"whisker\" d=\"M" + num(x(*r.arrive_min)) + " " + num(mid - 5) + "v10M" + num(x(*r.arrive_min)) + " " +
@@ -254,7 +256,8 @@ std::string svg_chart(const Chart& ch) {
            num(mid + 5) + "l10 -10\"/>\n";
     if (r.end) s += "<rect class=\"mk-exit\" x=\"" + num(x(*r.end) - 1.5) + "\" y=\"" + num(mid - 7) + "\" width=\"3\" height=\"14\"/>\n";
     else if (r.vanished && last)
-      s += "<text class=\"mk-vanished\" x=\"" + num(x(*last) + 6) + "\" y=\"" + num(mid + 4) + "\">vanished</text>\n";
+      s += "<path class=\"mk-gone\" d=\"M" + num(x(*last)) + " " + num(mid - 7) + "v14\"/><text class=\"mk-vanished\" x=\"" +
+           num(x(*last) + 6) + "\" y=\"" + num(mid + 4) + "\">vanished (no exit)</text>\n";
     s += "</g>\n";
   }
   if (ch.deadline) {
@@ -299,7 +302,7 @@ svg .badge-text{fill:#fff;font-size:10px;font-weight:700}
 svg .ph-start{fill:#cfd6e0}svg .ph-connect{fill:#f0a35e}svg .ph-wait{fill:#4a7fd4}svg .ph-fail{fill:#efb3ab}
 svg .whisker{stroke:#1f2933;stroke-width:1.5;fill:none}
 svg .mk-resolved{fill:#fff;stroke:#5f6b7a;stroke-width:1.5}svg .mk-connected{fill:#1a4f8b;stroke:#fff;stroke-width:1}
-svg .mk-error{stroke:var(--bad);stroke-width:2.5;fill:none}svg .mk-exit{fill:#1f2933}svg .mk-vanished{fill:var(--bad);font-size:11px;font-style:italic}
+svg .mk-error{stroke:var(--bad);stroke-width:2.5;fill:none}svg .mk-exit{fill:#1f2933}svg .mk-gone{stroke:var(--bad);stroke-width:2;stroke-dasharray:2 2}svg .mk-vanished{fill:var(--bad);font-size:11px;font-style:italic}
 svg .timeout-marker line{stroke:var(--bad);stroke-width:2;stroke-dasharray:6 4}svg .timeout-marker text{fill:var(--bad);font-size:12px;font-weight:600}
 .legend{display:flex;flex-wrap:wrap;gap:6px 18px;font-size:12px;color:var(--muted);margin-top:8px}
 .legend span{display:inline-flex;align-items:center;gap:6px}.sw{display:inline-block;width:18px;height:9px;border-radius:2px}
