@@ -25,8 +25,7 @@ uint16_t socket_flags(bool store, bool nonblock) {
 }
 
 bool store_port(uint16_t port) {
-  store_ports_refresh();
-  writer_sync_store_ports();
+  if (store_ports_refresh()) writer_sync_store_ports();  // MASTER_PORT learnt just now
   return is_store_port(port);
 }
 
