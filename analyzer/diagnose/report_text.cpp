@@ -111,7 +111,7 @@ std::string diagnosis_text(const Diagnosis& d) {
                 static_cast<unsigned long long>(in.log_lines_matched));
   s += line;
   for (const auto& p : in.problems) s += "         problem: " + p + "\n";
-  s += "         more: --format json\n";
+  s += "         more: --format json|markdown, --timeline t.json (Perfetto), --html report.html\n";
   return s;
 }
 

@@ -40,6 +40,8 @@ import sys
 import tempfile
 import threading
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "report"))
+import check_report  # noqa: E402  (the timeline validator shared with tests/report)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANK_SCRIPT = os.path.join(HERE, "rank.py")
@@ -332,7 +334,10 @@ class Harness:
         return files
 
     def analyze(self, args):
-        cmd = [self.rdzvscope, "analyze"] + args + ["--format", "json"]
+        # Every analysis also writes the Perfetto timeline, validated like the golden ones
+        # (tests/report/check_report.py): issue 5 asks for it on every end-to-end scenario.
+        timeline = tempfile.NamedTemporaryFile(prefix="timeline-", suffix=".json", delete=False).name
+        cmd = [self.rdzvscope, "analyze"] + args + ["--format", "json", "--timeline", timeline]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            timeout=ANALYZE_TIMEOUT_S)
         out = (p.stdout or "") + (p.stderr or "")
@@ -343,9 +348,16 @@ class Harness:
                                       f"{p.returncode}: {' '.join(out.split())[:200]}")
             raise Failure(f"`{' '.join(cmd)}` exited {p.returncode}:\n{out[:4000]}")
         try:
-            return json.loads(p.stdout)
+            diag = json.loads(p.stdout)
         except json.JSONDecodeError as e:
             raise Failure(f"`{' '.join(cmd)}` printed no JSON ({e}):\n{p.stdout[:4000]}")
+        try:
+            check_report.check_timeline_file(timeline, diag)
+        except SystemExit:
+            raise Failure(f"the timeline of `{' '.join(cmd)}` is invalid (see the FAIL line above)")
+        finally:
+            os.unlink(timeline)
+        return diag
 
 
 # --------------------------------------------------------------------------- trace queries
@@ -703,7 +715,7 @@ def sc_rdzv_collision(h, run):
                           # keep the winning job's store up for a while: a healthy 2-rank
                           # job is over 0.3 s after init, often before the other job's
                           # rank 1 got to the port
-                          "E2E_MODE": "store_loop", "E2E_LOOP_S": "3"})
+                          "E2E_MODE": "store_loop", "E2E_LOOP_S": "3", "E2E_LOOP_BARRIER": "1"})
     # Typically one job's rank 0 hosts the store, the other's fails to bind, and of the two
     # rank-1 processes one completes a 2-rank group with the host while the other is left
     # waiting on a gloo peer (gloo's own connect timeout is about 20 s): once at most one
