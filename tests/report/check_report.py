@@ -81,7 +81,9 @@ def check_timeline_file(path, diag):
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     for r in diag["ranks"]:
-        track = [k for k, v in threads.items() if k[1] == r["rank"] and procs.get(k[0]) == "host " + r["host"]]
+        # By pid: two processes may claim one rank on one host (a collision), each on its own track.
+        track = [k for k, v in threads.items()
+                 if f"(pid {r['pid']}" in v and procs.get(k[0]) == "host " + r["host"]]
         if not track:
             fail(f"{path}: rank {r['rank']} on {r['host']} has no thread track (tracks: {threads})")
         pid, tid = track[0]
