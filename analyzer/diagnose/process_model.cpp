@@ -31,6 +31,15 @@ std::string Process::label() const {
 
 namespace {
 
+// A damaged or foreign file can hold any bit pattern in its times. Times more than this far
+// from the moment the file was created are impossible for a rendezvous; such records are
+// counted as invalid and left out, so that no rule or report does arithmetic on garbage.
+constexpr std::uint64_t kPlausibleNs = 30ull * 86400 * 1'000'000'000;
+
+bool near(std::uint64_t t, std::uint64_t ref) {
+  return t - ref + kPlausibleNs < 2 * kPlausibleNs;  // |t - ref| < kPlausibleNs, modular
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -58,7 +67,8 @@ void finish(Process& p) {
   p.world_size = h.ident.world_size;
   p.job_key = bounded_string(h.ident.run_id);
   if (p.job_key.empty()) p.job_key = bounded_string(h.ident.slurm_job_id);
-  p.launched_ns = (h.features & RDZV_FEAT_PROC_START) && h.start_realtime_ns
+  p.launched_ns = (h.features & RDZV_FEAT_PROC_START) && h.start_realtime_ns &&
+                          near(h.start_realtime_ns, h.clock_realtime_ns)
                       ? static_cast<std::int64_t>(h.start_realtime_ns)
                       : static_cast<std::int64_t>(h.clock_realtime_ns);
   if (is_agent(bounded_string(h.cmdline))) p.role = Role::Agent;
@@ -114,8 +124,15 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
         continue;
       }
       const Trace& trace = t.value();
-      if (trace.damage || trace.torn || trace.invalid) ++in.damaged_files;
+      std::uint64_t implausible = 0;
+      for (const auto& r : trace.records)
+        implausible += !near(static_cast<std::uint64_t>(wall_ns(trace.header, r.raw.ts_ns)),
+                             trace.header.clock_realtime_ns) ||
+                       r.raw.dur_ns >= kPlausibleNs;
+      if (trace.damage || trace.torn || trace.invalid || implausible) ++in.damaged_files;
       if (trace.damage) in.errors.push_back(*trace.damage);
+      if (implausible)
+        in.errors.push_back(Error{file, std::to_string(implausible) + " record(s) with impossible times (more than 30 days from the file's clock) left out", std::nullopt});
       const ProcessKey key = key_of(trace.header);
       Process& p = by_key[key];
       p.files.push_back(file);
@@ -128,8 +145,13 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
       p.dropped += trace.dropped();
       p.lost += trace.header.lost;
       in.lost_events += trace.header.lost + trace.dropped();
-      for (const auto& r : trace.records) p.events.push_back(Event{wall_ns(trace.header, r.raw.ts_ns), r.raw});
-      in.events += trace.records.size();
+      p.invalid += implausible;
+      for (const auto& r : trace.records) {
+        const std::int64_t wall = wall_ns(trace.header, r.raw.ts_ns);
+        if (near(static_cast<std::uint64_t>(wall), trace.header.clock_realtime_ns) && r.raw.dur_ns < kPlausibleNs)
+          p.events.push_back(Event{wall, r.raw});
+      }
+      in.events += trace.records.size() - implausible;
     }
   }
   for (auto& [key, p] : by_key) {

@@ -178,3 +178,15 @@ TEST_CASE("a failed rank without any rendezvous evidence: unknown, saying what i
   CHECK(d.verdict.cls == "unknown");
   CHECK(d.verdict.summary.find("rank(s) 1 failed") != std::string::npos);
 }
+
+TEST_CASE("records with impossible times are left out and counted, the verdict stands") {
+  Job job;
+  for (int r = 0; r < 4; ++r) healthy_rank(job, r);
+  // A garbage record (a damaged file): 10^9 seconds after the clock point, and one lasting 300 years.
+  job.proc(7, 1007).connect(1.0, ECONNREFUSED).connect(1e9, ETIMEDOUT).connect(2.0, ETIMEDOUT, kPort, 1e10).exit(3.0, 0);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "healthy");
+  CHECK(d.inputs.damaged_files == 1);
+  REQUIRE(d.inputs.problems.size() == 1);
+  CHECK(d.inputs.problems[0].find("2 record(s) with impossible times") != std::string::npos);
+}
