@@ -2,8 +2,8 @@
 // Input: a mode byte, then pieces separated by kSplit. With two pieces or more the last one is
 // a merged job log; the others (at most 8) become trace files p<i>.rzt of one directory.
 // Mode bit 0: reseal the traces (fuzz_util.h) so mutated records get past the reader. Then
-// load_traces(dir) + load_logs(log) + diagnose + the JSON and the text report, as the CLI runs
-// them. Any crash, sanitizer report or escaping exception is a finding.
+// load_traces(dir) + load_logs(log) + diagnose + every report (JSON, text, timeline, HTML,
+// markdown), as the CLI runs them. Any crash, sanitizer report or escaping exception is a finding.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +78,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string json = rdzvscope::diagnosis_json(d).dump(
       2, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string text = rdzvscope::diagnosis_text(d);
-  if (json.empty() || text.empty()) __builtin_trap();
+  // The other views read the same garbage: the timeline, the HTML page and the markdown.
+  const std::string timeline = rdzvscope::timeline_json(d, traces, facts).dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string html = rdzvscope::diagnosis_html(d);
+  const std::string markdown = rdzvscope::diagnosis_markdown(d, traces, facts);
+  if (json.empty() || text.empty() || timeline.empty() || html.empty() || markdown.empty()) __builtin_trap();
   return 0;
 }

@@ -40,6 +40,10 @@ bool near(std::uint64_t t, std::uint64_t ref) {
   return t - ref + kPlausibleNs < 2 * kPlausibleNs;  // |t - ref| < kPlausibleNs, modular
 }
 
+// A trace's own wall clock must fall in this century, or none of its times mean anything.
+constexpr std::uint64_t kClockMin = 946684800ull * 1'000'000'000;   // 2000-01-01
+constexpr std::uint64_t kClockMax = 4102444800ull * 1'000'000'000;  // 2100-01-01
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -124,6 +128,11 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
         continue;
       }
       const Trace& trace = t.value();
+      if (trace.header.clock_realtime_ns < kClockMin || trace.header.clock_realtime_ns > kClockMax) {
+        ++in.damaged_files;
+        in.errors.push_back(Error{file, "the header's wall clock is outside 2000-2100: the file's times cannot be placed", std::nullopt});
+        continue;
+      }
       std::uint64_t implausible = 0;
       for (const auto& r : trace.records)
         implausible += !near(static_cast<std::uint64_t>(wall_ns(trace.header, r.raw.ts_ns)),
