@@ -1186,6 +1186,400 @@ def libc_path():
     return m.group(1)
 
 
+# ---------------------------------------------------------------- 13. the host matrix (issue 6)
+
+ASYNCIO_SCRIPT = r"""
+import asyncio, socket, sys, threading
+port = int(sys.argv[1])
+N_ASYNC, N_THREADS, THREAD_ROUNDS = 50, 4, 5
+received = {"bytes": 0, "conns": 0}
+lock = threading.Lock()
+
+async def handle(reader, writer):
+    data = await reader.readline()
+    with lock:
+        received["bytes"] += len(data)
+        received["conns"] += 1
+    writer.write(b"echo " + data)
+    await writer.drain()
+    writer.close()
+    await writer.wait_closed()
+
+async def client(i):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    msg = b"async %d %s\n" % (i, b"x" * i)
+    writer.write(msg)
+    await writer.drain()
+    reply = await reader.read()
+    writer.close()
+    await writer.wait_closed()
+    return len(msg), reply == b"echo " + msg
+
+def blocking(t, results):
+    sent, ok = 0, 0
+    for r in range(THREAD_ROUNDS):
+        s = socket.create_connection(("127.0.0.1", port))
+        msg = b"thread %d round %d\n" % (t, r)
+        s.sendall(msg)
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        sent += len(msg)
+        ok += data == b"echo " + msg
+    results[t] = (sent, ok)
+
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=128)
+    results = {}
+    threads = [threading.Thread(target=blocking, args=(t, results)) for t in range(N_THREADS)]
+    for th in threads:
+        th.start()
+    got = await asyncio.gather(*(client(i) for i in range(N_ASYNC)))
+    await asyncio.get_running_loop().run_in_executor(None, lambda: [th.join() for th in threads])
+    server.close()
+    await server.wait_closed()
+    print("async clients", len(got), "ok", sum(ok for _, ok in got), "bytes", sum(n for n, _ in got))
+    for t in sorted(results):
+        print("thread", t, "bytes", results[t][0], "ok", results[t][1])
+    print("server conns", received["conns"], "bytes", received["bytes"])
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2)
+    except OSError as e:
+        print("after close: connect error", e.errno)
+
+asyncio.run(main())
+sys.exit(7)
+"""
+
+
+def store_closes(t, port, **match):
+    return [e for e in t.find("close", **match) if e.get("peer") == addr(port)]
+
+
+@scenario
+def host_python_asyncio_threads():
+    """python3 (the one on PATH): 50 asyncio connections and 4 threads of blocking connects to
+    an asyncio server on a store port, all in one process."""
+    port = free_port()
+    py = shutil.which("python3")
+    check(py, "no python3 on PATH")
+    work = new_dir("pyasync")
+    os.makedirs(work)
+    script = os.path.join(work, "asyncio_threads.py")
+    with open(script, "w") as f:
+        f.write(ASYNCIO_SCRIPT)
+    plain, traced = run_both([py, script, str(port)], ports=[port], expect_rc=7,
+                             compare_stderr=True, timeout=25)
+    async_bytes = sum(len(b"async %d %s\n" % (i, b"x" * i)) for i in range(50))
+    thread_bytes = [sum(len(b"thread %d round %d\n" % (t, r)) for r in range(5)) for t in range(4)]
+    want = (f"async clients 50 ok 50 bytes {async_bytes}\n"
+            + "".join(f"thread {t} bytes {thread_bytes[t]} ok 5\n" for t in range(4))
+            + f"server conns 70 bytes {async_bytes + sum(thread_bytes)}\n"
+            + "after close: connect error 111\n")
+    check(plain.out == want, "the asyncio exchange went wrong\nwant:\n" + want, plain.describe())
+    t = one_trace(traced)
+    # Clients: 50 asyncio (non-blocking) connects, 20 blocking ones, 1 refused at the end.
+    conns = t.find("connect", peer=addr(port), flag="store")
+    check(len(conns) == 71, f"{len(conns)} connect events to the store port, want 71",
+          [e for e in t.events if e["kind"] != "send"][:200])
+    refused = [e for e in conns if e["errno_name"] == "ECONNREFUSED"] + \
+        t.find("connect_done", peer=addr(port), errno_name="ECONNREFUSED")
+    check(refused, "the refused connect at the end is missing", conns)
+    accepts = [e for e in t.find("accept", flag="store") if e["ret"] >= 0]
+    check(len(accepts) == 70, f"{len(accepts)} successful accepts, want 70", t.find("accept"))
+    check(len({e["tid"] for e in conns}) >= 5, "connects not from the threads and the loop",
+          conns)
+    # Close totals: what the clients sent, and what the server's accepted sockets received.
+    client_sent = sum(e["bytes_sent"] for e in store_closes(t, port))
+    check(client_sent == async_bytes + sum(thread_bytes),
+          f"client close totals {client_sent} bytes, want {async_bytes + sum(thread_bytes)}",
+          store_closes(t, port))
+    print(f"{len(conns)} connects, {len(accepts)} accepts, {len(t.events)} events; "
+          f"elapsed {plain.elapsed:.2f}s / {traced.elapsed:.2f}s")
+
+
+class HttpServer:
+    """python3 -m http.server on 127.0.0.1:port serving dir (run untraced)."""
+
+    def __init__(self, port, directory):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+             directory, str(port)], env=base_env(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                return
+            check(self.proc.poll() is None and time.monotonic() < deadline,
+                  "http.server did not come up")
+            time.sleep(0.05)
+
+    def close(self):
+        self.proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@scenario
+def host_curl_http():
+    """curl against a local HTTP server on a store port: by IP and by name (curl resolves
+    localhost in its resolver thread, may try ::1 first and fall back), and a 404."""
+    curl = shutil.which("curl")
+    if not curl:
+        # install-deps does not list curl; the scenario needs the real binary, so it passes
+        # with a note rather than testing python in curl's place (python is covered above).
+        print("SKIP: curl not found on PATH")
+        return
+    port = free_port()
+    work = new_dir("curl")
+    os.makedirs(os.path.join(work, "www"))
+    body = "".join(f"line {i} of the served file\n" for i in range(2000))
+    with open(os.path.join(work, "www", "file"), "w") as f:
+        f.write(body)
+    srv = HttpServer(port, os.path.join(work, "www"))
+    try:
+        argv = [curl, "-s", "-S", "--noproxy", "*",
+                f"http://127.0.0.1:{port}/file", f"http://localhost:{port}/file"]
+        plain, traced = run_both(argv, ports=[port], expect_rc=0, timeout=20)
+        missing = run_both([curl, "-s", "--noproxy", "*", "-o", "/dev/null", "-w",
+                            "%{http_code}\n", f"http://127.0.0.1:{port}/missing"],
+                           ports=[port], expect_rc=0, timeout=20)[0]
+    finally:
+        srv.close()
+    check(plain.out == body + body, "curl output wrong", plain.describe()[:3000])
+    check(missing.out == "404\n", "curl of a missing file", missing.describe())
+    ts = traces_of(traced)
+    for x in ts:
+        check_sane(x)
+    evs = [e for x in ts for e in x.events]
+    ok = [e for e in evs if e["kind"] in ("connect", "connect_done") and e.get("peer") == addr(port)
+          and e["ret"] == 0]
+    check(len(ok) >= 2, f"{len(ok)} completed connects to the server, want at least 2",
+          [e for e in evs if e["kind"] != "send"][:100])
+    check(all("store" in e["flags"] for e in ok), "curl connects not flagged store", ok)
+    # No resolve event is required: curl (7.78+) answers "localhost" itself and parses an IP
+    # literal without getaddrinfo.
+    closes = [e for e in evs if e["kind"] == "close" and e.get("peer") == addr(port)]
+    got = sum(e["bytes_recv"] for e in closes)
+    check(got >= 2 * len(body), f"close totals show {got} bytes received, want >= {2 * len(body)}",
+          closes)
+
+
+@scenario
+def host_resolve_16_threads():
+    """16 threads resolving at once (getaddrinfo and gethostbyname_r, a good name, a literal
+    and a bogus .invalid name): the same answers, every call recorded."""
+    it = 5
+    # In a network namespace of its own (loopback down): the bogus name then fails at once
+    # (EAI_AGAIN, no DNS server reachable) instead of waiting for whatever this host's
+    # resolv.conf names, which may be unreachable and time out seconds per query.
+    check(shutil.which("unshare"), "unshare (util-linux) is not installed")
+    require_root()
+    plain, traced = run_both([prog("host_resolve"), str(it)], expect_rc=71, timeout=25,
+                             prefix=["unshare", "-n"])
+    calls = 16 * it * 3 * 2
+    check(f"answers={calls}\n" in plain.out, "not every call answered", plain.describe())
+    lines = plain.out.splitlines()
+    check(len(lines) >= 7, "want 6 different answers (2 APIs x 3 names)", plain.describe())
+    check(any(l.startswith(f"{16 * it}x getaddrinfo 127.0.0.1: ret=0 [127.0.0.1]") for l in lines)
+          and any("getaddrinfo rdzvscope-host-matrix.invalid: ret=-" in l for l in lines)
+          and any("gethostbyname_r localhost: ret=0 found=1" in l for l in lines),
+          "unexpected answers", plain.describe())
+    for l in lines[:-1]:
+        check(l.startswith(f"{16 * it}x "), "an answer varied between calls", plain.describe())
+    t = one_trace(traced)
+    res = [e for e in t.find("resolve") if e["op"] != "getnameinfo"]
+    check(len(res) == calls, f"{len(res)} resolve events for {calls} calls",
+          [e for e in t.events][:20])
+    check(len({e["tid"] for e in res}) == 16, "resolve events not from 16 threads", res[:20])
+    by = {}
+    for e in res:
+        by[(e["op"], e["host"])] = by.get((e["op"], e["host"]), 0) + 1
+    check(len(by) == 6 and set(by.values()) == {16 * it}, f"resolve events per (op, host): {by}",
+          res[:20])
+    bogus = [e for e in res if e["host"] == "rdzvscope-host-matrix.invalid"]
+    check(all(e["ret"] != 0 and e.get("gai_error") for e in bogus), "bogus name not a failure",
+          bogus[:4])
+
+
+@scenario
+def host_close_all_fds():
+    """A program that closes every fd at start (close_range and a close() loop up to the
+    limit), and again once the trace exists: the shim keeps no fd, the trace has every call."""
+    port = free_port()
+    plain, traced = run_both([prog("host_fds"), "closeall", str(port)], ports=[port],
+                             expect_rc=81)
+    for tag in ("first", "second"):
+        for what in ("connect", "send: ret=11", "recv: ret=11", "close client"):
+            check(f"{tag} {what}" in plain.out and
+                  re.search(rf"^{tag} {what}.* errno=0$", plain.out, re.M),
+                  f"{tag} {what} failed", plain.describe())
+    check("again close loop: closed=0" in plain.out, "fds survived close_range", plain.describe())
+    t = one_trace(traced)
+    conns = t.find("connect", peer=addr(port), ret=0, flag="store")
+    check(len(conns) == 2, f"{len(conns)} of 2 connects recorded (one after closing all fds)",
+          t.lines())
+    closes = store_closes(t, port)
+    check(len(closes) == 2 and all(e["bytes_sent"] == 11 for e in closes),
+          "client close totals wrong", t.lines())
+    check(len(t.find("accept", flag="store")) == 2, "accepts missing", t.lines())
+    check(t.events[-1]["kind"] == "proc_exit" and t.events[-1]["status"] == 81,
+          "proc_exit missing", t.events[-3:])
+
+
+@scenario
+def host_dup2_over_low_fds():
+    """dup2() of a file over fds 3..64 after the trace exists: nothing of ours lands in the
+    file, the program's output is the same, the trace goes on."""
+    port = free_port()
+    work = new_dir("dup2")
+    os.makedirs(work)
+    argv = [prog("host_fds"), "dup2over", str(port), os.path.join(work, "f")]
+    plain, traced = run_both(argv, ports=[port], expect_rc=82)
+    check("file size=16\n" in plain.out and "file content=0123456789abcdef\n" in plain.out
+          and "after dup2 recv: ret=11" in plain.out, "dup2 scenario failed", plain.describe())
+    t = one_trace(traced)
+    conns = t.find("connect", peer=addr(port), flag="store")
+    check(len(conns) == 3 and sum(e["errno_name"] == "ECONNREFUSED" for e in conns) == 2
+          and sum(e["ret"] == 0 for e in conns) == 1,
+          f"want 2 refused and 1 good connect, got {len(conns)}", t.lines())
+    check(len(t.find("accept", flag="store")) == 1, "accept after the dup2s missing", t.lines())
+    bogus = [e for e in t.find("send") + t.find("recv") if e["fd"] <= 64]
+    check(not bogus, "file I/O through the dup2()ed fds recorded as socket I/O", bogus)
+    check(t.events[-1]["kind"] == "proc_exit", "proc_exit missing", t.events[-3:])
+
+
+@scenario
+def host_fd_limit():
+    """RLIMIT_NOFILE 64 and fds opened until EMFILE: the same count of fds and the same EMFILE
+    with and without the shim, then work goes on after some are closed. Twice: with the trace
+    made before the limit, and with the limit hit before any socket call."""
+    port = free_port()
+    for mode in ("early", "late"):
+        plain, traced = run_both([prog("host_fds"), "fdlimit", str(port), mode], ports=[port],
+                                 expect_rc=83)
+        check("until errno=EMFILE" in plain.out and
+              "socket at the limit: ret=-1 errno=EMFILE" in plain.out and
+              "accept at the limit: ret=-1 errno=EMFILE" in plain.out and
+              "after the limit recv: ret=11" in plain.out and
+              "accept after freeing: ret=0" in plain.out, f"{mode}: fd limit scenario failed",
+              plain.describe())
+        t = one_trace(traced)
+        conns = t.find("connect", peer=addr(port), flag="store")
+        want = 3 if mode == "early" else 2
+        check(len(conns) == want, f"{mode}: {len(conns)} connects recorded, want {want}",
+              t.lines())
+        acc = t.find("accept", flag="store")
+        check(any(e["errno_name"] == "EMFILE" for e in acc) and
+              sum(e["ret"] >= 0 for e in acc) == 2, f"{mode}: accept events wrong", acc)
+
+
+@scenario
+def host_long_sender():
+    """3,000,000 16-byte sends on a store socket and as many on a plain one: anonymous memory
+    flat, close totals exact."""
+    store, plain_port = free_ports(2)
+    n = 3_000_000
+    plain, traced = run_both([prog("host_sender"), str(store), str(plain_port), str(n)],
+                             ports=[store], expect_rc=84, timeout=100)
+    got = 16 * (n + 1000)  # the program warms each path up with 1000 sends first
+    check(f"store: sent_ok={n} received={got}\nplain: sent_ok={n} received={got}\n"
+          in plain.out, "sends failed", plain.describe())
+    t = one_trace(traced)
+    c = [e for e in store_closes(t, store) if e["calls_send"] > 0]
+    check(len(c) == 1 and c[0]["calls_send"] == n + 1000 and c[0]["bytes_sent"] == 16 * (n + 1000),
+          f"store client close totals wrong (want {n + 1000} calls)", c)
+    a = [e for e in t.find("close", local=addr(store)) if e.get("peer") and e["bytes_recv"] > 0]
+    check(len(a) == 1 and a[0]["bytes_recv"] == 16 * (n + 1000), "accepted totals wrong", a)
+    check(not t.find("send", peer=addr(plain_port)) and
+          not [e for e in t.find("send") if e.get("peer") == addr(plain_port)],
+          "sends on the plain socket recorded", [])
+    check(len(t.events) < 300, f"{len(t.events)} events for a bounded sender", t.lines()[:60])
+    vp, vt = stderr_values(plain), stderr_values(traced)
+    gp, gt = vp.get("rss_anon_growth_kb"), vt.get("rss_anon_growth_kb")
+    check(gp is not None and gt is not None, "no RSS measure", traced.describe())
+    print(f"RssAnon growth over {2 * n} sends: {gp} kB without the shim, {gt} kB with it "
+          f"(store loop alone {vp['rss_anon_store_growth_kb']} / {vt['rss_anon_store_growth_kb']}"
+          f" kB); elapsed {plain.elapsed:.2f}s / {traced.elapsed:.2f}s")
+    check(gt - gp < 1024, f"anonymous memory grew by {gt} kB under the shim ({gp} kB without)",
+          traced.err)
+
+
+@scenario
+def host_sigkill_no_data_lost():
+    """100 runs of a connect loop SIGKILLed at a random moment (0.05-0.5 s): every attempt the
+    program reported as completed is in its trace; at most one torn record; dump exits 0."""
+    import random
+    rng = random.Random(os.environ.get("RDZVSCOPE_IT_SEED") or None)
+    port = free_port()
+    runs, parallel = 100, 4
+    exe = prog("host_killloop")
+    work = new_dir("killloop")
+    os.makedirs(work)
+    results, pending, i = [], [], 0
+    stats = {"min": None, "max": 0, "torn": 0}
+
+    def launch(k):
+        d = os.path.join(work, f"t{k}")
+        out = open(os.path.join(work, f"out{k}"), "w+")
+        env = shim_env(d, [port], {"RDZVSCOPE_MAX_MB": "8"})
+        p = subprocess.Popen([exe, str(port)], env=env, stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=subprocess.DEVNULL)
+        # A timer kills it on time, whatever the checks of earlier runs are doing meanwhile.
+        timer = threading.Timer(rng.uniform(0.05, 0.5), os.kill, (p.pid, signal.SIGKILL))
+        timer.start()
+        return [p, d, out, timer, k]
+
+    def verify(p, d, out, k):
+        p.wait()
+        check(p.returncode == -signal.SIGKILL, f"run {k}: exit {p.returncode}, not killed")
+        out.seek(0)
+        text = out.read()
+        out.close()
+        nums = [int(x) for x in text.split("\n")[:-1]]  # a cut last line is not counted
+        completed = nums[-1] if nums else 0
+        check(nums == list(range(1, completed + 1)), f"run {k}: output not a count")
+        if not os.path.isdir(d) or not os.listdir(d):
+            check(completed == 0, f"run {k}: {completed} attempts completed, no trace file")
+            return completed
+        ts = dump(d)
+        check(len(ts) == 1, f"run {k}: want one file", [x.header for x in ts])
+        t = ts[0]
+        check(t.summary["torn"] <= 1 and t.summary["invalid"] == 0 and t.header["dropped"] == 0,
+              f"run {k}: torn/invalid/dropped records", [t.header, t.summary])
+        connects = t.find("connect", peer=addr(port))
+        check(len(connects) >= completed,
+              f"run {k}: {len(connects)} connect events for {completed} completed attempts",
+              [t.summary] + t.events[-5:])
+        stats["torn"] += t.summary["torn"]
+        shutil.rmtree(d, ignore_errors=True)
+        return completed
+
+    while i < runs or pending:
+        while i < runs and len(pending) < parallel:
+            pending.append(launch(i))
+            i += 1
+        p, d, out, timer, k = pending.pop(0)
+        try:
+            p.wait(10)
+        finally:
+            timer.cancel()
+            if p.poll() is None:
+                p.kill()
+        results.append(verify(p, d, out, k))
+    check(len(results) == runs, "not every run was checked")
+    print(f"{runs} runs killed after {min(results)}..{max(results)} completed attempts "
+          f"(median {sorted(results)[runs // 2]}); every one recorded; "
+          f"{stats['torn']} torn records in all")
+
+
 # ---------------------------------------------------------------- main
 
 def main():
