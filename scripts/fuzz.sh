@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/) in a clang build dir and runs each for a bounded time.
 #   bash scripts/fuzz.sh [SECONDS]        default 25 s per target (FUZZ_SECONDS also works)
+#   FUZZ_RUNS=N bash scripts/fuzz.sh      N inputs per target from a fixed seed instead: the
+#                                         same run every time, as CI needs (a finding there
+#                                         is reproducible here, and a pass here passes there)
 # Env: FUZZ_DIR (build dir, default build-fuzz), FUZZ_TARGETS (default: all three),
 #      FUZZ_WORK (scratch corpora and crash files, default $FUZZ_DIR/fuzz-work).
 # Each target starts from a copy of its seed corpus (fuzz/corpus/<target>, never written)
@@ -36,10 +39,12 @@ for t in $TARGETS; do
   cp fuzz/corpus/"$t"/* "$work/corpus/"
   find fuzz/regressions/"$t" -type f ! -name README.md -exec cp {} "$work/corpus/" \;
   log="$work/fuzz.log"
-  echo "fuzz: $t for ${SECONDS_EACH}s (log $log)"
+  if [ -n "${FUZZ_RUNS:-}" ]; then how="$FUZZ_RUNS runs from seed 1"; else how="${SECONDS_EACH}s"; fi
+  echo "fuzz: $t for $how (log $log)"
   start=$(date +%s.%N)
   rc=0
-  "$FUZZ_DIR/fuzz/$t" -max_total_time="$SECONDS_EACH" -timeout=25 -rss_limit_mb=4096 \
+  if [ -n "${FUZZ_RUNS:-}" ]; then bound=(-seed=1 -runs="$FUZZ_RUNS"); else bound=(-max_total_time="$SECONDS_EACH"); fi
+  "$FUZZ_DIR/fuzz/$t" "${bound[@]}" -timeout=25 -rss_limit_mb=4096 \
       -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" >"$log" 2>&1 || rc=$?
   end=$(date +%s.%N)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

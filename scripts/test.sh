@@ -29,9 +29,15 @@ fi
 
 if [ "${RDZVSCOPE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
   # libFuzzer targets (fuzz/) in a clang build: replay the stored crash inputs and the seeds
-  # (ctest -L fuzz), then fuzz each target for a bounded time; any finding fails the run.
+  # (ctest -L fuzz), then fuzz each target for a bounded number of inputs from a fixed seed
+  # (deterministic, so that CI runs exactly what passed before); any finding fails the run.
+  # RDZVSCOPE_FUZZ_SECONDS=N fuzzes for N seconds from a random seed instead.
   FUZZ_DIR=${FUZZ_DIR:-build-fuzz}
-  bash scripts/fuzz.sh "${RDZVSCOPE_FUZZ_SECONDS:-25}"
+  if [ -n "${RDZVSCOPE_FUZZ_SECONDS:-}" ]; then
+    bash scripts/fuzz.sh "$RDZVSCOPE_FUZZ_SECONDS"
+  else
+    FUZZ_RUNS=${RDZVSCOPE_FUZZ_RUNS:-15000} bash scripts/fuzz.sh
+  fi
   echo "test: ctest --test-dir $FUZZ_DIR -L fuzz --output-on-failure"
   ctest --test-dir "$FUZZ_DIR" -L fuzz --output-on-failure
 fi

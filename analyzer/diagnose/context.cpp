@@ -39,7 +39,7 @@ std::optional<std::int64_t> Context::timeout_ms() const {
   for (const auto& f : facts)
     if (f.timeout_ms) return f.timeout_ms;
   for (const auto& e : logs.events)
-    if (e.timeout_ms && (e.family == LogFamily::SocketTimeout || e.family == LogFamily::WaitTimeout ||
+    if (e.timeout_ms && plausible_timeout_ms(*e.timeout_ms) && (e.family == LogFamily::SocketTimeout || e.family == LogFamily::WaitTimeout ||
                          e.family == LogFamily::WaitForInputTimeout ||
                          e.family == LogFamily::ClientConnectTimeout ||
                          e.family == LogFamily::ConnectValidate ||

@@ -77,7 +77,7 @@ void derive_one(ProcessFacts& f) {
           f.connect_timeouts.push_back(&e);
         } else {
           f.wait_timeouts.push_back(&e);
-          if (r.u.net.timeout_ms > 0 && !f.timeout_ms) f.timeout_ms = r.u.net.timeout_ms;
+          if (plausible_timeout_ms(r.u.net.timeout_ms) && !f.timeout_ms) f.timeout_ms = r.u.net.timeout_ms;
         }
         note_error(f, &e);
         break;
@@ -117,7 +117,7 @@ void derive_one(ProcessFacts& f) {
         }
         break;
       case RDZV_EV_SOCKOPT:
-        if (store && r.u.net.size == SO_RCVTIMEO && r.u.net.timeout_ms > 0)
+        if (store && r.u.net.size == SO_RCVTIMEO && plausible_timeout_ms(r.u.net.timeout_ms))
           f.timeout_ms = r.u.net.timeout_ms;
         break;
       case RDZV_EV_SNAPSHOT:

@@ -51,6 +51,10 @@ struct ProcessFacts {
 
 std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes);
 
+// A timeout a job can really have configured (a damaged file or log can say anything):
+// positive and at most a year.
+inline bool plausible_timeout_ms(std::int64_t ms) { return ms > 0 && ms <= 366LL * 86400 * 1000; }
+
 // When an event's call ended (a wait that timed out failed at its end, not its start).
 // Modular arithmetic, like wall_ns(): a damaged record's times must not be UB.
 inline std::int64_t end_ns(const Event& e) {

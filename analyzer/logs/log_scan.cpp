@@ -95,7 +95,9 @@ class Scanner {
     ev->file = path_;
     ev->line = line_ + 1;
     scan_.events.push_back(std::move(*ev));
-    ++scan_.matched;
+    // `matched` counts lines: several '\r'-separated segments of one line are one line.
+    if (last_matched_line_ != line_ + 1) ++scan_.matched;
+    last_matched_line_ = line_ + 1;
   }
 
   LogScan& scan() { return scan_; }
@@ -109,6 +111,7 @@ class Scanner {
   const detail::Prefilter& pf_;
   LogScan scan_;
   uint64_t line_ = 0;  // '\n' seen so far
+  uint64_t last_matched_line_ = 0;  // 1-based line of the last match (0: none yet)
 };
 
 std::string errno_text(int e) { return std::strerror(e); }
