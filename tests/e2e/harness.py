@@ -123,7 +123,8 @@ SCENARIOS = {
         cls="transient_recv", rank="computed", cause=None, log_cls=ANY_FAILURE, log_ranks="any",
         timeout=3,
         fault="ranks 1-3 reach rank 0's store through a proxy run by the harness that closes "
-              "the first connection it accepts (FIN, after reading its first query): that "
+              "the first connection it accepts (FIN, after reading its first query; ranks 1-3 "
+              "start 3 s late, so rank 0 gives up while they wait): that "
               "rank's first store recv returns 0 bytes (torch 1.13 prints `Connection reset by "
               "peer`), the others time out waiting for it"),
 }
@@ -757,7 +758,7 @@ def sc_rdzv_collision(h, run):
 
 class ClosingProxy:
     """Listens on 127.0.0.1:port and forwards to 127.0.0.1:target; the FIRST accepted
-    connection is closed at once (before anything is read or forwarded)."""
+    connection is never forwarded: it is closed with a FIN after its first query."""
 
     def __init__(self, port, target):
         self.target = target
@@ -793,8 +794,11 @@ class ClosingProxy:
                 c.close()
                 continue
             self.socks += [c, u]
-            for a, b in ((c, u), (u, c)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            # Only the client's close travels upstream. When the store host gives up first
+            # and closes its side, the other clients must not see a 0-byte recv too: the
+            # fault is one closed connection, and they are left to time out on their own.
+            threading.Thread(target=self._pipe, args=(c, u, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c, False), daemon=True).start()
 
     @staticmethod
     def _close_after_query(c):
@@ -825,21 +829,22 @@ class ClosingProxy:
             c.close()
 
     @staticmethod
-    def _pipe(a, b):
+    def _pipe(src, dst, propagate_close):
         try:
             while True:
-                data = a.recv(65536)
+                data = src.recv(65536)
                 if not data:
                     break
-                b.sendall(data)
+                dst.sendall(data)
         except OSError:
             pass
-        finally:
-            for s in (a, b):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        if not propagate_close:
+            return
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def close(self):
         self.stop = True
@@ -849,6 +854,12 @@ class ClosingProxy:
                 s.close()
             except OSError:
                 pass
+
+
+# The clients arrive late enough that rank 0 gives up and closes its store while they still
+# wait: a proxy that passed that close on would give every client a 0-byte recv (CI saw it
+# when the torch imports were slow), so every run exercises the case.
+CLIENT_DELAY_S = 3
 
 
 def sc_transient_recv(h, run):
@@ -862,7 +873,7 @@ def sc_transient_recv(h, run):
             pass
         time.sleep(0.3)   # rank 0 listens before the clients connect through the proxy
         for r in (1, 2, 3):
-            h.launch(run, r, port=proxy_port, ports=ports)
+            h.launch(run, r, port=proxy_port, ports=ports, env={"E2E_DELAY_S": str(CLIENT_DELAY_S)})
         h.wait_all(run)
     finally:
         proxy.close()
