@@ -110,7 +110,9 @@ std::uint64_t Trace::dropped() const {
 }
 
 Result<Trace> read_trace(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO (or a device) named like a trace must be refused by the S_ISREG
+  // check below, not block the analysis forever in open(); regular files ignore the flag.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return Error{path, std::strerror(errno), std::nullopt};
 
   struct stat st {};

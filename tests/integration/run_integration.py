@@ -1140,6 +1140,42 @@ def payload_not_recorded():
             check(needle not in data, f"payload bytes {needle!r} found in {f}")
 
 
+@scenario
+def environment_not_recorded():
+    """Only the identity variables reach a trace: other values (tokens, keys, paths) never do,
+    neither in the first image nor after exec re-injection. The identity values are planted
+    too and must be found, so that a search that finds nothing cannot pass by accident."""
+    port = free_port()
+    self_path = prog("forks")
+    identity = {"RANK": "7", "WORLD_SIZE": "9", "MASTER_ADDR": "ident-master-4f2c",
+                "TORCHELASTIC_RUN_ID": "ident-runid-91ab", "SLURM_JOB_ID": "ident-jobid-55d0"}
+    secrets = {"HF_TOKEN": "RDZV-ENV-SECRET-hf-0a9e3c", "AWS_SECRET_ACCESS_KEY":
+               "RDZV-ENV-SECRET-aws-77b1d2", "WANDB_API_KEY": "RDZV-ENV-SECRET-wandb-c4e8",
+               # near-miss names: a prefix match must not leak them
+               "MASTER_ADDR_BACKUP": "RDZV-ENV-SECRET-near-1", "RANK_SECRET":
+               "RDZV-ENV-SECRET-near-2", "NCCL_IB_HCA": "RDZV-ENV-SECRET-nccl-3"}
+    plain, traced = run_both([self_path, "exec_chain", str(port), self_path], ports=[port],
+                             extra={**identity, **secrets}, expect_rc=62)
+    files = trace_files(traced.trace_dir)
+    check(len(files) == 3, f"want 3 trace files (two images and a child), got {files}")
+    blobs = {}
+    for f in files:
+        with open(f, "rb") as fh:
+            blobs[f] = fh.read()
+    for f, data in blobs.items():
+        for name, value in identity.items():
+            if name in ("RANK", "WORLD_SIZE"):
+                continue   # stored as integers
+            check(value.encode() in data, f"identity {name}={value} missing from {f}")
+        for name, value in secrets.items():
+            for needle in (value, value[len("RDZV-ENV-SECRET-"):]):
+                check(needle.encode() not in data, f"{name}'s value {needle!r} found in {f}")
+        check(b"RDZV-ENV-SECRET" not in data, f"a planted secret value is in {f}")
+    for x in traces_of(traced):
+        ident = x.header.get("identity") or x.header
+        check(str(ident.get("rank")) == "7", "RANK not recorded as 7", [x.header])
+
+
 def exported_allowlist():
     with open(OPTS.exports_map) as f:
         text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)

@@ -2,6 +2,8 @@
 // each error says (file, offset) so that a user can find the damage.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <string>
 
@@ -200,6 +202,17 @@ TEST_CASE("a missing file or a directory is an error with the system's words", "
   auto d = read_trace(dir.path());
   REQUIRE_FALSE(d.ok());
   CHECK_THAT(d.error().message(), Catch::Contains("directory"));
+}
+
+// A FIFO named like a trace used to block open() forever, hanging the whole analysis: with
+// nobody at the other end this test hung before the fix.
+TEST_CASE("a FIFO named like a trace is refused at once, not waited on", "[reader]") {
+  TempDir dir;
+  const std::string fifo = dir.file("fifo.rzt");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto t = read_trace(fifo);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().message() == fifo + ": not a regular file");
 }
 
 TEST_CASE("a file cut inside a record keeps the records before the cut", "[reader]") {
