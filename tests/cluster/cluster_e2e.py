@@ -1,0 +1,647 @@
+#!/usr/bin/env python3
+"""End-to-end scenarios on the test cluster (issue 7): real PyTorch jobs whose ranks run on
+several hosts of tests/cluster/cluster.sh, the same job three times, then
+`rdzvscope analyze --runs RUN1 RUN2 RUN3 --format json`.
+
+    cluster_e2e.py --rdzvscope build/bin/rdzvscope SCENARIO [--layout 4x2] [--runs 3]
+                   [--python /usr/bin/python3] [--work DIR] [--keep]
+    cluster_e2e.py --list
+
+Each scenario brings up its own cluster (hosts node0..node3, a unique prefix, removed in a
+`finally`, on SIGTERM/SIGINT/SIGHUP, and by the next `up` when this process was killed),
+places RANKS_PER_HOST ranks on every host (rank = host index * RANKS_PER_HOST + local rank;
+rank 0 on node0 hosts the TCPStore), and starts each rank as
+
+    cluster.sh -p PREFIX exec HOST  rdzvscope run --out RUNDIR -- /usr/bin/python3 rank.py
+
+(its host's network namespace, host name and /etc/hosts; MASTER_ADDR=store.rdzv, which each
+host's /etc/hosts maps to node0's address unless the scenario leaves it out;
+GLOO_SOCKET_IFNAME=eth0). A run directory holds the run's trace files and the ranks' logs
+(rankN.log), which is what `analyze --runs` reads. After every run the test checks that the
+fault REALLY happened (exit codes, what each rank printed, the trace headers' host names, what
+the traces show through `rdzvscope dump`), then checks every run's verdict and the
+comparison. Exit 77 (ctest: skipped) where root, ip, iptables or unshare are missing.
+
+Helpers (Proc, dump, analyze, trace queries) come from tests/e2e/harness.py.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+import harness  # noqa: E402
+from harness import (Failure, Proc, events, expect, failed_resolves, port_of,  # noqa: E402
+                     rank_of, read, wall_ns)
+
+CLUSTER_SH = os.path.join(HERE, "cluster.sh")
+PROXY = os.path.join(HERE, "reset_proxy.py")
+STORE_NAME = "store.rdzv"
+STORE_PORT = 29500      # the cluster is isolated: no other process can hold it there
+PROXY_PORT = 29501
+HOSTS = 4
+RUN_BOUND_S = 40        # every rank of a run must have exited by then (then SIGKILL)
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The scenarios. Per scenario:
+#   cls       verdict.class expected in every run
+#   pattern   comparison.pattern expected across the runs
+#   timeout   init_process_group timeout inside the ranks (s)
+#   fault     what is injected and what the ranks print (checked before the analyzer runs)
+# The initiating host of each run is computed by the scenario (the bad host, or the victim's).
+# ---------------------------------------------------------------------------------------------
+SCENARIOS = {
+    "name_resolution": dict(
+        cls="name_resolution", pattern="same_host", timeout=3,
+        fault=f"{STORE_NAME} is in the /etc/hosts of node0-node2, not node3's: node3's ranks "
+              f"print `network addresses of ({STORE_NAME}, ...) cannot be retrieved (gai error: "
+              f"-2 ...)` then `The client socket has timed out`; the others time out waiting"),
+    "broken_pipe_moving": dict(
+        cls="broken_pipe", pattern="moving", timeout=10,
+        fault="after init every rank loops on store set/get; one rank (another one, on another "
+              "host, in each run) reaches the store through a proxy on node0 which resets its "
+              "connection (RST) once every rank's loop runs: that rank prints `Connection reset "
+              "by peer` or `Broken pipe` and exits 1, the others finish (exit 0)"),
+    "straggler_host": dict(
+        cls="straggler_timeout", pattern="same_host", timeout=3,
+        fault="the ranks on node2 sleep past the timeout before init_process_group: the others "
+              "end with `Socket Timeout`; node2's ranks arrive after them and fail"),
+    "dropped_host": dict(
+        cls="connect_timeout", pattern="same_host", timeout=4,
+        fault="node1 drops its own SYNs to the store port (iptables OUTPUT, tcp_syn_retries=1 in "
+              "its namespace): node1's ranks print `errno: 110 - Connection timed out`; the "
+              "others connect and time out waiting for them"),
+}
+
+
+class Interrupted(Exception):
+    pass
+
+
+def on_signal(signum, _frame):
+    raise Interrupted(f"signal {signum}")
+
+
+# --------------------------------------------------------------------------- the cluster
+
+class Cluster:
+    """cluster.sh with a prefix of its own; `down` in every exit path."""
+
+    def __init__(self, n):
+        self.prefix = f"rze{os.getpid()}"
+        self.n = n
+        self.hosts = [f"node{i}" for i in range(n)]
+        self.up_done = False
+
+    def sh(self, *args, check=True, timeout=60):
+        env = dict(os.environ, RDZV_CLUSTER_OWNER=str(os.getpid()))
+        p = subprocess.run([CLUSTER_SH, "-p", self.prefix] + list(args), env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout)
+        if check and p.returncode != 0:
+            raise Failure(f"`cluster.sh -p {self.prefix} {' '.join(args)}` exited "
+                          f"{p.returncode}: {p.stdout.strip()}")
+        return p.stdout
+
+    def up(self):
+        self.up_done = True
+        out = self.sh("up", str(self.n))
+        self.addr = {}
+        for line in self.sh("hosts").splitlines():
+            host, addr, _ns = line.split()
+            self.addr[host] = addr
+        return out
+
+    def exec_prefix(self, host):
+        return [CLUSTER_SH, "-p", self.prefix, "exec", host]
+
+    def run_on(self, host, *cmd, check=True):
+        return self.sh("exec", host, *cmd, check=check)
+
+    def down(self):
+        if not self.up_done:
+            return []
+        self.sh("down", check=False)
+        left = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
+        stale = [l.split()[0] for l in left.splitlines() if l.startswith(self.prefix + "-")]
+        for path in (f"/run/rdzvscope-cluster/{self.prefix}",
+                     *(f"/etc/netns/{self.prefix}-{h}" for h in self.hosts)):
+            if os.path.exists(path):
+                stale.append(path)
+        return stale
+
+
+# --------------------------------------------------------------------------- one run
+
+class ClusterRun:
+    """One run of the job: RUNDIR holds its trace files and the ranks' logs."""
+
+    def __init__(self, scen_dir, index):
+        self.id = f"run{index}"
+        self.index = index
+        self.dir = os.path.join(scen_dir, self.id)
+        self.trace_dir = self.dir          # harness.Harness.dump reads run.trace_dir
+        os.makedirs(self.dir)
+        self.procs = []
+        self.notes = []
+        self.t0 = time.monotonic()
+        self.expect_host = None
+        self.expect_ranks = None           # initiating ranks accepted (a set), None: any
+
+    def by_rank(self, rank):
+        return next(p for p in self.procs if p.rank == rank)
+
+    def logs(self):
+        return sorted(os.path.join(self.dir, f) for f in os.listdir(self.dir) if f.endswith(".log"))
+
+    def summary(self):
+        return "\n".join(
+            f"  {p.label}@{p.host}: pid {p.pid} exit {p.rc}"
+            f"{' (killed at the bound)' if p.killed_by_bound else ''} after "
+            f"{(p.ended - p.started) if p.ended else float('nan'):.1f}s" for p in self.procs)
+
+
+class Job:
+    def __init__(self, args, cluster, per_host, scen_dir):
+        self.h = harness.Harness(os.path.abspath(args.rdzvscope), args.python, scen_dir)
+        self.rdzvscope = os.path.abspath(args.rdzvscope)
+        self.python = args.python
+        self.cluster = cluster
+        self.per_host = per_host
+        self.world = per_host * cluster.n
+        self.scen_dir = scen_dir
+
+    def host_of(self, rank):
+        return self.cluster.hosts[rank // self.per_host]
+
+    def ranks_on(self, host):
+        i = self.cluster.hosts.index(host)
+        return list(range(i * self.per_host, (i + 1) * self.per_host))
+
+    def launch(self, run, rank, timeout_s, env=None, ports=(STORE_PORT,)):
+        host = self.host_of(rank)
+        e = dict(os.environ)
+        for var in ("RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "LD_PRELOAD", "TORCHELASTIC_RUN_ID",
+                    "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID", "SLURM_PROCID",
+                    "SLURM_NODEID", "E2E_DELAY_S", "E2E_MODE", "E2E_LOOP_S", "PET_RDZV_ENDPOINT"):
+            e.pop(var, None)
+        e.update(RANK=str(rank), LOCAL_RANK=str(rank % self.per_host),
+                 GROUP_RANK=str(rank // self.per_host), WORLD_SIZE=str(self.world),
+                 MASTER_ADDR=STORE_NAME, MASTER_PORT=str(STORE_PORT),
+                 E2E_TIMEOUT_S=str(timeout_s), GLOO_SOCKET_IFNAME="eth0",
+                 OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        e.update(env or {})
+        cmd = self.cluster.exec_prefix(host) + [
+            self.rdzvscope, "run", "--out", run.dir, "--ports", ",".join(map(str, ports)), "--",
+            self.python, harness.RANK_SCRIPT]
+        log_path = os.path.join(run.dir, f"rank{rank}.log")
+        with open(log_path, "w") as out:
+            popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        p = Proc(f"rank{rank}", rank, popen, log_path, cmd, time.monotonic())
+        p.host = host
+        run.procs.append(p)
+        return p
+
+    def launch_all(self, run, timeout_s, env_of=lambda r: None, ports=(STORE_PORT,)):
+        return [self.launch(run, r, timeout_s, env_of(r), ports) for r in range(self.world)]
+
+
+# --------------------------------------------------------------------------- checks
+
+def expect_exit(p, want, errors):
+    ok = want(p.rc) if callable(want) else p.rc == want
+    expect(ok, f"{p.label}@{p.host}: exit status {p.rc}"
+               f"{' (killed at the bound)' if p.killed_by_bound else ''}, expected "
+               f"{want.__doc__ if callable(want) else want}", errors)
+
+
+def expect_text(p, needles, errors):
+    text = p.text()
+    for n in ([needles] if isinstance(needles, str) else needles):
+        expect(n in text, f"{p.label}@{p.host}: log lacks {n!r}", errors)
+
+
+def expect_hosts_in_traces(job, files, errors):
+    """Every rank has a trace, written on the host it was placed on (its own host name)."""
+    seen = {}
+    for f in files:
+        r = rank_of(f)
+        if r is not None:
+            seen.setdefault(r, set()).add(f["header"].get("host"))
+    for r in range(job.world):
+        expect(r in seen, f"no trace file of rank {r} (traced: {sorted(seen)})", errors)
+        if r in seen:
+            expect(seen[r] == {job.host_of(r)}, f"rank {r}'s trace host {sorted(seen[r])}, "
+                                                f"expected {job.host_of(r)}", errors)
+
+
+def nonzero(rc):
+    """non-zero"""
+    return rc not in (0, None)
+
+
+def first_by_rank(pairs):
+    out = {}
+    for f, ev in pairs:
+        t = wall_ns(f, ev)
+        r = rank_of(f)
+        if r not in out or t < out[r]:
+            out[r] = t
+    return out
+
+
+# --------------------------------------------------------------------------- scenarios
+# setup(job): once, after `up`; run(job, run): one run, returns its errors (empty: the fault
+# happened as designed) and sets run.expect_host / run.expect_ranks.
+
+def nr_setup(job):
+    job.bad = "node3"
+    job.cluster.sh("addname", STORE_NAME, "node0", *[h for h in job.cluster.hosts if h != job.bad])
+
+
+def nr_run(job, run):
+    spec = SCENARIOS["name_resolution"]
+    job.launch_all(run, spec["timeout"])
+    job.h.wait_all(run, RUN_BOUND_S)
+    errors = []
+    bad_ranks = job.ranks_on(job.bad)
+    for p in run.procs:
+        expect_exit(p, 1, errors)
+        if p.rank in bad_ranks:
+            expect_text(p, [f"network addresses of ({STORE_NAME}", "gai error: -2",
+                            "The client socket has timed out"], errors)
+        else:
+            expect(STORE_NAME not in p.text() or "gai error" not in p.text(),
+                   f"{p.label}@{p.host}: a gai error, its host has {STORE_NAME}", errors)
+            expect_text(p, "Socket Timeout", errors)
+    files = job.h.dump(run)
+    expect_hosts_in_traces(job, files, errors)
+    bad = {rank_of(f) for f, _ in failed_resolves(files, STORE_NAME)}
+    expect(bad == set(bad_ranks), f"failed resolves of {STORE_NAME} in the traces of ranks "
+                                  f"{sorted(bad)}, expected {bad_ranks}", errors)
+    good = {rank_of(f) for f, ev in events(files, "resolve")
+            if ev.get("host") == STORE_NAME and ev.get("ret") == 0}
+    expect(good >= set(range(job.world)) - set(bad_ranks),
+           f"ranks that resolved {STORE_NAME}: {sorted(good)}", errors)
+    first = first_by_rank(failed_resolves(files, STORE_NAME))
+    run.notes.append("first failed resolve: " + ", ".join(
+        f"rank {r} +{(t - min(first.values())) / 1e6:.0f}ms" for r, t in sorted(first.items())))
+    run.expect_host = job.bad
+    run.expect_ranks = set(bad_ranks)
+    return errors
+
+
+def victims(job):
+    """One rank per run, each on another host (never node0, which hosts the store)."""
+    k = job.per_host
+    return [1 * k + (1 % k), 2 * k, 3 * k + (k - 1)]
+
+
+def bp_setup(job):
+    job.cluster.sh("addname", STORE_NAME, "node0", "all")
+
+
+def bp_run(job, run):
+    spec = SCENARIOS["broken_pipe_moving"]
+    victim = victims(job)[(run.index - 1) % 3]
+    errors = []
+    proxy_log = os.path.join(job.scen_dir, f"{run.id}.proxy.txt")   # not *.log: not a rank log
+    with open(proxy_log, "w") as out:
+        proxy = subprocess.Popen(job.cluster.exec_prefix("node0") + [
+            job.python, PROXY, str(PROXY_PORT), "127.0.0.1", str(STORE_PORT)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while "listening" not in read(proxy_log) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if "listening" not in read(proxy_log):
+            raise Failure(f"the proxy did not start: {read(proxy_log)}")
+        loop = {"E2E_MODE": "store_loop", "E2E_LOOP_S": "6"}
+        ps = []
+        for r in range(job.world):
+            env = dict(loop)
+            if r == 0:
+                env["E2E_LOOP_S"] = "9"       # the store outlives every client's loop
+            if r == victim:
+                env["MASTER_PORT"] = str(PROXY_PORT)
+            ps.append(job.launch(run, r, spec["timeout"], env, ports=(STORE_PORT, PROXY_PORT)))
+        if not job.h.wait_for_line(ps, "e2e: store loop running", 25):
+            errors.append("not every rank reached the store loop: " + ", ".join(
+                p.label for p in ps if "store loop running" not in p.text()))
+        time.sleep(0.5)
+        reset_at = time.monotonic()
+        os.kill(proxy.pid, signal.SIGUSR1)
+        job.h.wait_all(run, RUN_BOUND_S)
+    finally:
+        if proxy.poll() is None:
+            os.kill(proxy.pid, signal.SIGTERM)
+        proxy.wait()
+    ptext = read(proxy_log)
+    run.notes.append(f"victim rank {victim}@{job.host_of(victim)}; proxy: "
+                     + "; ".join(ptext.strip().splitlines()))
+    vaddr = job.cluster.addr[job.host_of(victim)]
+    expect(f"reset {vaddr}:" in ptext and "reset done (1 connection(s))" in ptext,
+           f"the proxy did not reset exactly the victim's connection ({vaddr}): {ptext!r}", errors)
+    for p in run.procs:
+        if p.rank == victim:
+            expect_exit(p, 1, errors)
+            expect(any(s in p.text() for s in ("Connection reset by peer", "Broken pipe")),
+                   f"{p.label}@{p.host}: log has neither `Connection reset by peer` nor "
+                   f"`Broken pipe`", errors)
+            expect(p.ended is not None and p.ended - reset_at < 5,
+                   f"{p.label} did not fail within 5 s of the reset", errors)
+        else:
+            expect_exit(p, 0, errors)
+            expect_text(p, "e2e: done", errors)
+    files = job.h.dump(run)
+    expect_hosts_in_traces(job, files, errors)
+    broken = {rank_of(f) for f, ev in events(files)
+              if ev.get("errno_name") in ("EPIPE", "ECONNRESET")
+              and port_of(ev.get("peer")) == PROXY_PORT}
+    expect(broken == {victim}, f"ranks with EPIPE/ECONNRESET to the proxy in their traces: "
+                               f"{sorted(broken)}, expected [{victim}]", errors)
+    run.expect_host = job.host_of(victim)
+    run.expect_ranks = {victim}
+    return errors
+
+
+STRAGGLER_HOST = "node2"
+
+
+def st_setup(job):
+    job.cluster.sh("addname", STORE_NAME, "node0", "all")
+
+
+def st_run(job, run):
+    spec = SCENARIOS["straggler_host"]
+    late = job.ranks_on(STRAGGLER_HOST)
+    job.launch_all(run, spec["timeout"],
+                   lambda r: {"E2E_DELAY_S": str(job.straggler_delay)} if r in late else None)
+    job.h.wait_all(run, RUN_BOUND_S)
+    errors = []
+    for p in run.procs:
+        if p.rank in late:
+            expect_exit(p, nonzero, errors)
+            expect_text(p, [f"sleeping {job.straggler_delay}s", "e2e: FAILED"], errors)
+        else:
+            expect_exit(p, 1, errors)
+            expect_text(p, "Socket Timeout", errors)
+    files = job.h.dump(run)
+    expect_hosts_in_traces(job, files, errors)
+    first = first_by_rank((f, ev) for f, ev in events(files, "connect")
+                          if "store" in (ev.get("flags") or []))
+    on_time = [t for r, t in first.items() if r not in late]
+    if on_time and all(r in first for r in late):
+        gap = min(first[r] for r in late) - max(on_time)
+        run.notes.append(f"node2's first store connect {gap / 1e9:.1f}s after the last on-time rank's")
+        # the store host gives up about 2T + 1 s after it started: the late ranks come after
+        expect(gap > (2 * spec["timeout"] + 1) * 1e9, f"node2's ranks connected only "
+                                                      f"{gap / 1e9:.1f}s after the others", errors)
+    else:
+        errors.append(f"first store connects of ranks {sorted(first)}: some are missing")
+    run.expect_host = STRAGGLER_HOST
+    run.expect_ranks = set(late)
+    return errors
+
+
+DROP_HOST = "node1"
+
+
+def dr_setup(job):
+    job.cluster.sh("addname", STORE_NAME, "node0", "all")
+    job.cluster.run_on(DROP_HOST, "sysctl", "-q", "-w", "net.ipv4.tcp_syn_retries=1")
+    job.cluster.run_on(DROP_HOST, "iptables", "-A", "OUTPUT", "-p", "tcp", "--dport",
+                       str(STORE_PORT), "--syn", "-j", "DROP")
+
+
+def dropped_syns(job):
+    out = job.cluster.run_on(DROP_HOST, "iptables", "-L", "OUTPUT", "-v", "-n", "-x")
+    for line in out.splitlines():
+        if "DROP" in line and f"dpt:{STORE_PORT}" in line:
+            return int(line.split()[0])
+    return 0
+
+
+def dr_run(job, run):
+    spec = SCENARIOS["dropped_host"]
+    before = dropped_syns(job)
+    job.launch_all(run, spec["timeout"])
+    job.h.wait_all(run, RUN_BOUND_S)
+    errors = []
+    dropped = dropped_syns(job) - before
+    bad = job.ranks_on(DROP_HOST)
+    run.notes.append(f"{DROP_HOST} dropped {dropped} SYN(s) to port {STORE_PORT}")
+    expect(dropped >= 2 * len(bad), f"{DROP_HOST}'s iptables dropped {dropped} SYNs", errors)
+    for p in run.procs:
+        expect_exit(p, 1, errors)
+        if p.rank in bad:
+            expect_text(p, "errno: 110 - Connection timed out", errors)
+        else:
+            expect(p.rank == 0 or "Connection timed out" not in p.text(),
+                   f"{p.label}@{p.host}: `Connection timed out`, its host drops nothing", errors)
+    files = job.h.dump(run)
+    expect_hosts_in_traces(job, files, errors)
+    timed_out = {rank_of(f) for f, ev in events(files) if ev.get("errno_name") == "ETIMEDOUT"
+                 and port_of(ev.get("peer")) == STORE_PORT}
+    expect(timed_out == set(bad), f"ranks with ETIMEDOUT store connects: {sorted(timed_out)}, "
+                                  f"expected {bad}", errors)
+    run.expect_host = DROP_HOST
+    run.expect_ranks = set(bad)
+    return errors
+
+
+RUNNERS = {
+    "name_resolution": (nr_setup, nr_run),
+    "broken_pipe_moving": (bp_setup, bp_run),
+    "straggler_host": (st_setup, st_run),
+    "dropped_host": (dr_setup, dr_run),
+}
+assert set(RUNNERS) == set(SCENARIOS)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+def check_run_verdict(name, run, diag, errors):
+    spec = SCENARIOS[name]
+    v = (diag or {}).get("verdict") or {}
+    what = f"{run.id}"
+    if diag.get("schema") != "rdzvscope.diagnosis/1":
+        errors.append(f"{what}: schema {diag.get('schema')!r}")
+    if v.get("class") != spec["cls"]:
+        errors.append(f"{what}: verdict.class {v.get('class')!r}, expected {spec['cls']!r}")
+    if v.get("initiating_host") != run.expect_host:
+        errors.append(f"{what}: verdict.initiating_host {v.get('initiating_host')!r}, expected "
+                      f"{run.expect_host!r}")
+    if run.expect_ranks is not None and v.get("initiating_rank") not in run.expect_ranks:
+        errors.append(f"{what}: verdict.initiating_rank {v.get('initiating_rank')!r}, expected "
+                      f"one of {sorted(run.expect_ranks)}")
+
+
+def analyze_runs(rdzvscope, runs):
+    cmd = [rdzvscope, "analyze", "--runs"] + [r.dir for r in runs] + ["--format", "json"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=harness.ANALYZE_TIMEOUT_S)
+    if p.returncode != 0:
+        out = " ".join((p.stdout + p.stderr).split())[:400]
+        if "--runs" in out or "not expected" in out or "unknown" in out.lower():
+            return None, f"`rdzvscope analyze --runs` is not available (exit {p.returncode}: {out})"
+        raise Failure(f"`{' '.join(cmd)}` exited {p.returncode}: {out}")
+    try:
+        return json.loads(p.stdout), None
+    except json.JSONDecodeError as e:
+        raise Failure(f"`{' '.join(cmd)}` printed no JSON ({e}): {p.stdout[:2000]}")
+
+
+# --------------------------------------------------------------------------- driver
+
+def missing_requirements():
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, iptables)"
+    for tool in ("ip", "iptables", "unshare"):
+        if not shutil.which(tool):
+            return f"needs `{tool}` (apt-get install iproute2 iptables util-linux)"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenario", nargs="?", help="one of: " + ", ".join(SCENARIOS))
+    ap.add_argument("--rdzvscope", help="path of the rdzvscope CLI")
+    ap.add_argument("--python", default="/usr/bin/python3", help="interpreter that has torch")
+    ap.add_argument("--work", help="scratch directory (default: a new temporary directory)")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--layout", default="4x2", help="HOSTSxRANKS_PER_HOST (default 4x2)")
+    ap.add_argument("--runs", type=int, default=3, help="runs of the job (default 3)")
+    ap.add_argument("--list", action="store_true", help="print the scenarios and exit")
+    args = ap.parse_args()
+    if args.list:
+        for name, s in SCENARIOS.items():
+            print(f"{name:20} {s['cls']:18} {s['pattern']:10} {s['fault']}")
+        return 0
+    if args.scenario not in SCENARIOS or not args.rdzvscope:
+        ap.error("give --rdzvscope and one scenario: " + ", ".join(SCENARIOS))
+    why = missing_requirements()
+    if why:
+        log(f"SKIP cluster.{args.scenario}: {why}")
+        return 77
+    for what, path in (("rdzvscope CLI", args.rdzvscope), ("python", args.python)):
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            log(f"FAIL: {what} not found or not executable: {path}")
+            return 1
+    hosts, per_host = (int(x) for x in args.layout.split("x"))
+    if hosts != HOSTS:
+        ap.error(f"the scenarios are written for {HOSTS} hosts")
+
+    if args.work:
+        os.makedirs(args.work, exist_ok=True)
+        work = tempfile.mkdtemp(prefix=f"{args.scenario}-", dir=args.work)
+    else:
+        work = tempfile.mkdtemp(prefix=f"rdzvscope-cluster-{args.scenario}-")
+    name = args.scenario
+    spec = SCENARIOS[name]
+    t_start = time.monotonic()
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, on_signal)
+
+    cluster = Cluster(hosts)
+    job = Job(args, cluster, per_host, work)
+    job.straggler_delay = 12
+    runs, fault_errors, verdict_errors = [], [], []
+    try:
+        log(f"[{name}] cluster {cluster.prefix}: " + cluster.up().strip().replace("\n", "; "))
+        setup, one_run = RUNNERS[name]
+        setup(job)
+        for i in range(1, args.runs + 1):
+            run = ClusterRun(work, i)
+            runs.append(run)
+            try:
+                errors = one_run(job, run)
+            finally:
+                job.h.wait_all(run, 0)      # never leave a rank behind
+            log(f"[{name}] {run.id}: job took {time.monotonic() - run.t0:.1f}s\n{run.summary()}")
+            for n in run.notes:
+                log(f"[{name}] {run.id}: {n}")
+            fault_errors += [f"{run.id}: {e}" for e in errors]
+            if errors:
+                break
+    except Interrupted as e:
+        fault_errors.append(f"interrupted by {e}")
+    except (Failure, subprocess.TimeoutExpired) as e:
+        fault_errors.append(str(e))
+    finally:
+        for run in runs:
+            job.h.wait_all(run, 0)
+        stale = cluster.down()
+        if stale:
+            fault_errors.append(f"left after `cluster.sh down`: {stale}")
+    t_jobs = time.monotonic() - t_start
+
+    if fault_errors:
+        log(f"FAIL [{name}]: the fault did not happen as designed:")
+        for e in fault_errors:
+            log(f"  - {e}")
+        for run in runs[-1:]:
+            for p in run.procs:
+                log(f"\n--- {run.id} {p.label}@{p.host}: exit {p.rc}; {' '.join(p.cmd)}\n"
+                    f"{p.text()[-3000:]}")
+        log(f"\n(scratch kept in {work})")
+        return 1
+    log(f"[{name}] fault reproduced in {len(runs)} runs ({t_jobs:.1f}s): {spec['fault']}")
+
+    try:
+        comp, missing = analyze_runs(job.rdzvscope, runs)
+        if comp is None:
+            # Until `--runs` exists: every run on its own, then fail (never a pass without it).
+            for run in runs:
+                diag = job.h.analyze([run.dir, "--log"] + run.logs())
+                log(f"[{name}] {run.id} analyze: " + json.dumps(diag.get("verdict"))[:600])
+                check_run_verdict(name, run, diag, verdict_errors)
+            verdict_errors.append(missing)
+        else:
+            c = comp.get("comparison") or {}
+            log(f"[{name}] analyze --runs: comparison " + json.dumps(c)[:800])
+            if comp.get("schema") != "rdzvscope.runs/1":
+                verdict_errors.append(f"schema {comp.get('schema')!r}, expected 'rdzvscope.runs/1'")
+            got = comp.get("runs") or []
+            if [os.path.realpath(r.get("path", "")) for r in got] != [os.path.realpath(r.dir) for r in runs]:
+                verdict_errors.append(f"runs[].path {[r.get('path') for r in got]}, expected "
+                                      f"{[r.dir for r in runs]} in that order")
+            for run, entry in zip(runs, got):
+                diag = entry.get("diagnosis") or {}
+                log(f"[{name}] {run.id} ({entry.get('id')}): " + json.dumps(diag.get("verdict"))[:600])
+                check_run_verdict(name, run, diag, verdict_errors)
+            if c.get("pattern") != spec["pattern"]:
+                verdict_errors.append(f"comparison.pattern {c.get('pattern')!r}, expected "
+                                      f"{spec['pattern']!r}")
+            if c.get("class") != spec["cls"]:
+                verdict_errors.append(f"comparison.class {c.get('class')!r}, expected {spec['cls']!r}")
+    except (Failure, harness.AnalyzerMissing, subprocess.TimeoutExpired) as e:
+        verdict_errors.append(str(e))
+
+    if verdict_errors:
+        log(f"FAIL [{name}]:")
+        for e in verdict_errors:
+            log(f"  - {e}")
+        log(f"(scratch kept in {work})")
+        return 1
+    log(f"PASS [{name}] in {time.monotonic() - t_start:.1f}s")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
