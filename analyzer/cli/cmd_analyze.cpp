@@ -1,6 +1,8 @@
 // rdzvscope analyze PATH... [--log FILE...] [--format text|json|markdown] [--timeline FILE]
 //                   [--html FILE] [--fail-on-problem]:
 // what broke, where it started, the evidence and the next command (architecture.md).
+// rdzvscope analyze --runs RUN_DIR... [--format ...] [--fail-on-problem]: several runs of one
+// job compared (analyze_runs.h).
 // Exit: 0 when the analysis ran (whatever it found), 2 for bad usage or when no input could be
 // read at all, 3 with --fail-on-problem when the verdict is not healthy. Damaged inputs are
 // reported one line each on stderr and counted in the report; the analysis goes on.
@@ -14,10 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "analyze_runs.h"
 #include "commands.h"
 #include "diagnose/log_facts.h"
 #include "diagnose/report.h"
 #include "diagnose/rules.h"
+#include "diagnose/sequential_runs.h"
 
 namespace rdzvscope::cli {
 namespace {
@@ -31,6 +35,7 @@ struct AnalyzeOptions {
   std::string timeline;  // Chrome/Perfetto trace-event JSON, beside the report on stdout
   std::string html;      // self-contained HTML page
   bool fail_on_problem = false;
+  bool runs = false;     // every path is one run; compared (analyze_runs.h)
 };
 
 // Writes a side output (--timeline, --html); false, said on stderr, when it cannot.
@@ -52,7 +57,33 @@ bool exists(const std::string& path) {
   return false;
 }
 
+// Retries one after the other in one directory are read as one job: say so, once.
+void warn_sequential_runs(const TraceInputs& traces) {
+  const std::vector<RunSpan> runs = sequential_runs(traces);
+  if (runs.empty()) return;
+  std::string ids;
+  for (const RunSpan& r : runs) ids += (ids.empty() ? "" : ", ") + r.id + " (" + std::to_string(r.processes) + " processes)";
+  std::fprintf(stderr,
+               "rdzvscope analyze: the traces hold %zu runs one after the other (%s), analyzed here as one job; "
+               "put each run's traces in its own directory and compare them with --runs\n",
+               runs.size(), ids.c_str());
+}
+
 int run_analyze(const AnalyzeOptions& opt) {
+  if (opt.runs) {
+    const char* refused = !opt.logs.empty() ? "--log" : !opt.timeline.empty() ? "--timeline" : !opt.html.empty() ? "--html" : nullptr;
+    if (refused) {
+      std::fprintf(stderr,
+                   "rdzvscope analyze: %s cannot be used with --runs (each run's *.log files are found in its directory; "
+                   "for one run's timeline or HTML page, analyze that run's directory alone)\n",
+                   refused);
+      return kExitUsage;
+    }
+    bool all_there = true;
+    for (const auto& p : opt.paths) all_there &= exists(p);
+    if (!all_there) return kExitUsage;
+    return run_analyze_runs(opt.paths, opt.format, opt.fail_on_problem);
+  }
   if (opt.paths.empty() && opt.logs.empty()) {
     std::fprintf(stderr, "rdzvscope analyze: give trace directories/files, or logs with --log\n");
     return kExitUsage;
@@ -71,6 +102,7 @@ int run_analyze(const AnalyzeOptions& opt) {
     return kExitUsage;
   }
 
+  warn_sequential_runs(traces);
   Diagnosis d = diagnose(traces, logs);
   if (!opt.timeline.empty() &&
       !write_file(opt.timeline, timeline_json(d, traces, logs).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"))
@@ -109,7 +141,11 @@ Command add_analyze_command(CLI::App& app) {
   sub->add_option("--timeline", opt->timeline, "Also write the rendezvous as Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)")
       ->type_name("FILE");
   sub->add_option("--html", opt->html, "Also write a self-contained HTML report (no scripts, no network)")->type_name("FILE");
-  sub->add_flag("--fail-on-problem", opt->fail_on_problem, "Exit 3 when the verdict is not healthy");
+  sub->add_flag("--fail-on-problem", opt->fail_on_problem, "Exit 3 when the verdict is not healthy (with --runs: in any run)");
+  sub->add_flag("--runs", opt->runs,
+                "Each PATH is one run of the same job (a directory; one directory of run directories stands for "
+                "them): diagnose each, then compare where and how they failed. Logs: the *.log files in each run's "
+                "directory; not with --log, --timeline, --html");
   return Command{sub, [opt] { return run_analyze(*opt); }};
 }
 

@@ -12,6 +12,12 @@
 namespace rdzvscope {
 
 nlohmann::ordered_json diagnosis_json(const Diagnosis& d);
+
+// An optional value in a report's JSON: the value, or null.
+template <class T>
+nlohmann::ordered_json json_opt(const std::optional<T>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
 std::string diagnosis_text(const Diagnosis& d);
 
 // Chrome trace-event JSON (report_timeline.cpp): one process track per host, one thread track
@@ -26,5 +32,9 @@ std::string diagnosis_html(const Diagnosis& d);
 // A support-ticket summary in Markdown (report_markdown.cpp): the exact error line, the
 // PyTorch version, the launcher command, the first failing rank, verdict and next step.
 std::string diagnosis_markdown(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs);
+
+// Inline Markdown text for a table cell or a list: a '|' would end the cell, a newline the
+// row, and Markdown's punctuation would turn log text into emphasis or links.
+std::string md_inline(const std::string& s);
 
 }  // namespace rdzvscope

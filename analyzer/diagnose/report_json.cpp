@@ -7,11 +7,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-template <class T>
-ojson opt(const std::optional<T>& v) {
-  return v ? ojson(*v) : ojson(nullptr);
-}
-
 ojson time_or_null(const std::optional<std::int64_t>& ns) {
   return ns ? ojson(iso8601_utc(*ns)) : ojson(nullptr);
 }
@@ -23,18 +18,18 @@ ojson diagnosis_json(const Diagnosis& d) {
   j["schema"] = "rdzvscope.diagnosis/1";
   const Verdict& v = d.verdict;
   j["verdict"] = {{"class", v.cls},
-                  {"cause", opt(v.cause)},
-                  {"initiating_rank", opt(v.initiating_rank)},
-                  {"initiating_host", opt(v.initiating_host)},
+                  {"cause", json_opt(v.cause)},
+                  {"initiating_rank", json_opt(v.initiating_rank)},
+                  {"initiating_host", json_opt(v.initiating_host)},
                   {"confidence", v.confidence},
                   {"summary", v.summary},
                   {"next_step", v.next_step}};
   ojson findings = ojson::array();
   for (const Finding& f : d.findings)
     findings.push_back({{"class", f.cls},
-                        {"rank", opt(f.rank)},
+                        {"rank", json_opt(f.rank)},
                         {"host", f.host.empty() ? ojson(nullptr) : ojson(f.host)},
-                        {"pid", opt(f.pid)},
+                        {"pid", json_opt(f.pid)},
                         {"time", time_or_null(f.time_ns)},
                         {"evidence", f.evidence}});
   j["findings"] = findings;
@@ -43,7 +38,7 @@ ojson diagnosis_json(const Diagnosis& d) {
   for (const RankRow& r : d.ranks) {
     ojson err = r.first_error.empty() ? ojson(nullptr)
                                       : ojson{{"what", r.first_error}, {"time", time_or_null(r.first_error_ns)}};
-    ranks.push_back({{"rank", opt(r.rank)},
+    ranks.push_back({{"rank", json_opt(r.rank)},
                      {"host", r.host},
                      {"pid", r.pid},
                      {"role", r.role},
@@ -52,7 +47,7 @@ ojson diagnosis_json(const Diagnosis& d) {
                      {"first_store_connect", time_or_null(r.first_store_connect_ns)},
                      {"connected", time_or_null(r.connected_ns)},
                      {"first_error", err},
-                     {"exit", r.vanished ? ojson("vanished") : ojson(opt(r.exit_status))},
+                     {"exit", r.vanished ? ojson("vanished") : ojson(json_opt(r.exit_status))},
                      {"late", r.late}});
   }
   j["ranks"] = ranks;

@@ -13,10 +13,6 @@
 
 namespace rdzvscope {
 
-namespace {
-
-// Inline text in a table cell or a list: a '|' would end the cell, a newline the row, and
-// Markdown's punctuation would turn log text into emphasis or links.
 std::string md_inline(const std::string& s) {
   std::string out;
   for (char ch : s) {
@@ -26,6 +22,8 @@ std::string md_inline(const std::string& s) {
   }
   return out;
 }
+
+namespace {
 
 // A fenced block longer than any run of backticks inside, so log text cannot close it.
 std::string md_block(const std::string& text, const char* lang) {

@@ -35,6 +35,14 @@ class Proc {
     add(make_record(RDZV_EV_PROC_START, RDZV_OP_INIT, 0.0));
   }
   rdzv_file_header& header() { return b_.header(); }
+  // Moves this process on the wall clock by s seconds: a later run, or a host whose
+  // CLOCK_REALTIME is off (the header's realtime readings move, the monotonic ones stay).
+  Proc& shift_clock(double s) {
+    const auto d = static_cast<std::int64_t>(s * 1e9);
+    b_.header().clock_realtime_ns += static_cast<std::uint64_t>(d);
+    b_.header().start_realtime_ns += static_cast<std::uint64_t>(d);
+    return *this;
+  }
 
   Proc& resolve(double t, const char* host, int ret, std::uint16_t port = kPort) {
     rdzv_record r = make_record(RDZV_EV_RESOLVE, RDZV_OP_GETADDRINFO, t);
@@ -129,6 +137,7 @@ class Job {
     traces_ = load_traces({dir_.path()});
     return diagnose(traces_, logs_);
   }
+  const TraceInputs& traces() const { return traces_; }
 
  private:
   TempDir dir_;

@@ -1,0 +1,68 @@
+#include <cstdio>
+
+#include "context.h"
+#include "report_runs.h"
+
+namespace rdzvscope {
+
+namespace {
+
+std::string cut(const std::string& s, std::size_t n) { return s.size() > n ? s.substr(0, n - 3) + "..." : s; }
+
+std::string initiating(const Verdict& v) {
+  if (!v.initiating_rank && !v.initiating_host) return "-";
+  std::string s = v.initiating_rank ? "rank " + std::to_string(*v.initiating_rank) : std::string("?");
+  if (v.initiating_host) s += " (" + *v.initiating_host + ")";
+  return s;
+}
+
+// Words wrapped at 80 columns, the lines after the first indented under the first word.
+std::string wrap9(const std::string& text) {
+  std::string out, line;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(pos, end - pos);
+    if (!line.empty() && line.size() + 1 + word.size() > 80) {
+      out += line + "\n         ";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    pos = end + 1;
+  }
+  return out + line;
+}
+
+}  // namespace
+
+std::string runs_text(const std::vector<RunResult>& runs, const RunComparison& c, const std::vector<Error>& skipped) {
+  std::string s = "VERDICT  " + wrap9(c.pattern + ": " + c.summary) + "\n";
+  s += "NEXT     " + wrap9(c.next_step) + "\n\n";
+  char line[512];
+  std::snprintf(line, sizeof line, " %-20s %-26s %-22s %-14s %s\n", "run", "class", "initiating", "failed ranks",
+                "failed after");
+  s += line;
+  for (std::size_t i = 0; i < runs.size() && i < c.outcomes.size(); ++i) {
+    const Verdict& v = runs[i].diagnosis.verdict;
+    const RunOutcome& o = c.outcomes[i];
+    const std::string cls = v.cls + (v.cause ? " (" + *v.cause + ")" : "");
+    const std::string failed = o.failed_ranks.empty() ? "-" : rank_list(o.failed_ranks);
+    std::string after = "-";
+    if (o.seconds_to_failure) after = fmt_seconds(*o.seconds_to_failure);
+    std::snprintf(line, sizeof line, " %-20s %-26s %-22s %-14s %s\n", cut(runs[i].id, 20).c_str(),
+                  cut(cls, 26).c_str(), cut(initiating(v), 22).c_str(), cut(failed, 14).c_str(), after.c_str());
+    s += line;
+  }
+  s += "\n";
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    s += " " + runs[i].id + ": " + wrap9(runs[i].diagnosis.verdict.summary) + "\n";
+  s += "\nREAD     " + std::to_string(runs.size()) + " run(s)";
+  if (!skipped.empty()) s += ", " + std::to_string(skipped.size()) + " left out";
+  s += "\n";
+  for (const Error& e : skipped) s += "         left out: " + e.message() + "\n";
+  s += "         more: --format json (every run's full diagnosis), --format markdown\n";
+  return s;
+}
+
+}  // namespace rdzvscope

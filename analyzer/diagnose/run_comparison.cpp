@@ -1,0 +1,212 @@
+#include "run_comparison.h"
+
+#include <algorithm>
+#include <set>
+
+namespace rdzvscope {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string ids_of(const std::vector<RunResult>& runs) {
+  std::vector<std::string> ids;
+  for (const auto& r : runs) ids.push_back(r.id);
+  return join(ids);
+}
+
+std::string str_or(const nlohmann::ordered_json& j, const char* key, const std::string& fallback) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+
+// Where one run's failure started, as far as its verdict names it.
+struct Origin {
+  std::optional<int> rank;
+  std::optional<std::string> host;  // only when the run's ranks ran on several hosts
+};
+
+Origin origin_of(const RunResult& r, const RunOutcome& o) {
+  Origin out{r.diagnosis.verdict.initiating_rank, std::nullopt};
+  // On one host, "the same host" says nothing: every failure is on it.
+  if (o.multi_host) out.host = r.diagnosis.verdict.initiating_host;
+  return out;
+}
+
+std::string where(const Origin& o) {
+  std::string s = o.rank ? "rank " + std::to_string(*o.rank) : std::string("no rank");
+  if (o.host) s += " on " + *o.host;
+  return s;
+}
+
+// What to do when the failure stayed on one node, by class.
+std::string same_host_step(const std::string& cls, const std::string& host, const Diagnosis& last) {
+  const auto& disc = last.discriminators;
+  if (cls == "name_resolution")
+    return "on " + host + ", run `getent hosts " + str_or(disc, "host_name", "RDZV_HOST") +
+           "` and compare /etc/hosts, /etc/resolv.conf and the search domains with a node where the name "
+           "resolves; this is the node's configuration, a PyTorch upgrade will not help";
+  if (cls == "connect_timeout")
+    return "on " + host + ", check the firewall and routes (`iptables -S`, `ip route`) and whether it answers "
+           "from another node (`nc -zv " + host + " PORT`)";
+  if (cls == "straggler_timeout")
+    return "find what makes " + host + " slow before init_process_group every time (its storage, load, a slow disk: "
+           "`iostat -x 1`, `uptime` there)";
+  if (cls == "broken_pipe")
+    return "find why the process on " + host + " dies or drops its store connection every time "
+           "(`journalctl -k | grep -i -E 'oom|killed'` there); " + last.verdict.next_step;
+  if (cls == "port_conflict")
+    return "on " + host + ", find what holds the store port (`ss -ltnp`) and pick another MASTER_PORT";
+  return "check " + host + "'s configuration against a healthy node; " + last.verdict.next_step;
+}
+
+std::string moving_step(const std::string& cls, const Diagnosis& last) {
+  if (cls == "broken_pipe" && last.verdict.cause && *last.verdict.cause == "peer_died")
+    return "a different process died first in each run: look at what killed each (OOM killer, the scheduler: "
+           "`journalctl -k | grep -i -E 'oom|killed'`); if none died, a broken pipe on a random rank is the "
+           "TCPStore bug of PyTorch <= 2.7: upgrade PyTorch past 2.8";
+  if (cls == "broken_pipe")
+    return "a broken pipe on a different rank each run is the signature of the c10d TCPStore bug of PyTorch "
+           "<= 2.7: upgrade PyTorch past 2.8 (2.9.1 confirmed) and retest before debugging nodes or the network";
+  if (cls == "transient_recv")
+    return "a transient: relaunch, and investigate only if it keeps reproducing (no node is to blame, it moved)";
+  if (cls == "straggler_timeout")
+    return "a different rank was late in each run: look at what the ranks share (shared storage, data loading) "
+           "rather than one node, or raise init_process_group(timeout=...)";
+  return "the failure moves between ranks and nodes, so it is not one node's configuration: look at what they "
+         "share (network, the store host, the PyTorch version); " + last.verdict.next_step;
+}
+
+}  // namespace
+
+RunOutcome outcome_of(const Diagnosis& d) {
+  RunOutcome o;
+  if (d.discriminators.contains("which_ranks_failed") && d.discriminators["which_ranks_failed"].is_array())
+    for (const auto& r : d.discriminators["which_ranks_failed"])
+      if (r.is_number_integer()) o.failed_ranks.push_back(r.get<int>());
+  std::set<std::string> hosts, all_hosts;
+  for (const RankRow& row : d.ranks) {
+    all_hosts.insert(row.host);
+    if (row.rank && std::find(o.failed_ranks.begin(), o.failed_ranks.end(), *row.rank) != o.failed_ranks.end())
+      hosts.insert(row.host);
+  }
+  o.failed_hosts.assign(hosts.begin(), hosts.end());
+  o.multi_host = all_hosts.size() > 1;
+  const auto& s = d.discriminators.contains("seconds_from_launch_to_first_failure")
+                      ? d.discriminators["seconds_from_launch_to_first_failure"]
+                      : nlohmann::ordered_json(nullptr);
+  if (s.is_number()) o.seconds_to_failure = s.get<double>();
+  return o;
+}
+
+RunComparison compare_runs(const std::vector<RunResult>& runs) {
+  RunComparison c;
+  for (const auto& r : runs) c.outcomes.push_back(outcome_of(r.diagnosis));
+  if (runs.empty()) {
+    c.pattern = pattern::kSingleRun;
+    c.summary = "no run could be analyzed";
+    c.next_step = "give two or more run directories, each with the trace files (and logs) of one run";
+    return c;
+  }
+  const RunResult& last = runs.back();
+  if (runs.size() == 1) {
+    c.pattern = pattern::kSingleRun;
+    c.cls = last.diagnosis.verdict.cls;
+    c.summary = "one run (" + last.id + "): " + last.diagnosis.verdict.cls + "; nothing to compare it with";
+    c.next_step = last.diagnosis.verdict.next_step;
+    return c;
+  }
+
+  std::vector<std::string> classes;
+  for (const auto& r : runs)
+    if (std::find(classes.begin(), classes.end(), r.diagnosis.verdict.cls) == classes.end())
+      classes.push_back(r.diagnosis.verdict.cls);
+  const std::string n = std::to_string(runs.size());
+
+  if (classes.size() == 1 && classes[0] == "healthy") {
+    c.pattern = pattern::kAllHealthy;
+    c.cls = "healthy";
+    c.summary = "all " + n + " runs (" + ids_of(runs) + ") were healthy";
+    c.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
+    return c;
+  }
+  if (classes.size() > 1) {
+    c.pattern = pattern::kMixedClasses;
+    std::vector<std::string> each, healthy;
+    bool pipe = false;
+    for (const auto& r : runs) {
+      each.push_back(r.id + ": " + r.diagnosis.verdict.cls);
+      if (r.diagnosis.verdict.cls == "healthy") healthy.push_back(r.id);
+      pipe |= r.diagnosis.verdict.cls == "broken_pipe";
+    }
+    c.summary = "the runs failed differently (" + join(each) + ")";
+    if (!healthy.empty())
+      c.summary += "; it did not reproduce in " + join(healthy);
+    c.next_step = "one cause behind all runs is unlikely: work through each run's verdict (--format json: "
+                  "runs[].diagnosis), starting with the latest (" + last.id + ": " + last.diagnosis.verdict.next_step + ")";
+    if (pipe && !healthy.empty())
+      c.next_step = "a broken pipe that does not reproduce on a rerun is the signature of the TCPStore bug of "
+                    "PyTorch <= 2.7: upgrade PyTorch past 2.8; otherwise " + c.next_step;
+    return c;
+  }
+
+  const std::string cls = classes[0];
+  c.cls = cls;
+  // Compare where the failure started, among the runs whose verdict names it.
+  std::vector<Origin> known;
+  std::vector<std::string> known_ids;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    Origin o = origin_of(runs[i], c.outcomes[i]);
+    if (o.rank || o.host) {
+      known.push_back(o);
+      known_ids.push_back(runs[i].id);
+    }
+  }
+  const std::string head = cls + " in all " + n + " runs (" + ids_of(runs) + ")";
+  if (known.size() < 2) {
+    c.pattern = pattern::kSameClass;
+    c.summary = head + "; no initiating rank to compare between runs";
+    c.next_step = last.diagnosis.verdict.next_step;
+    return c;
+  }
+  auto all_same = [&](auto get) {
+    for (const Origin& o : known)
+      if (!get(o) || *get(o) != *get(known[0])) return false;
+    return true;
+  };
+  const bool same_host = all_same([](const Origin& o) { return o.host; });
+  const bool same_rank = all_same([](const Origin& o) { return o.rank; });
+  std::vector<std::string> each;
+  for (std::size_t i = 0; i < known.size(); ++i) each.push_back(known_ids[i] + ": " + where(known[i]));
+  const std::string partial =
+      known.size() < runs.size() ? " (" + std::to_string(runs.size() - known.size()) + " run(s) name no rank)" : "";
+
+  if (same_host) {
+    c.pattern = pattern::kSameHost;
+    c.summary = head + ", always started on host " + *known[0].host +
+                (same_rank ? " (rank " + std::to_string(*known[0].rank) + ")" : " (" + join(each) + ")") + partial +
+                ": it stays on that node, which points at its configuration";
+    c.next_step = same_host_step(cls, *known[0].host, last.diagnosis);
+  } else if (same_rank) {
+    c.pattern = pattern::kSameRank;
+    bool hosts_known = false;
+    for (const Origin& o : known) hosts_known |= o.host.has_value();
+    c.summary = head + ", always started by rank " + std::to_string(*known[0].rank) +
+                (hosts_known ? " (" + join(each) + ")" : "") + partial +
+                (hosts_known ? ": it follows the rank, not a node" : " (the job ran on one host: only ranks compare)");
+    c.next_step = "look at what rank " + std::to_string(*known[0].rank) +
+                  " does that the others do not (its data shard, checkpoint or code path); " +
+                  last.diagnosis.verdict.next_step;
+  } else {
+    c.pattern = pattern::kMoving;
+    c.summary = head + ", started somewhere else each time (" + join(each) + ")" + partial +
+                ": random, not one node";
+    c.next_step = moving_step(cls, last.diagnosis);
+  }
+  return c;
+}
+
+}  // namespace rdzvscope

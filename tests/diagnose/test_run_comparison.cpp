@@ -1,0 +1,151 @@
+// analyze --runs: the comparison of runs (diagnose/run_comparison.h), one test per pattern,
+// on diagnoses built by hand; and the detection of sequential runs in one directory.
+#include <catch2/catch.hpp>
+
+#include "diagnose/run_comparison.h"
+#include "diagnose/sequential_runs.h"
+#include "job_builder.h"
+
+using namespace rdzvscope;
+using namespace rdzvscope::test;
+
+namespace {
+
+// A run of 4 ranks, two per host (node0: ranks 0-1, node1: ranks 2-3, unless one_host).
+RunResult run(const std::string& id, const std::string& cls, std::optional<int> rank, bool one_host = false,
+              std::optional<std::string> cause = std::nullopt) {
+  RunResult r;
+  r.id = id;
+  r.path = "/runs/" + id;
+  Verdict& v = r.diagnosis.verdict;
+  v.cls = cls;
+  v.cause = cause;
+  v.initiating_rank = rank;
+  v.next_step = "the run's own next step";
+  for (int k = 0; k < 4; ++k) {
+    RankRow row;
+    row.rank = k;
+    row.host = one_host ? "vm" : "node" + std::to_string(k / 2);
+    r.diagnosis.ranks.push_back(row);
+  }
+  if (rank) v.initiating_host = r.diagnosis.ranks[*rank].host;
+  std::vector<int> failed;
+  if (cls != "healthy") failed = {0, 1, 2, 3};
+  r.diagnosis.discriminators["which_ranks_failed"] = failed;
+  r.diagnosis.discriminators["seconds_from_launch_to_first_failure"] =
+      cls == "healthy" ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(60.5);
+  r.diagnosis.discriminators["host_name"] = "master.cluster";
+  return r;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("runs: a name that fails on the same node every run is same_host, with getent there") {
+  const RunComparison c = compare_runs({run("a", "name_resolution", 2), run("b", "name_resolution", 3),
+                                        run("c", "name_resolution", 2)});
+  CHECK(c.pattern == "same_host");
+  CHECK(c.cls == "name_resolution");
+  CHECK(has(c.summary, "a, b, c"));
+  CHECK(has(c.summary, "node1"));
+  CHECK(has(c.next_step, "getent hosts master.cluster"));
+  CHECK(has(c.next_step, "on node1"));
+  REQUIRE(c.outcomes.size() == 3);
+  CHECK(c.outcomes[0].failed_hosts == std::vector<std::string>{"node0", "node1"});
+  CHECK(c.outcomes[0].seconds_to_failure == Approx(60.5));
+}
+
+TEST_CASE("runs: a broken pipe on a different rank and host each run is moving: upgrade PyTorch") {
+  const RunComparison c = compare_runs({run("a", "broken_pipe", 0, false, "tcpstore_bug_suspected"),
+                                        run("b", "broken_pipe", 3, false, "tcpstore_bug_suspected")});
+  CHECK(c.pattern == "moving");
+  CHECK(c.cls == "broken_pipe");
+  CHECK(has(c.summary, "a: rank 0 on node0"));
+  CHECK(has(c.summary, "b: rank 3 on node1"));
+  CHECK(has(c.next_step, "past 2.8"));
+}
+
+TEST_CASE("runs: the same rank on different hosts is same_rank") {
+  RunResult a = run("a", "straggler_timeout", 2), b = run("b", "straggler_timeout", 2);
+  // In run b, the ranks were placed the other way round: rank 2 ran on node0.
+  for (RankRow& row : b.diagnosis.ranks) row.host = row.rank < 2 ? "node1" : "node0";
+  b.diagnosis.verdict.initiating_host = "node0";
+  const RunComparison c = compare_runs({a, b});
+  CHECK(c.pattern == "same_rank");
+  CHECK(has(c.summary, "rank 2"));
+}
+
+TEST_CASE("runs: on one host, 'the same host' says nothing: ranks decide") {
+  CHECK(compare_runs({run("a", "straggler_timeout", 2, true), run("b", "straggler_timeout", 1, true)}).pattern ==
+        "moving");
+  CHECK(compare_runs({run("a", "straggler_timeout", 2, true), run("b", "straggler_timeout", 2, true)}).pattern ==
+        "same_rank");
+}
+
+TEST_CASE("runs: different classes are mixed_classes, with no common class") {
+  const RunComparison c = compare_runs({run("a", "broken_pipe", 1), run("b", "healthy", std::nullopt)});
+  CHECK(c.pattern == "mixed_classes");
+  CHECK_FALSE(c.cls);
+  CHECK(has(c.summary, "a: broken_pipe"));
+  CHECK(has(c.summary, "did not reproduce in b"));
+  CHECK(has(c.next_step, "past 2.8"));
+}
+
+TEST_CASE("runs: all healthy, single run, and a class without an initiating rank") {
+  const RunComparison h = compare_runs({run("a", "healthy", std::nullopt), run("b", "healthy", std::nullopt)});
+  CHECK(h.pattern == "all_healthy");
+  CHECK(h.cls == "healthy");
+  const RunComparison one = compare_runs({run("a", "connect_timeout", 0)});
+  CHECK(one.pattern == "single_run");
+  CHECK(one.cls == "connect_timeout");
+  CHECK(one.next_step == "the run's own next step");
+  const RunComparison col = compare_runs({run("a", "rdzv_collision", std::nullopt), run("b", "rdzv_collision", std::nullopt)});
+  CHECK(col.pattern == "same_class");
+  CHECK(col.cls == "rdzv_collision");
+  CHECK(compare_runs({}).pattern == "single_run");
+}
+
+TEST_CASE("runs: a run that names no rank does not make the others look moving") {
+  const RunComparison c = compare_runs({run("a", "name_resolution", 3), run("b", "name_resolution", std::nullopt),
+                                        run("c", "name_resolution", 3)});
+  CHECK(c.pattern == "same_host");
+  CHECK(has(c.summary, "1 run(s) name no rank"));
+}
+
+namespace {
+
+// Two ranks of run `id`, everything shifted by `at` seconds on the wall clock.
+void two_ranks(Job& job, const std::string& id, double at, int pid) {
+  for (int r = 0; r < 2; ++r) {
+    Proc& p = job.proc(r, pid + r, "node0", id);
+    p.shift_clock(at);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).exit(3.0, 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sequential runs in one directory are found, runs at the same time are not") {
+  Job seq;
+  two_ranks(seq, "run-1", 0, 1000);
+  two_ranks(seq, "run-2", 60, 2000);
+  seq.diagnose_it();
+  const auto runs = sequential_runs(seq.traces());
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].id == "run-1");
+  CHECK(runs[1].id == "run-2");
+  CHECK(runs[0].processes == 2);
+
+  Job together;
+  two_ranks(together, "run-1", 0, 1000);
+  two_ranks(together, "run-2", 0.5, 2000);
+  together.diagnose_it();
+  CHECK(sequential_runs(together.traces()).empty());
+
+  Job one;
+  two_ranks(one, "run-1", 0, 1000);
+  one.diagnose_it();
+  CHECK(sequential_runs(one.traces()).empty());
+}
