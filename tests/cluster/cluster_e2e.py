@@ -328,12 +328,12 @@ def bp_run(job, run):
             time.sleep(0.05)
         if "listening" not in read(proxy_log):
             raise Failure(f"the proxy did not start: {read(proxy_log)}")
-        loop = {"E2E_MODE": "store_loop", "E2E_LOOP_S": "6"}
+        loop = {"E2E_MODE": "store_loop", "E2E_LOOP_S": "4"}
         ps = []
         for r in range(job.world):
             env = dict(loop)
             if r == 0:
-                env["E2E_LOOP_S"] = "9"       # the store outlives every client's loop
+                env["E2E_LOOP_S"] = "6"       # the store outlives every client's loop
             if r == victim:
                 env["MASTER_PORT"] = str(PROXY_PORT)
             ps.append(job.launch(run, r, spec["timeout"], env, ports=(STORE_PORT, PROXY_PORT)))
@@ -351,9 +351,14 @@ def bp_run(job, run):
     ptext = read(proxy_log)
     run.notes.append(f"victim rank {victim}@{job.host_of(victim)}; proxy: "
                      + "; ".join(ptext.strip().splitlines()))
+    # torch 1.13's store client opens two connections; the proxy resets the one that carries
+    # the store queries (the other, for watchKey callbacks, is idle here).
     vaddr = job.cluster.addr[job.host_of(victim)]
-    expect(f"reset {vaddr}:" in ptext and "reset done (1 connection(s))" in ptext,
-           f"the proxy did not reset exactly the victim's connection ({vaddr}): {ptext!r}", errors)
+    resets = [l.split()[2] for l in ptext.splitlines() if l.startswith("proxy: reset ")
+              and " after " in l]
+    expect(resets and all(a.startswith(vaddr + ":") for a in resets),
+           f"the proxy did not reset the victim's connections (from {vaddr}) only: {ptext!r}",
+           errors)
     for p in run.procs:
         if p.rank == victim:
             expect_exit(p, 1, errors)
@@ -558,7 +563,7 @@ def main():
 
     cluster = Cluster(hosts)
     job = Job(args, cluster, per_host, work)
-    job.straggler_delay = 12
+    job.straggler_delay = 10
     runs, fault_errors, verdict_errors = [], [], []
     try:
         log(f"[{name}] cluster {cluster.prefix}: " + cluster.up().strip().replace("\n", "; "))

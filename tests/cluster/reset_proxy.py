@@ -6,7 +6,7 @@ through it.
     reset_proxy.py LISTEN_PORT TARGET_HOST TARGET_PORT
 
 It forwards every accepted connection to TARGET. On SIGUSR1 it resets every client
-connection it holds: SO_LINGER {on, 0} then close, so the kernel sends a RST and the client's
+connection it holds that has carried data (not idle ones): SO_LINGER {on, 0} then close, so the kernel sends a RST and the client's
 next send fails with EPIPE/ECONNRESET, or its recv with ECONNRESET (what a middlebox that drops
 a connection's state does). It prints (flushed, the test reads them):
     "proxy: listening on PORT"
@@ -21,10 +21,23 @@ import signal
 import socket
 import struct
 import sys
+import time
 
 
 def say(msg):
     print(f"proxy: {msg}", flush=True)
+
+
+def connect_upstream(host, port, bound_s=30):
+    """The store may not listen yet (a rank can be faster than rank 0): retry, like c10d."""
+    deadline = time.monotonic() + bound_s
+    while True:
+        try:
+            return socket.create_connection((host, port), timeout=5)
+        except OSError:
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.1)
 
 
 def main():
@@ -56,6 +69,11 @@ def main():
             n = 0
             for conn in list(clients):
                 c, u, peer, counts = conn
+                if not counts[0]:
+                    # torch 1.13's client holds a second, idle connection (watchKey
+                    # callbacks); its reset kills the process from a thread (SIGABRT)
+                    # before the store op can fail: only connections that carried a query.
+                    continue
                 c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 say(f"reset {peer[0]}:{peer[1]} after C->S {counts[0]}, S->C {counts[1]}")
                 drop(conn)
@@ -64,10 +82,9 @@ def main():
             continue
         if lsock in ready:
             c, peer = lsock.accept()
-            try:
-                u = socket.create_connection((host, target), timeout=5)
-            except OSError as e:
-                say(f"upstream connect failed: {e}")
+            u = connect_upstream(host, target)
+            if u is None:
+                say("upstream connect failed for 30 s")
                 c.close()
                 continue
             conn = [c, u, peer, [0, 0]]
