@@ -142,6 +142,7 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   skel->rodata->trace_all = opt.all;
   skel->rodata->filter_ports = !opt.ports.empty();
   skel->rodata->self_tgid = static_cast<std::uint32_t>(getpid());
+  skel->rodata->io_detail = opt.io_events;
   for (std::size_t i = 0; i < ports.size(); ++i) skel->rodata->ports[i] = ports[i];
   if (int err = rdzv_bpf::load(skel.get()); err != 0)
     return fail("no BPF support here: loading the probes failed (" + std::string(std::strerror(-err)) +

@@ -16,7 +16,10 @@ struct AttachOptions {
   std::vector<std::uint16_t> ports;  // --port: per-call events on these only; also store ports
   std::string out_dir;               // exists and is writable
   double duration_s = 0;             // 0: until *stop
-  std::uint64_t max_bytes = 2u << 20;
+  std::uint64_t max_bytes = 2u << 20;  // per trace file, as the shim's RDZVSCOPE_MAX_MB
+  // Per store socket: the first io_events send/recv calls are recorded one by one (0: every
+  // call), as the shim does with 32; after that only failures and 0-byte reads.
+  std::uint32_t io_events = 32;
 };
 
 struct PidCount {

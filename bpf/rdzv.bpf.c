@@ -2,8 +2,9 @@
 /* rdzvscope attach: the kernel side. Records, for the target processes only, the socket calls
  * of a rendezvous (connect, bind, listen, accept, close), what the kernel decided about them
  * (TCP state changes, socket errors), getaddrinfo (uprobe on the target's libc), fork and
- * exit. Every event leaves as a ready trace record through one ring buffer; events that do not
- * fit are counted per CPU in `lost`.
+ * exit; and, on store sockets only, every send/recv/read/write result, poll timeouts and
+ * SO_*TIMEO changes (store_io.bpf.h), as the shim records them. Every event leaves as a ready
+ * trace record through one ring buffer; events that do not fit are counted per CPU in `lost`.
  *
  * Only program types that work on the test bed's kernel (design/testbed.md): raw_tp (syscall
  * enter/exit: no tracefs needed), tp_btf (sock:, sched:) and uprobes. No kprobes, no fentry.
@@ -15,279 +16,29 @@
 #include <bpf/bpf_tracing.h>
 
 #include "rdzv.h"
+#include "rdzv_maps.bpf.h"
+#include "rdzv_sock.bpf.h"
+#include "store_io.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Set by the loader between open and load. */
-const volatile bool trace_all = false;    /* --all: every process (still filtered by port) */
-const volatile bool filter_ports = false; /* --port given: per-call events on these ports only */
-const volatile __u32 self_tgid = 0;       /* the loader itself, never traced */
-const volatile __u16 ports[RDZV_BPF_MAX_PORTS] = {}; /* store ports; 0 = unused */
-
-#define NR_close 3
-#define NR_connect 42
-#define NR_accept 43
-#define NR_bind 49
-#define NR_listen 50
-#define NR_accept4 288
-
-#define AF_INET 2
-#define AF_INET6 10
-#define SOCK_STREAM 1
-#define S_IFMT 00170000
-#define S_IFSOCK 0140000
-#define O_NONBLOCK 04000
-#define EINPROGRESS 115
-#define EAGAIN 11
-#define EINTR 4
-#define AI_PASSIVE 1
-#define TCP_SYN_SENT 2
-#define TCP_CLOSE 7
-
-/* tgid -> 1. The explicit targets (--pid, --comm), their children, and with --all every
- * process the loader has already seen. */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 8192);
-  __type(key, __u32);
-  __type(value, __u8);
-} targets SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, RDZV_BPF_RINGBUF_BYTES);
-} events SEC(".maps");
-
-/* Events that found the ring buffer full: the loader sums the CPUs into header.lost. */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u64);
-} lost SEC(".maps");
-
-/* A syscall between its enter and its exit, per thread: the record as far as it is known. */
-struct call {
-  __u64 id;
-  void *sk; /* connect: the socket, to forget a pending connect that finished synchronously */
-  struct rdzv_record rec;
-};
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 16384);
-  __type(key, __u32);
-  __type(value, struct call);
-} calls SEC(".maps");
-
-/* getaddrinfo between its entry and its return, per thread. */
-struct gai_call {
-  __u64 res_ptr;
-  struct rdzv_record rec;
-};
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096);
-  __type(key, __u32);
-  __type(value, struct gai_call);
-} gai_calls SEC(".maps");
-
-/* Which target owns a socket: state changes and errors arrive in softirq context, on whatever
- * task happens to run, so the owner is remembered when the target itself touches the socket. */
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 16384);
-  __type(key, __u64);
-  __type(value, __u32);
-} sk_owner SEC(".maps");
-
-/* Non-blocking connects still in SYN_SENT: their CONNECT record, reused for CONNECT_DONE. */
-struct pending {
-  __u32 tgid;
-  __u32 reserved;
-  struct rdzv_record rec;
-};
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 4096);
-  __type(key, __u64);
-  __type(value, struct pending);
-} pending_connects SEC(".maps");
-
-/* Scratch space: records are too big for the 512-byte BPF stack several times over. */
-union scratch_space {
-  struct call call;
-  struct gai_call gai;
-};
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, union scratch_space);
-} scratch SEC(".maps");
-
-/* Addresses of getaddrinfo's struct addrinfo (x86_64 glibc layout). */
-struct user_addrinfo {
-  int ai_flags;
-  int ai_family;
-  int ai_socktype;
-  int ai_protocol;
-  __u32 ai_addrlen;
-  void *ai_addr;
-  char *ai_canonname;
-  struct user_addrinfo *ai_next;
-};
-
-static __always_inline bool is_target(__u32 tgid) {
-  if (tgid == self_tgid) return false;
-  if (trace_all) return true;
-  return bpf_map_lookup_elem(&targets, &tgid) != NULL;
-}
-
-static __always_inline bool known_target(__u32 tgid) {
-  return tgid != self_tgid && bpf_map_lookup_elem(&targets, &tgid) != NULL;
-}
-
-static __always_inline bool is_store_port(__u16 port) {
-  if (!port) return false;
-  for (int i = 0; i < RDZV_BPF_MAX_PORTS; i++) {
-    if (ports[i] == port) return true;
-  }
-  return false;
-}
-
-/* Per-call events: with --port, only those on the given ports. */
-static __always_inline bool wanted_port(__u16 a, __u16 b) {
-  return !filter_ports || is_store_port(a) || is_store_port(b);
-}
-
-static __always_inline void count_lost(void) {
-  __u32 zero = 0;
-  __u64 *n = bpf_map_lookup_elem(&lost, &zero);
-  if (n) __sync_fetch_and_add(n, 1);
-}
-
-static __always_inline void emit(__u32 tgid, const struct rdzv_record *rec) {
-  struct rdzv_bpf_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-  if (!ev) {
-    count_lost();
-    return;
-  }
-  ev->tgid = tgid;
-  ev->reserved = 0;
-  __builtin_memcpy(&ev->rec, rec, sizeof(*rec));
-  ev->rec.seal = 0;
-  bpf_ringbuf_submit(ev, 0);
-}
-
-static __always_inline struct rdzv_record *scratch_record(void) {
-  __u32 zero = 0;
-  union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
-  if (!s) return NULL;
-  __builtin_memset(s, 0, sizeof(*s));
-  return &s->gai.rec;
-}
-
-/* The struct socket behind a descriptor of the current task, or NULL when it is not one. */
-static __always_inline struct socket *socket_of_fd(long fd) {
-  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-  struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-  if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds)) return NULL;
-  struct file **fds = BPF_CORE_READ(fdt, fd);
-  struct file *file = NULL;
-  bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
-  if (!file) return NULL;
-  umode_t mode = BPF_CORE_READ(file, f_inode, i_mode);
-  if ((mode & S_IFMT) != S_IFSOCK) return NULL;
-  return (struct socket *)BPF_CORE_READ(file, private_data);
-}
-
-static __always_inline __u32 file_flags_of_fd(long fd) {
-  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-  struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-  if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds)) return 0;
-  struct file **fds = BPF_CORE_READ(fdt, fd);
-  struct file *file = NULL;
-  bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
-  return file ? BPF_CORE_READ(file, f_flags) : 0;
-}
-
-/* A TCP socket of an inet family, else NULL. */
-static __always_inline struct sock *tcp_sock_of_fd(long fd) {
-  struct socket *sock = socket_of_fd(fd);
-  if (!sock || BPF_CORE_READ(sock, type) != SOCK_STREAM) return NULL;
-  struct sock *sk = BPF_CORE_READ(sock, sk);
-  if (!sk) return NULL;
-  __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-  return (family == AF_INET || family == AF_INET6) ? sk : NULL;
-}
-
-static __always_inline void sk_addrs(const struct sock *sk, struct rdzv_sockaddr *local,
-                                     struct rdzv_sockaddr *peer) {
-  __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-  __u16 lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-  __u16 dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-  if (family == AF_INET) {
-    bpf_core_read(local->addr, 4, &sk->__sk_common.skc_rcv_saddr);
-    bpf_core_read(peer->addr, 4, &sk->__sk_common.skc_daddr);
-  } else if (family == AF_INET6) {
-    bpf_core_read(local->addr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-    bpf_core_read(peer->addr, 16, &sk->__sk_common.skc_v6_daddr);
-  } else {
-    return;
-  }
-  local->family = family;
-  local->port = lport;
-  if (dport) {
-    peer->family = family;
-    peer->port = dport;
-  }
-}
-
-/* A user sockaddr (as given to connect/bind) -> trace address; false when not inet. */
-static __always_inline bool user_sockaddr(const void *uaddr, __u32 len, struct rdzv_sockaddr *out) {
-  __u16 family = 0;
-  if (!uaddr || bpf_probe_read_user(&family, sizeof(family), uaddr)) return false;
-  if (family == AF_INET && len >= sizeof(struct sockaddr_in)) {
-    struct sockaddr_in in = {};
-    if (bpf_probe_read_user(&in, sizeof(in), uaddr)) return false;
-    out->family = AF_INET;
-    out->port = bpf_ntohs(in.sin_port);
-    __builtin_memcpy(out->addr, &in.sin_addr, 4);
-    return true;
-  }
-  if (family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-    struct sockaddr_in6 in6 = {};
-    if (bpf_probe_read_user(&in6, sizeof(in6), uaddr)) return false;
-    out->family = AF_INET6;
-    out->port = bpf_ntohs(in6.sin6_port);
-    out->scope_id = in6.sin6_scope_id;
-    __builtin_memcpy(out->addr, &in6.sin6_addr, 16);
-    return true;
-  }
-  return false;
-}
-
-static __always_inline __u16 store_flag(__u16 a, __u16 b) {
-  return (is_store_port(a) || is_store_port(b)) ? RDZV_F_STORE : 0;
-}
-
-static __always_inline void remember_owner(const struct sock *sk, __u32 tgid) {
-  __u64 key = (__u64)sk;
-  bpf_map_update_elem(&sk_owner, &key, &tgid, BPF_ANY);
-}
-
 SEC("raw_tp/sys_enter")
 int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
-  if (id != NR_connect && id != NR_bind && id != NR_listen && id != NR_accept &&
+  bool io = is_io_call(id);
+  if (!io && id != NR_connect && id != NR_bind && id != NR_listen && id != NR_accept &&
       id != NR_accept4 && id != NR_close)
     return 0;
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-  if (!is_target(tgid)) return 0;
+  if (!is_target(tgid)) return 0; /* other processes: this one lookup */
+  if (io) return io_enter(regs, id, tgid, tid);
 
   long fd = (long)BPF_CORE_READ(regs, di);
-  struct sock *sk = tcp_sock_of_fd(fd);
-  if (!sk) return 0; /* nscd's AF_UNIX, the resolver's UDP sockets, files */
+  struct sock *sk = NULL;
+  if (id != NR_close) {
+    sk = tcp_sock_of_fd(fd);
+    if (!sk) return 0; /* nscd's AF_UNIX, the resolver's UDP sockets, files */
+  }
 
   __u32 zero = 0;
   union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
@@ -296,10 +47,17 @@ int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
   struct call *c = &s->call;
   struct rdzv_record *r = &c->rec;
   c->id = id;
+  c->sk = sk;
   r->tid = tid;
   r->ts_ns = bpf_ktime_get_ns();
   r->fd = fd;
   r->u.net.timeout_ms = -1;
+  if (id == NR_close) {
+    /* As the shim: only the closing of a store socket is worth a record. */
+    if (!store_close_enter(tgid, fd, r)) return 0;
+    bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+    return 0;
+  }
   bool nonblock = file_flags_of_fd(fd) & O_NONBLOCK;
 
   if (id == NR_connect || id == NR_bind) {
@@ -312,7 +70,6 @@ int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
       r->op = RDZV_OP_CONNECT;
       r->flags = store_flag(a.port, 0) | (nonblock ? RDZV_F_NONBLOCK : 0);
       r->u.net.peer = a;
-      c->sk = sk;
       remember_owner(sk, tgid);
       if (nonblock) {
         /* Its outcome may be decided (loopback) before the syscall even returns. */
@@ -338,15 +95,6 @@ int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
       r->op = RDZV_OP_LISTEN;
       r->u.net.local = local;
       r->u.net.size = (__u64)BPF_CORE_READ(regs, si);
-    } else if (id == NR_close) {
-      /* As the shim: only the closing of a store socket is worth a record. */
-      if (!r->flags) return 0;
-      r->kind = RDZV_EV_CLOSE;
-      r->op = RDZV_OP_CLOSE;
-      r->u.close.local = local;
-      r->u.close.peer = peer;
-      r->u.close.tcp_state = BPF_CORE_READ(sk, __sk_common.skc_state);
-      r->u.close.bytes_recv = 0; /* shares its bytes with net.timeout_ms */
     } else {
       r->kind = RDZV_EV_ACCEPT;
       r->op = id == NR_accept ? RDZV_OP_ACCEPT : RDZV_OP_ACCEPT4;
@@ -368,6 +116,10 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
   long id = BPF_CORE_READ(regs, orig_ax);
   if (id != (long)c->id) return 0; /* not the call we saw enter (cannot happen, but cheap) */
 
+  if (is_io_call(c->id)) {
+    io_exit(c, tgid, ret);
+    goto out;
+  }
   r->dur_ns = bpf_ktime_get_ns() - r->ts_ns;
   /* As libc returns it: -1 and errno. */
   r->ret = ret < 0 ? -1 : ret;
@@ -382,6 +134,17 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
       struct rdzv_sockaddr peer = {};
       sk_addrs(c->sk, &r->u.net.local, &peer);
     }
+    if ((r->flags & RDZV_F_STORE) && (ret == 0 || ret == -EINPROGRESS)) {
+      /* On loopback the kernel often decides before the call returns: pending only if not. */
+      const struct sock *csk = c->sk;
+      bool pending = ret != 0 && csk && BPF_CORE_READ(csk, __sk_common.skc_state) == TCP_SYN_SENT;
+      store_learn(tgid, r->fd, c->sk, &r->u.net.peer, &r->u.net.local, r->ts_ns, pending);
+    }
+  } else if (c->id == NR_bind) {
+    if (ret == 0 && (r->flags & RDZV_F_STORE)) {
+      struct rdzv_sockaddr none = {};
+      store_learn(tgid, r->fd, c->sk, &none, &r->u.net.local, r->ts_ns, false);
+    }
   } else if ((c->id == NR_accept || c->id == NR_accept4)) {
     if (ret < 0 && (-ret == EAGAIN || -ret == EINTR)) goto out; /* as the shim */
     if (ret >= 0) {
@@ -390,6 +153,8 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
       if (nsk) {
         sk_addrs(nsk, &r->u.net.local, &r->u.net.peer);
         remember_owner(nsk, tgid);
+        if (r->flags & RDZV_F_STORE)
+          store_learn(tgid, ret, nsk, &r->u.net.peer, &r->u.net.local, r->ts_ns + r->dur_ns, false);
       }
     }
   } else if (c->id == NR_listen) {
@@ -430,6 +195,7 @@ int BPF_PROG(rdzv_set_state, const struct sock *sk, int oldstate, int newstate) 
   r->u.net.timeout_ms = -1;
   r->u.net.tcp_state = newstate;
   r->u.net.size = oldstate;
+  r->u.net.nfds = RDZV_BPF_PROBE_SET_STATE;
   r->err = newstate == TCP_CLOSE ? BPF_CORE_READ(sk, sk_err) : 0;
   emit(tgid, r);
 
@@ -446,28 +212,41 @@ int BPF_PROG(rdzv_set_state, const struct sock *sk, int oldstate, int newstate) 
       p->rec.u.net.local = r->u.net.local;
       p->rec.u.net.tcp_state = newstate;
       emit(p->tgid, &p->rec);
+      __u64 fkey = fd_key(p->tgid, p->rec.fd);
+      struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &fkey);
+      if (ss && ss->sk == key) {
+        ss->pending = 0;
+        ss->local = r->u.net.local;
+      }
       bpf_map_delete_elem(&pending_connects, &key);
     }
   }
   return 0;
 }
 
-/* The socket error (ECONNREFUSED, ETIMEDOUT, EPIPE, ECONNRESET...). Recorded as a tcp_state
- * record whose old and new states are equal and whose errno is the error. */
-SEC("tp_btf/inet_sk_error_report")
-int BPF_PROG(rdzv_error_report, const struct sock *sk) {
+/* A socket error of a target's socket, as a tcp_state record whose old and new states are both
+ * the state it is in, whose errno is the error, and whose net.nfds names the probe. */
+static __always_inline int error_record(const struct sock *sk, __u32 probe) {
+  if (!sk) return 0; /* a reset answering a packet that has no socket */
   __u64 key = (__u64)sk;
   __u32 *owner = bpf_map_lookup_elem(&sk_owner, &key);
   if (!owner) return 0;
   __u32 tgid = *owner;
-  int err = BPF_CORE_READ(sk, sk_err);
-  if (!err) return 0; /* tcp_disconnect reports "no error" on close */
+  __u32 state = BPF_CORE_READ(sk, __sk_common.skc_state);
+  int err = ECONNRESET; /* a reset sent: what the peer will see */
+  if (probe == RDZV_BPF_PROBE_ERROR_REPORT) {
+    err = BPF_CORE_READ(sk, sk_err);
+    if (!err) return 0; /* tcp_disconnect reports "no error" on close */
+  } else if (probe == RDZV_BPF_PROBE_RECEIVE_RESET) {
+    /* What tcp_reset() is about to set: sk_err is not set yet when the tracepoint fires. */
+    if (state == TCP_SYN_SENT) err = ECONNREFUSED;
+    else if (state == TCP_CLOSE_WAIT) err = EPIPE;
+  }
   struct rdzv_record *r = scratch_record();
   if (!r) return 0;
   sk_addrs(sk, &r->u.net.local, &r->u.net.peer);
   if (!wanted_port(r->u.net.local.port, r->u.net.peer.port)) return 0;
   __u64 pid_tgid = bpf_get_current_pid_tgid();
-  __u32 state = BPF_CORE_READ(sk, __sk_common.skc_state);
   r->kind = RDZV_EV_TCP_STATE;
   r->op = RDZV_OP_KERNEL;
   r->flags = store_flag(r->u.net.local.port, r->u.net.peer.port);
@@ -479,9 +258,22 @@ int BPF_PROG(rdzv_error_report, const struct sock *sk) {
   r->u.net.timeout_ms = -1;
   r->u.net.tcp_state = state;
   r->u.net.size = state;
+  r->u.net.nfds = probe;
   emit(tgid, r);
   return 0;
 }
+
+/* The socket error (ECONNREFUSED, ETIMEDOUT, EPIPE, ECONNRESET...). */
+SEC("tp_btf/inet_sk_error_report")
+int BPF_PROG(rdzv_error_report, const struct sock *sk) { return error_record(sk, RDZV_BPF_PROBE_ERROR_REPORT); }
+
+/* Resets received (the peer aborted) and sent (this side aborted, or answered data that came
+ * after its close). */
+SEC("tp_btf/tcp_receive_reset")
+int BPF_PROG(rdzv_receive_reset, struct sock *sk) { return error_record(sk, RDZV_BPF_PROBE_RECEIVE_RESET); }
+
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(rdzv_send_reset, const struct sock *sk) { return error_record(sk, RDZV_BPF_PROBE_SEND_RESET); }
 
 SEC("uprobe")
 int BPF_KPROBE(rdzv_gai_enter, const char *node, const char *service,

@@ -26,6 +26,8 @@ struct AttachArgs {
   std::vector<int> ports;
   std::string out;
   double duration = 0;
+  unsigned io_events = 32;
+  unsigned max_mb = 2;
 };
 
 int fail(const std::string& msg) {
@@ -54,6 +56,8 @@ int run_attach(const AttachArgs& a) {
   opt.all = a.all;
   for (int p : a.ports) opt.ports.push_back(static_cast<std::uint16_t>(p));
   opt.duration_s = a.duration;
+  opt.io_events = a.io_events;
+  opt.max_bytes = std::uint64_t{a.max_mb} << 20;
   auto dir = prepare_out_dir(a.out);
   if (!dir) return fail(dir.error().message());
   opt.out_dir = dir.value();
@@ -98,6 +102,13 @@ Command add_attach_command(CLI::App& app) {
   sub->add_option("--duration", a->duration, "Stop after S seconds (default: at Ctrl-C or SIGTERM)")
       ->type_name("S")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--io-events", a->io_events,
+                  "Per store socket, record the first N send/recv calls one by one, then only failures "
+                  "and 0-byte reads (default 32, as the shim; 0 = every call)")
+      ->type_name("N");
+  sub->add_option("--max-mb", a->max_mb, "Size cap of one trace file in MiB (default 2, as the shim)")
+      ->type_name("MB")
+      ->check(CLI::Range(1, 4096));
   return Command{sub, [a] { return run_attach(*a); }};
 }
 

@@ -1,10 +1,15 @@
 /* The program `rdzvscope attach` is tested on: started untraced, it waits for a line on stdin
  * (the test sends it once the probes are attached), then fails in the ways a rendezvous does:
- *   bpf_target STORE_PORT TAKEN_PORT
+ *   bpf_target STORE_PORT TAKEN_PORT IO_PORT   (IO_PORT must be a store port: RDZVSCOPE_PORTS)
  *   1. a blocking connect to 127.0.0.1:STORE_PORT, where nothing listens: ECONNREFUSED
  *   2. a non-blocking connect there, its outcome read through poll + SO_ERROR: ECONNREFUSED
  *   3. getaddrinfo of a name that does not exist: EAI_NONAME
  *   4. bind to 127.0.0.1:TAKEN_PORT, which the test holds: EADDRINUSE
+ *   5. store traffic with itself on IO_PORT (io_section below): a 0-byte recv, EPIPE and
+ *      ECONNRESET on send, an expired SO_RCVTIMEO, a poll timeout
+ *   bpf_target timeout STORE_PORT   (run where SYNs to STORE_PORT are dropped)
+ *   1. a blocking connect: ETIMEDOUT
+ *   2. a non-blocking connect given up after a 300 ms poll, then closed (abandoned)
  * and prints what each call returned, for the test to compare with the trace. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static struct sockaddr_in loopback(int port) {
@@ -27,16 +33,98 @@ static struct sockaddr_in loopback(int port) {
   return a;
 }
 
-int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: bpf_target STORE_PORT TAKEN_PORT\n");
-    return 2;
+static int connect_to(int port) {
+  struct sockaddr_in a = loopback(port);
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(s, (struct sockaddr*)&a, sizeof a) != 0) {
+    perror("bpf_target: connect to IO_PORT");
+    exit(4);
   }
-  int store_port = atoi(argv[1]), taken_port = atoi(argv[2]);
+  return s;
+}
+
+static void print_call(const char* what, long r) { printf("%s %ld %d\n", what, r, r < 0 ? errno : 0); }
+
+/* Both ends are this process's own store sockets: each failure is produced by the other end,
+ * in an order that makes it certain. */
+static void io_section(int io_port) {
+  struct sockaddr_in a = loopback(io_port);
+  int one = 1;
+  char buf[64] = "ping";
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(ls, (struct sockaddr*)&a, sizeof a) != 0 || listen(ls, 4) != 0) {
+    perror("bpf_target: listen on IO_PORT");
+    exit(4);
+  }
+
+  /* The peer closes (FIN): a 0-byte recv; a send is answered by RST; the next one: EPIPE. */
+  int c = connect_to(io_port), s = accept(ls, NULL, NULL);
+  print_call("send_ping", send(c, buf, 4, MSG_NOSIGNAL));
+  print_call("recv_ping", recv(s, buf, 4, 0));
+  close(s);
+  print_call("recv_zero", recv(c, buf, sizeof buf, 0));
+  print_call("send_after_fin", send(c, buf, 1, MSG_NOSIGNAL));
+  usleep(50000);
+  print_call("send_epipe", send(c, buf, 1, MSG_NOSIGNAL));
+  close(c);
+
+  /* The peer aborts (SO_LINGER 0: RST): ECONNRESET on the next send. */
+  c = connect_to(io_port);
+  s = accept(ls, NULL, NULL);
+  struct linger lg = {1, 0};
+  setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  close(s);
+  usleep(50000);
+  print_call("send_reset", send(c, buf, 1, MSG_NOSIGNAL));
+  close(c);
+
+  /* A quiet peer: SO_RCVTIMEO expires (c10d 1.13's "Socket Timeout"), then a poll times out. */
+  c = connect_to(io_port);
+  s = accept(ls, NULL, NULL);
+  struct timeval tv = {0, 200000};
+  setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  print_call("recv_timeout", recv(c, buf, sizeof buf, 0));
+  struct pollfd p = {c, POLLIN, 0};
+  print_call("poll_timeout", poll(&p, 1, 100));
+  close(c);
+  close(s);
+  close(ls);
+}
+
+/* Where SYNs to the store port are dropped. */
+static int timeout_section(int store_port) {
+  struct sockaddr_in a = loopback(store_port);
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  print_call("connect", connect(s, (struct sockaddr*)&a, sizeof a));
+  close(s);
+  s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  print_call("connect_nonblock", connect(s, (struct sockaddr*)&a, sizeof a));
+  struct pollfd p = {s, POLLOUT, 0};
+  print_call("poll_connect", poll(&p, 1, 300));
+  close(s);
+  fflush(stdout);
+  return 0;
+}
+
+static int wait_for_go(void) {
   printf("ready\n");
   fflush(stdout);
   char line[16];
-  if (!fgets(line, sizeof line, stdin)) return 3;
+  return fgets(line, sizeof line, stdin) != NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "timeout") == 0) {
+    if (!wait_for_go()) return 3;
+    return timeout_section(atoi(argv[2]));
+  }
+  if (argc != 4) {
+    fprintf(stderr, "usage: bpf_target STORE_PORT TAKEN_PORT IO_PORT | bpf_target timeout STORE_PORT\n");
+    return 2;
+  }
+  int store_port = atoi(argv[1]), taken_port = atoi(argv[2]);
+  if (!wait_for_go()) return 3;
 
   struct sockaddr_in a = loopback(store_port);
   int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -70,6 +158,7 @@ int main(int argc, char** argv) {
   r = bind(s, (struct sockaddr*)&b, sizeof b);
   printf("bind %d %d\n", r, r < 0 ? errno : 0);
   close(s);
+  io_section(atoi(argv[3]));
   fflush(stdout);
   return 0;
 }

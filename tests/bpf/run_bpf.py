@@ -5,11 +5,14 @@
 
 The target program (bpf_target.c) is started untraced and waits; attach starts; the program
 then fails a blocking and a non-blocking connect (ECONNREFUSED on its MASTER_PORT), a
-getaddrinfo (EAI_NONAME) and a bind (EADDRINUSE). Run as root: these tests fail, not skip,
-when BPF does not work, since the machines that run them permit it.
+getaddrinfo (EAI_NONAME) and a bind (EADDRINUSE), and talks to itself on a store port: a
+0-byte recv, EPIPE and ECONNRESET on send, an expired SO_RCVTIMEO, a poll timeout. In a
+network namespace that drops SYNs, its connects time out (connect_timeout). Run as root:
+these tests fail, not skip, when BPF does not work, since the machines that run them permit it.
 Exit status 0 = pass, 1 = fail (with the reason and the dump on stderr).
 """
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -49,7 +52,8 @@ def free_port():
 
 
 class Ports:
-    """A store port where nothing listens, and a port the test holds (for EADDRINUSE)."""
+    """A store port where nothing listens, a port the test holds (for EADDRINUSE), and a
+    store port (RDZVSCOPE_PORTS) where the target talks to itself."""
 
     def __init__(self):
         self.held = socket.socket()
@@ -57,17 +61,27 @@ class Ports:
         self.held.listen()
         self.taken = self.held.getsockname()[1]
         self.store = free_port()
+        self.io = free_port()
+
+    def named(self, addr):
+        """An address as both recorders must agree on it: ephemeral ports differ run to run."""
+        if addr is None:
+            return None
+        port = int(addr.rsplit(":", 1)[1])
+        return addr if port in (self.store, self.taken, self.io) else "ephemeral"
 
 
 def target_env(ports):
     env = {k: v for k, v in os.environ.items()
            if k not in ("LD_PRELOAD", "MASTER_PORT", "RANK") and not k.startswith("RDZVSCOPE_")}
-    env.update(MASTER_PORT=str(ports.store), RANK="3", WORLD_SIZE="4", LC_ALL="C")
+    env.update(MASTER_PORT=str(ports.store), RDZVSCOPE_PORTS=str(ports.io), RANK="3", WORLD_SIZE="4",
+               LC_ALL="C")
     return env
 
 
-def start_target(ports, prefix=()):
-    p = subprocess.Popen(list(prefix) + [OPTS.target, str(ports.store), str(ports.taken)],
+def start_target(ports, prefix=(), args=None):
+    args = args or [str(ports.store), str(ports.taken), str(ports.io)]
+    p = subprocess.Popen(list(prefix) + [OPTS.target] + args,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=target_env(ports),
                          text=True)
     line = p.stdout.readline()
@@ -79,7 +93,7 @@ def finish_target(p):
     p.stdin.write("go\n")
     p.stdin.flush()
     out = p.stdout.read()
-    check(p.wait(timeout=20) == 0, "target failed: " + out)
+    check(p.wait(timeout=30) == 0, "target failed: " + out)
     return dict((l.split()[0], [int(x) for x in l.split()[1:]]) for l in out.splitlines())
 
 
@@ -126,19 +140,41 @@ def attached_run(work, extra_args=()):
     return ports, t.pid, printed, headers, events, summary
 
 
-def key_events(events, store_port):
-    """The events both recorders must agree on: (kind, op, errno, ret, port or host)."""
-    keys = set()
+def key_events(events, ports):
+    """The events both recorders must agree on, counted: (kind, op, errno, ret, address...).
+    bpf-only records (tcp_state) and the shim's resource snapshots are left out."""
+    keys = collections.Counter()
     for e in events:
-        if e["kind"] in ("connect", "bind") or (e["kind"] == "connect_done" and e["errno"]):
-            addr = e.get("peer") if e["kind"] != "bind" else e.get("local")
+        kind, flags = e["kind"], tuple(sorted(e["flags"]))
+        if kind in ("connect", "bind") or (kind == "connect_done" and e["errno"]):
+            addr = e.get("peer") if kind != "bind" else e.get("local")
             # The shim names the call that read a connect's outcome (getsockopt, poll...);
             # bpf sees the kernel decide it (op "kernel"): only the outcome must agree.
-            op = None if e["kind"] == "connect_done" else e["op"]
-            keys.add((e["kind"], op, e["errno_name"], e["ret"], addr, "store" in e["flags"]))
-        elif e["kind"] == "resolve" and e["host"].startswith("rdzv-no-such-host"):
-            keys.add((e["kind"], e["op"], e["gai_error"], e["ret"], e["host"], False))
+            op = None if kind == "connect_done" else e["op"]
+            keys[(kind, op, e["errno_name"], e["ret"], ports.named(addr), "store" in flags)] += 1
+        elif kind == "resolve" and e["host"].startswith("rdzv-no-such-host"):
+            keys[(kind, e["op"], e["gai_error"], e["ret"], e["host"], False)] += 1
+        elif kind in ("listen", "accept"):
+            keys[(kind, e["op"], e["errno_name"], e["ret"] >= 0, ports.named(e["local"]),
+                  ports.named(e["peer"]), flags)] += 1
+        elif kind in ("send", "recv", "poll", "sockopt"):
+            keys[(kind, e["op"], e["errno_name"], e["ret"], ports.named(e["peer"]),
+                  ports.named(e["local"]), flags, e["size"], e["timeout_ms"])] += 1
+        elif kind == "close":
+            keys[(kind, e["op"], flags, ports.named(e["peer"]), ports.named(e["local"]), e["bytes_sent"],
+                  e["bytes_recv"], e["calls_send"], e["calls_recv"])] += 1
     return keys
+
+
+def same_as_shim(ports, bpf_events, shim_events, at_least):
+    mine, theirs = key_events(bpf_events, ports), key_events(shim_events, ports)
+    check(sum(theirs.values()) >= at_least, "the shim recorded too little: %s" % sorted(map(str, theirs)),
+          shim_events)
+    check(mine == theirs, "bpf and shim disagree:\n  bpf only:  %s\n  shim only: %s"
+          % (sorted(map(str, (mine - theirs).elements())), sorted(map(str, (theirs - mine).elements()))))
+    print("bpf and shim agree on %d events:" % sum(theirs.values()))
+    for k, n in sorted(theirs.items(), key=str):
+        print("  %dx %s" % (n, k))
 
 
 @scenario
@@ -151,7 +187,7 @@ def attach_events(work):
     check(h["identity"]["rank"] == 3 and h["identity"]["world_size"] == 4, "identity from environ", [h])
     check(ports.store in h["store_ports"], "MASTER_PORT is a store port", [h])
     check("lost_counter" in h["features"] and h["lost"] == 0, "lost counter", [h])
-    check(h["cmdline"].endswith("%d %d" % (ports.store, ports.taken)), "cmdline", [h])
+    check(h["cmdline"].endswith("%d %d %d" % (ports.store, ports.taken, ports.io)), "cmdline", [h])
     check(events and events[0]["kind"] == "proc_start", "proc_start first", events)
     store = "127.0.0.1:%d" % ports.store
     blocking = find(events, kind="connect", peer=store, errno_name="ECONNREFUSED", ret=-1)
@@ -163,9 +199,11 @@ def attach_events(work):
     failed = [e for e in find(events, kind="tcp_state", peer=store, tcp_state=7)
               if e["size"] == 2 and e["errno_name"] == "ECONNREFUSED"]
     check(len(failed) == 2, "SYN_SENT -> CLOSE with ECONNREFUSED, twice", events)
-    reports = [e for e in find(events, kind="tcp_state", peer=store, errno_name="ECONNREFUSED")
-               if e["size"] == e["tcp_state"]]
-    check(len(reports) == 2, "inet_sk_error_report ECONNREFUSED, twice", events)
+    reports = find(events, kind="tcp_state", peer=store, errno_name="ECONNREFUSED", nfds=1)
+    check(len(reports) == 2 and all(e["size"] == e["tcp_state"] == 7 for e in reports),
+          "inet_sk_error_report ECONNREFUSED, twice", events)
+    resets = find(events, kind="tcp_state", peer=store, errno_name="ECONNREFUSED", nfds=2, tcp_state=2)
+    check(len(resets) == 2, "tcp_receive_reset in SYN_SENT (ECONNREFUSED), twice", events)
     res = find(events, kind="resolve", host="rdzv-no-such-host.invalid")
     check(len(res) == 1 and res[0]["ret"] == printed["getaddrinfo"][0] and res[0]["ret"] != 0
           and res[0]["service"] == str(ports.store) and res[0]["dur_ns"] > 0, "failed getaddrinfo", events)
@@ -175,6 +213,44 @@ def attach_events(work):
     check(find(events, kind="proc_exit", status=0), "proc_exit", events)
     check("%d: %d" % (pid, len(events) - 1) in summary and "0 lost" in summary,
           "summary line counts the events: " + summary)
+    check_store_io(ports, printed, events)
+
+
+def check_store_io(ports, printed, events):
+    """bpf_target's io_section, as the trace must show it (see bpf_target.c)."""
+    want = {"recv_zero": [0, 0], "send_after_fin": [1, 0], "send_epipe": [-1, 32], "send_reset": [-1, 104],
+            "recv_timeout": [-1, 11], "poll_timeout": [0, 0]}
+    check(all(printed.get(k) == v for k, v in want.items()), "the target's I/O went otherwise: %s" % printed)
+    io = "127.0.0.1:%d" % ports.io
+
+    def one(what, **want):
+        got = [e for e in find(events, **want) if "store" in e["flags"]]
+        check(len(got) == 1, "%s: %d records" % (what, len(got)), events)
+        return got[0]
+
+    one("the 0-byte recv", kind="recv", op="recv", ret=0, peer=io, flags=["store", "zero_read"], size=64)
+    one("the send answered by RST", kind="send", op="send", ret=1, peer=io, errno=0)
+    one("EPIPE on send", kind="send", op="send", ret=-1, peer=io, errno_name="EPIPE", flags=["store"])
+    one("ECONNRESET on send", kind="send", op="send", ret=-1, peer=io, errno_name="ECONNRESET")
+    t = one("the expired SO_RCVTIMEO", kind="recv", ret=-1, peer=io, errno_name="EAGAIN", timeout_ms=200)
+    check(t["flags"] == ["store", "timeout"] and t["dur_ns"] > 150e6, "a blocking recv timed out", [t])
+    one("SO_RCVTIMEO set", kind="sockopt", op="setsockopt", size=20, timeout_ms=200, peer=io)
+    p = one("the poll timeout", kind="poll", op="poll", peer=io, timeout_ms=100, nfds=1)
+    check(p["flags"] == ["store", "timeout"] and p["dur_ns"] == 100e6, "poll timeout record", [p])
+    one("the server's recv", kind="recv", op="recv", ret=4, local=io)
+    c = one("the first client's close", kind="close", peer=io, calls_send=3, calls_recv=1)
+    check(c["bytes_sent"] == 5 and c["bytes_recv"] == 0, "close totals", [c])
+    one("the listener's close", kind="close", local=io, peer=None)
+    accepts = [e for e in find(events, kind="accept", local=io) if "store" in e["flags"]]
+    check(len(accepts) == 3, "three store accepts", events)
+    # The server ends send the resets, already in CLOSE (their local port is unhashed by then):
+    # the first to the data that reached it after its close, the second at its SO_LINGER 0 close.
+    for what, acc in (("data after close", accepts[0]), ("SO_LINGER 0 close", accepts[1])):
+        sent = find(events, kind="tcp_state", nfds=3, peer=acc["peer"])
+        check(len(sent) == 1 and sent[0]["errno_name"] == "ECONNRESET", "tcp_send_reset of the " + what, events)
+    got = find(events, kind="tcp_state", nfds=2, peer=io)
+    check(sorted(e["errno_name"] for e in got) == ["ECONNRESET", "EPIPE"],
+          "tcp_receive_reset: EPIPE (after FIN) and ECONNRESET", events)
 
 
 @scenario
@@ -185,10 +261,7 @@ def matches_shim(work):
     shim_printed = finish_target(t)
     check(printed == shim_printed, "target behaved differently: %s vs %s" % (printed, shim_printed))
     shim_headers, shim_events = dump(shim_dir)
-    mine, theirs = key_events(bpf_events, ports.store), key_events(shim_events, ports.store)
-    check(len(theirs) >= 4, "the shim recorded too little: %s" % sorted(map(str, theirs)), shim_events)
-    check(mine == theirs, "bpf and shim disagree:\n  bpf only:  %s\n  shim only: %s"
-          % (sorted(map(str, mine - theirs)), sorted(map(str, theirs - mine))))
+    same_as_shim(ports, bpf_events, shim_events, at_least=20)
     check(headers[0]["identity"] == shim_headers[0]["identity"], "identity differs",
           [headers[0]["identity"], shim_headers[0]["identity"]])
 

@@ -1,0 +1,166 @@
+/* rdzv.bpf.c's configuration (set by the loader between open and load), constants of the
+ * x86_64 syscall ABI, and every map the programs share. Included once, by rdzv.bpf.c. */
+#ifndef RDZVSCOPE_BPF_MAPS_BPF_H
+#define RDZVSCOPE_BPF_MAPS_BPF_H
+
+/* Set by the loader between open and load. */
+const volatile bool trace_all = false;    /* --all: every process (still filtered by port) */
+const volatile bool filter_ports = false; /* --port given: per-call events on these ports only */
+const volatile __u32 self_tgid = 0;       /* the loader itself, never traced */
+const volatile __u16 ports[RDZV_BPF_MAX_PORTS] = {}; /* store ports; 0 = unused */
+/* Per store socket, as the shim (shim/hooks_io.cpp): the first io_detail calls are recorded
+ * one by one (0: every call), after that only failures and 0-byte reads, io_failures of them. */
+const volatile __u32 io_detail = 32;
+const volatile __u32 io_failures = 16;
+
+/* x86_64 syscall numbers. */
+#define NR_read 0
+#define NR_write 1
+#define NR_close 3
+#define NR_poll 7
+#define NR_writev 20
+#define NR_connect 42
+#define NR_accept 43
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_bind 49
+#define NR_listen 50
+#define NR_setsockopt 54
+#define NR_ppoll 271
+#define NR_accept4 288
+
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_STREAM 1
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define O_NONBLOCK 04000
+#define MSG_DONTWAIT 0x40
+#define SOL_SOCKET 1
+#define SO_RCVTIMEO_OLD 20
+#define SO_SNDTIMEO_OLD 21
+#define SO_RCVTIMEO_NEW 66
+#define SO_SNDTIMEO_NEW 67
+#define EINPROGRESS 115
+#define EAGAIN 11
+#define EINTR 4
+#define EPIPE 32
+#define ECONNREFUSED 111
+#define ECONNRESET 104
+#define AI_PASSIVE 1
+#define TCP_ESTABLISHED 1
+#define TCP_SYN_SENT 2
+#define TCP_CLOSE 7
+#define TCP_CLOSE_WAIT 8
+
+/* tgid -> 1. The explicit targets (--pid, --comm), their children, and with --all every
+ * process the loader has already seen. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, RDZV_BPF_RINGBUF_BYTES);
+} events SEC(".maps");
+
+/* Events that found the ring buffer full: the loader sums the CPUs into header.lost. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} lost SEC(".maps");
+
+/* A syscall between its enter and its exit, per thread: the record as far as it is known. */
+struct call {
+  __u64 id;
+  void *sk;         /* connect: the socket, to forget a pending connect that finished synchronously */
+  __u64 user_ptr;   /* poll/ppoll: the pollfd array */
+  __u32 dontwait;   /* send/recv: MSG_DONTWAIT given */
+  __u32 reserved;
+  struct rdzv_record rec;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, struct call);
+} calls SEC(".maps");
+
+/* getaddrinfo between its entry and its return, per thread. */
+struct gai_call {
+  __u64 res_ptr;
+  struct rdzv_record rec;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct gai_call);
+} gai_calls SEC(".maps");
+
+/* Which target owns a socket: state changes and errors arrive in softirq context, on whatever
+ * task happens to run, so the owner is remembered when the target itself touches the socket. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u64);
+  __type(value, __u32);
+} sk_owner SEC(".maps");
+
+/* Non-blocking connects still in SYN_SENT: their CONNECT record, reused for CONNECT_DONE. */
+struct pending {
+  __u32 tgid;
+  __u32 reserved;
+  struct rdzv_record rec;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u64);
+  __type(value, struct pending);
+} pending_connects SEC(".maps");
+
+/* Store sockets, keyed by (tgid << 32 | fd), as the shim's fd table knows them: learnt when a
+ * connect to a store port succeeds or is in progress, when a bind to one succeeds, and for
+ * every socket accepted on such a listener; forgotten at close. The key of every per-call
+ * event: a send on any other descriptor costs this one lookup. */
+struct store_sock {
+  __u64 sk;
+  __u64 opened_ns; /* connect start or accept time */
+  struct rdzv_sockaddr peer;
+  struct rdzv_sockaddr local;
+  __u64 bytes_sent, bytes_recv, calls_send, calls_recv; /* totals for the CLOSE record */
+  __s64 rcvtimeo_ms, sndtimeo_ms; /* last SO_*TIMEO values (-1: never set), as I/O records carry */
+  __u32 events_recorded;   /* per-call records so far */
+  __u32 failures_recorded; /* failure / 0-byte records written after those */
+  __u32 pending;           /* a non-blocking connect whose outcome the kernel has not decided */
+  __u32 reserved;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH); /* fds closed behind our back (exit, exec) age out */
+  __uint(max_entries, 16384);
+  __type(key, __u64);
+  __type(value, struct store_sock);
+} store_socks SEC(".maps");
+
+/* Scratch space: records are too big for the 512-byte BPF stack several times over. */
+union scratch_space {
+  struct call call;
+  struct gai_call gai;
+  struct store_sock ss;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, union scratch_space);
+} scratch SEC(".maps");
+
+#endif /* RDZVSCOPE_BPF_MAPS_BPF_H */

@@ -1,0 +1,294 @@
+/* Per-call events on store sockets, from the raw syscall tracepoints: what the shim records in
+ * shim/hooks_io.cpp (send/recv families, read/write), shim/hooks_wait.cpp (poll/ppoll timeouts)
+ * and shim/hooks_fd.cpp (SO_RCVTIMEO/SO_SNDTIMEO changes, close totals), with the same records
+ * and flags, so that the analyzer cannot tell which recorder wrote them. Included once, by
+ * rdzv.bpf.c, after rdzv_sock.bpf.h. */
+#ifndef RDZVSCOPE_BPF_STORE_IO_BPF_H
+#define RDZVSCOPE_BPF_STORE_IO_BPF_H
+
+#define RDZV_POLL_SCAN 16 /* descriptors of one poll searched for a store socket */
+#define RDZV_IOV_SCAN 8   /* iovec entries summed for the size asked */
+
+struct user_pollfd {
+  int fd;
+  short events;
+  short revents;
+};
+
+struct user_timeval {
+  long tv_sec;
+  long tv_usec;
+};
+
+/* sec + sub / per_ms in milliseconds; BPF has no signed division, and the kernel refuses
+ * negative times anyway (0 then). */
+static __always_inline __s64 to_ms(__s64 sec, __s64 sub, __u64 per_ms) {
+  if (sec < 0 || sub < 0) return 0;
+  return (__s64)((__u64)sec * 1000 + (__u64)sub / per_ms);
+}
+
+static __always_inline bool is_io_call(long id) {
+  return id == NR_read || id == NR_write || id == NR_writev || id == NR_sendto || id == NR_recvfrom ||
+         id == NR_sendmsg || id == NR_recvmsg || id == NR_poll || id == NR_ppoll || id == NR_setsockopt;
+}
+
+/* A store socket from now on (connect, bind or accept succeeded on a store port). */
+static __always_inline void store_learn(__u32 tgid, long fd, const void *sk, const struct rdzv_sockaddr *peer,
+                                        const struct rdzv_sockaddr *local, __u64 opened_ns, bool pending) {
+  __u32 zero = 0;
+  union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
+  if (!s) return;
+  struct store_sock *ss = &s->ss;
+  __builtin_memset(ss, 0, sizeof(*ss));
+  ss->sk = (__u64)sk;
+  ss->opened_ns = opened_ns;
+  ss->peer = *peer;
+  ss->local = *local;
+  ss->rcvtimeo_ms = -1;
+  ss->sndtimeo_ms = -1;
+  ss->pending = pending;
+  __u64 key = fd_key(tgid, fd);
+  bpf_map_update_elem(&store_socks, &key, ss, BPF_ANY);
+}
+
+static __always_inline __u64 iov_bytes(const struct iovec *iov, __u64 n) {
+  __u64 total = 0;
+  for (int i = 0; i < RDZV_IOV_SCAN; i++) {
+    if (i >= n || !iov) break;
+    struct iovec v = {};
+    if (bpf_probe_read_user(&v, sizeof(v), &iov[i])) break;
+    total += v.iov_len;
+  }
+  return total;
+}
+
+static __always_inline __u64 msg_bytes(const struct user_msghdr *umsg) {
+  struct user_msghdr m = {};
+  if (!umsg || bpf_probe_read_user(&m, sizeof(m), umsg)) return 0;
+  return iov_bytes(m.msg_iov, m.msg_iovlen);
+}
+
+/* poll/ppoll with a timeout: what is needed to examine the descriptors if it times out. */
+static __always_inline int poll_enter(struct pt_regs *regs, long id, __u32 tid, struct call *c) {
+  struct rdzv_record *r = &c->rec;
+  __s64 ms;
+  if (id == NR_poll) {
+    ms = (int)BPF_CORE_READ(regs, dx);
+    if (ms <= 0) return 0; /* as the shim: an infinite or zero wait is no timeout */
+    r->op = RDZV_OP_POLL;
+  } else {
+    const struct __kernel_timespec *uts = (const void *)BPF_CORE_READ(regs, dx);
+    struct __kernel_timespec ts = {};
+    if (!uts || bpf_probe_read_user(&ts, sizeof(ts), uts)) return 0;
+    ms = to_ms(ts.tv_sec, ts.tv_nsec, 1000000);
+    r->op = RDZV_OP_PPOLL;
+  }
+  c->id = id;
+  c->user_ptr = BPF_CORE_READ(regs, di);
+  r->kind = RDZV_EV_POLL;
+  r->tid = tid;
+  r->ts_ns = bpf_ktime_get_ns();
+  r->u.net.timeout_ms = ms;
+  r->u.net.nfds = (__u32)BPF_CORE_READ(regs, si);
+  bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+  return 0;
+}
+
+/* A setsockopt of SO_RCVTIMEO/SO_SNDTIMEO on a store socket: the value, read before the call. */
+static __always_inline int sockopt_enter(struct pt_regs *regs, struct rdzv_record *r) {
+  long level = BPF_CORE_READ(regs, si), name = BPF_CORE_READ(regs, dx);
+  if (level != SOL_SOCKET) return -1;
+  if (name != SO_RCVTIMEO_OLD && name != SO_SNDTIMEO_OLD && name != SO_RCVTIMEO_NEW && name != SO_SNDTIMEO_NEW)
+    return -1;
+  struct user_timeval tv = {}; /* the old and new layouts are the same on x86_64 */
+  const void *val = (const void *)BPF_CORE_READ(regs, r10);
+  if ((__u32)BPF_CORE_READ(regs, r8) < sizeof(tv) || !val || bpf_probe_read_user(&tv, sizeof(tv), val)) return -1;
+  r->kind = RDZV_EV_SOCKOPT;
+  r->op = RDZV_OP_SETSOCKOPT;
+  r->u.net.size = name;
+  r->u.net.timeout_ms = to_ms(tv.tv_sec, tv.tv_usec, 1000);
+  return 0;
+}
+
+/* sys_enter of a call that may concern a store socket. Other descriptors: one map lookup. */
+static __always_inline int io_enter(struct pt_regs *regs, long id, __u32 tgid, __u32 tid) {
+  __u32 zero = 0;
+  union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
+  if (!s) return 0;
+  struct call *c = &s->call;
+  struct rdzv_record *r = &c->rec;
+  if (id == NR_poll || id == NR_ppoll) {
+    __builtin_memset(c, 0, sizeof(*c));
+    r->fd = -1;
+    return poll_enter(regs, id, tid, c);
+  }
+  long fd = (long)BPF_CORE_READ(regs, di);
+  __u64 key = fd_key(tgid, fd);
+  if (!bpf_map_lookup_elem(&store_socks, &key)) return 0;
+  __builtin_memset(c, 0, sizeof(*c));
+  c->id = id;
+  r->tid = tid;
+  r->ts_ns = bpf_ktime_get_ns();
+  r->fd = fd;
+  r->u.net.timeout_ms = -1;
+  r->kind = RDZV_EV_RECV;
+  switch (id) {
+    case NR_write:
+      r->kind = RDZV_EV_SEND;
+      r->op = RDZV_OP_WRITE;
+      r->u.net.size = BPF_CORE_READ(regs, dx);
+      break;
+    case NR_writev:
+      r->kind = RDZV_EV_SEND;
+      r->op = RDZV_OP_WRITEV;
+      r->u.net.size = iov_bytes((const void *)BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx));
+      break;
+    case NR_sendto:
+      r->kind = RDZV_EV_SEND;
+      /* glibc's send() is sendto() without an address: named as the shim names it. */
+      r->op = BPF_CORE_READ(regs, r8) ? RDZV_OP_SENDTO : RDZV_OP_SEND;
+      r->u.net.size = BPF_CORE_READ(regs, dx);
+      c->dontwait = (BPF_CORE_READ(regs, r10) & MSG_DONTWAIT) != 0;
+      break;
+    case NR_sendmsg:
+      r->kind = RDZV_EV_SEND;
+      r->op = RDZV_OP_SENDMSG;
+      r->u.net.size = msg_bytes((const void *)BPF_CORE_READ(regs, si));
+      c->dontwait = (BPF_CORE_READ(regs, dx) & MSG_DONTWAIT) != 0;
+      break;
+    case NR_read:
+      r->op = RDZV_OP_READ;
+      r->u.net.size = BPF_CORE_READ(regs, dx);
+      break;
+    case NR_recvfrom:
+      r->op = BPF_CORE_READ(regs, r8) ? RDZV_OP_RECVFROM : RDZV_OP_RECV; /* recv() likewise */
+      r->u.net.size = BPF_CORE_READ(regs, dx);
+      c->dontwait = (BPF_CORE_READ(regs, r10) & MSG_DONTWAIT) != 0;
+      break;
+    case NR_recvmsg:
+      r->op = RDZV_OP_RECVMSG;
+      r->u.net.size = msg_bytes((const void *)BPF_CORE_READ(regs, si));
+      c->dontwait = (BPF_CORE_READ(regs, dx) & MSG_DONTWAIT) != 0;
+      break;
+    default: /* NR_setsockopt */
+      if (sockopt_enter(regs, r)) return 0;
+      break;
+  }
+  bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+  return 0;
+}
+
+/* A poll that timed out with a store socket among its first descriptors. */
+static __always_inline void poll_exit(struct call *c, __u32 tgid, long ret) {
+  if (ret != 0) return;
+  struct rdzv_record *r = &c->rec;
+  const struct user_pollfd *fds = (const void *)c->user_ptr;
+  for (int i = 0; i < RDZV_POLL_SCAN; i++) {
+    if (i >= r->u.net.nfds) break;
+    struct user_pollfd p = {};
+    if (bpf_probe_read_user(&p, sizeof(p), &fds[i])) break;
+    __u64 key = fd_key(tgid, p.fd);
+    struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
+    if (!ss) continue;
+    /* As the shim: dated from the start of the wait, which lasted its timeout. */
+    __u64 now = bpf_ktime_get_ns();
+    __u64 waited = r->u.net.timeout_ms > 0 ? (__u64)r->u.net.timeout_ms * 1000000 : 0;
+    r->flags = RDZV_F_TIMEOUT | RDZV_F_STORE | (ss->pending ? RDZV_F_NONBLOCK : 0);
+    r->fd = p.fd;
+    r->ts_ns = now > waited ? now - waited : 0;
+    r->dur_ns = waited;
+    r->u.net.peer = ss->peer;
+    r->u.net.local = ss->local;
+    emit(tgid, r);
+    return;
+  }
+}
+
+static __always_inline void sockopt_exit(struct rdzv_record *r, struct store_sock *ss, __u32 tgid, long ret) {
+  if (ret != 0) return;
+  bool rcv = r->u.net.size == SO_RCVTIMEO_OLD || r->u.net.size == SO_RCVTIMEO_NEW;
+  __s64 *last = rcv ? &ss->rcvtimeo_ms : &ss->sndtimeo_ms;
+  if (*last == r->u.net.timeout_ms) return; /* c10d sets it before every wait: changes only */
+  *last = r->u.net.timeout_ms;
+  r->flags = RDZV_F_STORE;
+  r->dur_ns = bpf_ktime_get_ns() - r->ts_ns;
+  r->u.net.peer = ss->peer;
+  emit(tgid, r);
+}
+
+/* sys_exit of a call io_enter kept: totals, then a record when the shim would write one. */
+static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
+  struct rdzv_record *r = &c->rec;
+  if (c->id == NR_poll || c->id == NR_ppoll) {
+    poll_exit(c, tgid, ret);
+    return;
+  }
+  __u64 key = fd_key(tgid, r->fd);
+  struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
+  if (!ss) return; /* closed by another thread meanwhile */
+  if (c->id == NR_setsockopt) {
+    sockopt_exit(r, ss, tgid, ret);
+    return;
+  }
+  bool is_send = r->kind == RDZV_EV_SEND;
+  __sync_fetch_and_add(is_send ? &ss->calls_send : &ss->calls_recv, 1);
+  if (ret > 0) __sync_fetch_and_add(is_send ? &ss->bytes_sent : &ss->bytes_recv, ret);
+  if (ret == -EINTR) return;
+  if (ss->pending && ret >= 0) ss->pending = 0; /* I/O worked, so the connect did */
+
+  bool failure = false, timeout = false, zero = false, nonblock = c->dontwait;
+  if (ret < 0) {
+    if (ret == -EAGAIN) {
+      if (!nonblock) nonblock = file_flags_of_fd(r->fd) & O_NONBLOCK;
+      if (nonblock) return; /* routine for event-loop servers */
+      timeout = true;       /* SO_RCVTIMEO/SO_SNDTIMEO expired: c10d's "Socket Timeout" */
+    }
+    failure = true;
+  } else if (ret == 0 && !is_send && r->u.net.size > 0) {
+    zero = true;
+  }
+  /* Not atomic between threads: at worst one record more or less than the limit. */
+  bool detail = !io_detail || ss->events_recorded < io_detail;
+  if (detail) {
+    __sync_fetch_and_add(&ss->events_recorded, 1);
+  } else {
+    if (!failure && !zero) return;
+    if (ss->failures_recorded >= io_failures) return;
+    __sync_fetch_and_add(&ss->failures_recorded, 1);
+  }
+  if (!nonblock) nonblock = file_flags_of_fd(r->fd) & O_NONBLOCK;
+  r->flags = RDZV_F_STORE | (nonblock ? RDZV_F_NONBLOCK : 0) | (timeout ? RDZV_F_TIMEOUT : 0) |
+             (zero ? RDZV_F_ZERO_READ : 0);
+  r->dur_ns = bpf_ktime_get_ns() - r->ts_ns;
+  r->ret = ret < 0 ? -1 : ret;
+  r->err = ret < 0 ? -ret : 0;
+  r->u.net.peer = ss->peer;
+  r->u.net.local = ss->local;
+  __s64 t = is_send ? ss->sndtimeo_ms : ss->rcvtimeo_ms;
+  r->u.net.timeout_ms = t < 0 ? -1 : t;
+  emit(tgid, r);
+}
+
+/* close() of a store socket: its totals, as the shim's CLOSE record has them; forgotten. */
+static __always_inline bool store_close_enter(__u32 tgid, long fd, struct rdzv_record *r) {
+  __u64 key = fd_key(tgid, fd);
+  struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
+  if (!ss) return false;
+  const struct sock *sk = (const void *)ss->sk;
+  __u32 state = sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0;
+  r->kind = RDZV_EV_CLOSE;
+  r->op = RDZV_OP_CLOSE;
+  r->flags = RDZV_F_STORE | ((ss->pending && state == TCP_SYN_SENT) ? RDZV_F_ABANDONED : 0);
+  r->u.close.peer = ss->peer;
+  r->u.close.local = ss->local;
+  r->u.close.bytes_sent = ss->bytes_sent;
+  r->u.close.bytes_recv = ss->bytes_recv;
+  r->u.close.calls_send = ss->calls_send;
+  r->u.close.calls_recv = ss->calls_recv;
+  r->u.close.open_ns = r->ts_ns - ss->opened_ns;
+  r->u.close.tcp_state = state;
+  bpf_map_delete_elem(&store_socks, &key);
+  return true;
+}
+
+#endif /* RDZVSCOPE_BPF_STORE_IO_BPF_H */
