@@ -201,7 +201,11 @@ int BPF_PROG(rdzv_set_state, const struct sock *sk, int oldstate, int newstate) 
 
   if (oldstate == TCP_SYN_SENT) {
     struct pending *p = bpf_map_lookup_elem(&pending_connects, &key);
-    if (p) {
+    if (p && newstate == TCP_CLOSE && !r->err) {
+      /* Closed by the program while still in SYN_SENT: given up, not decided (its CLOSE
+       * record says abandoned). */
+      bpf_map_delete_elem(&pending_connects, &key);
+    } else if (p) {
       /* The outcome of a non-blocking connect, as SO_ERROR would report it. */
       p->rec.kind = RDZV_EV_CONNECT_DONE;
       p->rec.op = RDZV_OP_KERNEL; /* decided by the kernel, not read by a libc call */

@@ -266,6 +266,81 @@ def matches_shim(work):
           [headers[0]["identity"], shim_headers[0]["identity"]])
 
 
+class SynDropNamespace:
+    """A network namespace where SYNs to `port` are dropped and SYN retries are 1, so that a
+    connect times out in about 3 s (as tests/e2e's connect_timeout). Removed on exit, also on
+    failure; ones left by a test killed before its cleanup are removed at the next start."""
+
+    PREFIX = "rdzvbpf-"
+
+    def __init__(self, port):
+        self.name = "%s%d" % (self.PREFIX, os.getpid())
+        self.port = port
+
+    @staticmethod
+    def sh(*cmd):
+        r = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=20)
+        check(r.returncode == 0, "`%s` exited %d: %s" % (" ".join(cmd), r.returncode, r.stdout.strip()))
+
+    def __enter__(self):
+        for tool in ("ip", "iptables"):
+            check(shutil.which(tool) is not None, "connect_timeout needs `%s` (iproute2, iptables)" % tool)
+        listing = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout.split()
+        for old in listing:
+            pid = old[len(self.PREFIX):]
+            if old.startswith(self.PREFIX) and pid.isdigit() and not os.path.exists("/proc/" + pid):
+                subprocess.run(["ip", "netns", "del", old], stderr=subprocess.DEVNULL)
+        self.sh("ip", "netns", "add", self.name)
+        try:
+            self.sh(*self.prefix(), "ip", "link", "set", "lo", "up")
+            self.sh(*self.prefix(), "sysctl", "-q", "-w", "net.ipv4.tcp_syn_retries=1")
+            self.sh(*self.prefix(), "iptables", "-A", "INPUT", "-p", "tcp", "-d", "127.0.0.1", "--dport",
+                    str(self.port), "--syn", "-j", "DROP")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def prefix(self):
+        return ("ip", "netns", "exec", self.name)
+
+    def __exit__(self, *exc):
+        subprocess.run(["ip", "netns", "del", self.name], stderr=subprocess.DEVNULL)
+        check(not os.path.exists("/run/netns/" + self.name), "namespace %s still exists" % self.name)
+
+
+@scenario
+def connect_timeout(work):
+    ports = Ports()
+    args = ["timeout", str(ports.store)]
+    with SynDropNamespace(ports.store) as ns:
+        out_dir = os.path.join(work, "bpf")
+        t = start_target(ports, prefix=ns.prefix(), args=args)
+        a = start_attach(["--pid", str(t.pid), "--out", out_dir])
+        printed = finish_target(t)
+        time.sleep(0.2)
+        stop_attach(a)
+        shim_dir = os.path.join(work, "shim")
+        t = start_target(ports, prefix=list(ns.prefix()) + [OPTS.rdzvscope, "run", "--shim", OPTS.shim,
+                                                             "--out", shim_dir, "--"], args=args)
+        shim_printed = finish_target(t)
+    want = {"connect": [-1, 110], "connect_nonblock": [-1, 115], "poll_connect": [0, 0]}
+    check(printed == want and shim_printed == want, "the target's connects went otherwise: %s / %s"
+          % (printed, shim_printed))
+    _, events = dump(out_dir)
+    store = "127.0.0.1:%d" % ports.store
+    c = find(events, kind="connect", peer=store, errno_name="ETIMEDOUT", ret=-1)
+    check(len(c) == 1 and "store" in c[0]["flags"] and c[0]["dur_ns"] > 2e9, "ETIMEDOUT connect", events)
+    p = find(events, kind="poll", peer=store, timeout_ms=300)
+    check(len(p) == 1 and p[0]["flags"] == ["store", "nonblock", "timeout"], "poll timeout on the pending connect", events)
+    closed = find(events, kind="close", peer=store, tcp_state=2)
+    check(len(closed) == 1 and closed[0]["flags"] == ["store", "abandoned"], "pending connect abandoned", events)
+    # Closing it moves it from SYN_SENT to CLOSE with no error: not a connect that succeeded.
+    check(not find(events, kind="connect_done"), "no connect_done for the abandoned connect", events)
+    _, shim_events = dump(shim_dir)
+    same_as_shim(ports, events, shim_events, at_least=4)
+
+
 @scenario
 def port_filter(work):
     ports = Ports()
