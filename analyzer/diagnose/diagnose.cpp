@@ -162,6 +162,7 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
                           t["source"].get<std::string>() + ")";
   }
 
+  d.clocks = traces.clocks;
   InputStats& in = d.inputs;
   in.trace_files = traces.files;
   in.damaged_files = traces.damaged_files;

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clock_estimate.h"
+
 namespace rdzvscope {
 
 struct Verdict {
@@ -60,6 +62,7 @@ struct Diagnosis {
   InputStats inputs;
   std::string store_endpoint;  // "node1:29500 hosted by rank 0 (pid 4242)" when known
   std::optional<std::int64_t> t0_ns;  // the earliest launch: the report's +0.00 s
+  std::vector<ClockEstimate> clocks;  // the reference host first; empty on one host
 };
 
 }  // namespace rdzvscope

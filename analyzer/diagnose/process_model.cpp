@@ -10,6 +10,7 @@
 #include <memory>
 #include <tuple>
 
+#include "clock_alignment.h"
 #include "reader/names.h"
 #include "reader/trace_reader.h"
 
@@ -167,6 +168,7 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
     finish(p);
     in.processes.push_back(std::move(p));
   }
+  in.clocks = align_clocks(in.processes);
   return in;
 }
 

@@ -9,6 +9,7 @@
 
 #include <rdzvscope/trace_format.h>
 
+#include "clock_estimate.h"
 #include "reader/error.h"
 
 namespace rdzvscope {
@@ -48,6 +49,9 @@ struct TraceInputs {
   std::vector<Error> errors;  // unreadable or damaged files: reported, analysis goes on
   std::size_t files = 0, damaged_files = 0;
   std::uint64_t events = 0, lost_events = 0;
+  // Hosts' clocks against the store host's (clock_alignment.h); the processes' times are
+  // already moved onto it. Empty for a one-host job, or when no host could be placed.
+  std::vector<ClockEstimate> clocks;
 };
 
 // Paths are trace files or directories of them (*.rzt). Never throws on bad input.

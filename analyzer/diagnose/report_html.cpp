@@ -404,6 +404,13 @@ std::string diagnosis_html(const Diagnosis& d) {
   }
   s += "</section>\n";
 
+  if (!d.clocks.empty()) {
+    s += "<section id=\"clocks\">\n<h2>Host clocks</h2>\n<p class=\"note\">Estimated from matched connect/accept "
+         "pairs and the first reply on each; the chart shows every host on the store host's clock.</p>\n<ul>\n";
+    for (const ClockEstimate& c : d.clocks) s += "<li>" + esc(describe_clock(c, d.clocks[0].host)) + "</li>\n";
+    s += "</ul>\n</section>\n";
+  }
+
   if (!d.discriminators.empty()) {
     s += "<section id=\"discriminators\">\n<h2>Discriminators</h2>\n<table>\n";
     for (const auto& [k, val] : d.discriminators.items())

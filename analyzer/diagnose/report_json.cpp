@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include "reader/names.h"
 #include "report.h"
 
@@ -56,6 +58,18 @@ ojson diagnosis_json(const Diagnosis& d) {
                  {"events", in.events},           {"lost_events", in.lost_events},
                  {"log_files", in.log_files},     {"log_lines_matched", in.log_lines_matched},
                  {"problems", in.problems}};
+  if (!d.clocks.empty()) {
+    // Added in issue 7: present only when the traces came from several hosts.
+    ojson clocks = ojson::array();
+    for (const ClockEstimate& c : d.clocks)
+      clocks.push_back({{"host", c.host},
+                        {"offset_ms", std::round(c.offset_ns / 1e4) / 100},
+                        {"uncertainty_ms", std::round(c.uncertainty_ns / 1e4) / 100},
+                        {"pairs", c.pairs},
+                        {"reference", c.reference},
+                        {"applied", c.applied}});
+    j["clocks"] = clocks;
+  }
   return j;
 }
 

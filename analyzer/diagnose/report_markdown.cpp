@@ -124,6 +124,8 @@ std::string diagnosis_markdown(const Diagnosis& d, const TraceInputs& traces, co
     s += "| Ranks traced | " + std::to_string(d.ranks.size()) + " on " + std::to_string(hosts.size()) + " host(s) |\n";
   }
   if (!d.store_endpoint.empty()) s += "| Store | " + md_inline(d.store_endpoint) + " |\n";
+  for (const ClockEstimate& c : d.clocks)
+    if (!c.reference) s += "| Clock of " + md_inline(c.host) + " | " + md_inline(describe_clock(c, d.clocks[0].host)) + " |\n";
   s += "| Reproduced across runs | unknown (one run given) |\n\n";
 
   s += "### Error\n\n";

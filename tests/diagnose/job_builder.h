@@ -94,6 +94,16 @@ class Proc {
     r.u.net.local = ipv4(10, 0, 0, 2, local_port);
     return add(r);
   }
+  // Store server side of a client's connection: send/recv on the socket accept() returned
+  // for the client at 10.0.0.2:client_port.
+  Proc& serve(unsigned kind, double t, std::int64_t ret, std::uint16_t client_port, std::uint16_t port = kPort) {
+    rdzv_record r = make_record(kind, kind == RDZV_EV_SEND ? RDZV_OP_SEND : RDZV_OP_RECV, t);
+    r.flags = RDZV_F_STORE;
+    r.ret = ret;
+    r.u.net.peer = ipv4(10, 0, 0, 2, client_port);
+    r.u.net.local = ipv4(10, 0, 0, 1, port);
+    return add(r);
+  }
   Proc& rcvtimeo(double t, std::int64_t ms) {
     rdzv_record r = make_record(RDZV_EV_SOCKOPT, RDZV_OP_SETSOCKOPT, t);
     r.flags = RDZV_F_STORE;

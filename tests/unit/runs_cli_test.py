@@ -8,27 +8,11 @@ usage: runs_cli_test.py RDZVSCOPE GOLDEN_DIR CASE
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import trace_patch  # noqa: E402
-
-RDZVSCOPE, GOLDEN, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
-
-
-def run(args):
-    e = dict(os.environ)
-    for k in ("LD_PRELOAD", "SLURM_JOB_ID", "RDZVSCOPE_SHIM"):
-        e.pop(k, None)
-    p = subprocess.run([RDZVSCOPE] + args, capture_output=True, text=True, env=e, timeout=60)
-    return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what, *context):
-    if not cond:
-        raise AssertionError(what + "".join("\n--- " + str(c) for c in context))
+from cli_harness import GOLDEN, expect, main, run  # noqa: E402
 
 
 def scenario(name, dest, **kw):
@@ -177,14 +161,5 @@ def case_sequential_runs_in_one_dir_hinted(tmp):
     expect(rc == 0 and "one after the other" not in err, f"overlapping runs: exit {rc}", err)
 
 
-def main():
-    fn = globals().get("case_" + CASE)
-    if fn is None:
-        raise SystemExit(f"unknown case {CASE}")
-    with tempfile.TemporaryDirectory(prefix="rdzvscope-runs-") as tmp:
-        fn(os.path.realpath(tmp))
-    print(f"{CASE}: ok")
-
-
 if __name__ == "__main__":
-    main()
+    main(globals())

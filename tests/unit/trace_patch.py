@@ -64,7 +64,7 @@ def rank_of(path):
     return header_field(path, OFF_RANK, "<i")
 
 
-def _ipv4_of(sa, off):
+def ipv4_of(sa, off):
     fam = struct.unpack_from("<H", sa, off)[0]
     a = bytes(sa[off + 8: off + 24])
     if fam == AF_INET:
@@ -74,7 +74,7 @@ def _ipv4_of(sa, off):
     return None
 
 
-def _set_ipv4(sa, off, ip):
+def set_ipv4(sa, off, ip):
     fam = struct.unpack_from("<H", sa, off)[0]
     if fam == AF_INET:
         sa[off + 8: off + 12] = ip
@@ -95,13 +95,13 @@ def rewrite_addresses(path, fn):
             if kind not in NET_KINDS:
                 continue
             for which, off in (("peer", REC_PEER), ("local", REC_LOCAL)):
-                ip = _ipv4_of(data, base + off)
+                ip = ipv4_of(data, base + off)
                 if ip is None:
                     continue
                 port = struct.unpack_from("<H", data, base + off + 2)[0]
                 new = fn(which, ip, port, kind)
                 if new is not None:
-                    _set_ipv4(data, base + off, new)
+                    set_ipv4(data, base + off, new)
         f.seek(0)
         f.write(data)
 
