@@ -112,14 +112,24 @@ void collect_sides(const std::vector<Process>& ps, std::map<std::string, Side>& 
     }
 }
 
-// The host every other is placed against: the store server's (the earliest listening one).
+// The host every other is placed against: the store host's, i.e. of the process that listened
+// on a store port first (a worker, or the torchrun agent that hosts the c10d store).
 std::optional<std::string> reference_host(const std::vector<Process>& ps) {
-  const Process* best = nullptr;
+  std::optional<std::pair<std::int64_t, std::string>> best;
   for (const Process& p : ps)
-    if (p.role == Role::StoreServer && (!best || p.launched_ns < best->launched_ns)) best = &p;
-  if (best) return best->host;
+    for (const Event& e : p.events)
+      if (e.rec.kind == RDZV_EV_LISTEN && e.rec.ret == 0 && (e.rec.flags & RDZV_F_STORE)) {
+        if (!best || e.wall_ns < best->first) best = {e.wall_ns, p.host};
+        break;
+      }
+  if (best) return best->second;
   return std::nullopt;
 }
+
+// Every header's clock is within 2000-2100 (process_model.cpp), so a real offset is under a
+// century even for a node whose clock was never set; a larger one (saturated arithmetic on
+// damaged times) is reported, never applied.
+constexpr std::int64_t kPlausibleSkewNs = 100LL * 366 * 86400 * 1'000'000'000;
 
 std::int64_t sat_sub(std::int64_t a, std::int64_t b) {
   std::int64_t out;
@@ -197,7 +207,9 @@ std::vector<ClockEstimate> align_clocks(std::vector<Process>& ps) {
   std::vector<ClockEstimate> out{placed[*ref]};
   for (auto& [host, e] : placed) {
     if (host == *ref) continue;
-    e.applied = e.offset_ns > e.uncertainty_ns || -e.offset_ns > e.uncertainty_ns;
+    // uncertainty_ns >= 0 always, so negating it cannot overflow (negating the offset could).
+    e.applied = (e.offset_ns > e.uncertainty_ns || e.offset_ns < -e.uncertainty_ns) &&
+                e.offset_ns < kPlausibleSkewNs && e.offset_ns > -kPlausibleSkewNs;
     if (e.applied)
       for (Process& p : ps) {
         if (p.host != host) continue;

@@ -48,7 +48,7 @@ std::string diagnosis_text(const Diagnosis& d) {
   s += "NEXT     " + wrap(v.next_step, 80, 9) + "\n";
   if (!d.store_endpoint.empty()) s += "\nSTORE    " + d.store_endpoint + "\n";
   for (const ClockEstimate& c : d.clocks)
-    if (!c.reference && (c.offset_ns > kClockOffsetWorthSaying || -c.offset_ns > kClockOffsetWorthSaying))
+    if (!c.reference && (c.offset_ns > kClockOffsetWorthSaying || c.offset_ns < -kClockOffsetWorthSaying))
       s += (d.store_endpoint.empty() ? "\nCLOCK    " : "CLOCK    ") + wrap(describe_clock(c, d.clocks[0].host), 80, 9) + "\n";
 
   if (!d.ranks.empty()) {

@@ -122,3 +122,38 @@ TEST_CASE("clocks: a loopback or reused 4-tuple is not matched across hosts") {
   s.accept(1.0001, 40001).serve(RDZV_EV_SEND, 1.0005, 8, 40001).exit(3, 0);
   CHECK(job.diagnose_it().clocks.empty());
 }
+
+TEST_CASE("clocks: a store hosted by the torchrun agent is the reference too") {
+  Job job;
+  Proc& agent = job.proc(-1, 900, "node0");
+  std::strcpy(agent.header().cmdline, "/usr/bin/python3 -m torch.distributed.run --nnodes 2 train.py");
+  agent.bind(0.9, 0).listen(0.9);
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r, r < 2 ? "node0" : "node1");
+    if (r >= 2) p.shift_clock(5);
+    const auto lp = static_cast<std::uint16_t>(40000 + r);
+    p.connect(1.0, 0, kPort, 0.0002, lp).io(RDZV_EV_RECV, 1.0006, 8, 0, 0, lp).exit(3, 0);
+    agent.accept(1.0001, lp).serve(RDZV_EV_SEND, 1.0005, 8, lp);
+  }
+  agent.exit(3.5, 0);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "healthy");
+  REQUIRE(d.clocks.size() == 2);
+  CHECK(d.clocks[0].host == "node0");
+  CHECK(std::abs(d.clocks[1].offset_ns - 5'000'000'000LL) <= d.clocks[1].uncertainty_ns);
+}
+
+TEST_CASE("clocks: a node whose clock was never set (years behind) is placed back as well") {
+  Job job;
+  const double years = -20.0 * 365 * 86400;
+  const Diagnosis want_job = [] {
+    Job in_step;
+    return skewed_straggler(in_step, 0, 3);
+  }();
+  const Diagnosis d = skewed_straggler(job, years, 3);
+  REQUIRE(d.clocks.size() == 2);
+  CHECK(d.clocks[1].applied);
+  CHECK(std::abs(d.clocks[1].offset_ns - static_cast<std::int64_t>(years * 1e9)) <= d.clocks[1].uncertainty_ns + 1000);
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.discriminators["seconds_late"] == want_job.discriminators["seconds_late"]);
+}
