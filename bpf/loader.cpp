@@ -201,7 +201,10 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   const std::uint64_t deadline = opt.duration_s > 0 ? mono_ns() + static_cast<std::uint64_t>(opt.duration_s * 1e9) : 0;
   std::uint64_t last_lost_update = 0;
   while (!*stop && (!deadline || mono_ns() < deadline)) {
-    int n = ring_buffer__poll(rb, 100);
+    // Events are submitted without a wakeup until the buffer fills (rdzv_sock.bpf.h): after
+    // a timeout, what is there is taken anyway.
+    int n = ring_buffer__poll(rb, RDZV_BPF_POLL_MS);
+    if (n == 0) n = ring_buffer__consume(rb);
     if (n < 0 && n != -EINTR) {
       result.error = "ring buffer poll failed: " + std::string(std::strerror(-n));
       result.exit_code = 2;

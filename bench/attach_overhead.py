@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Cost of `rdzvscope attach` on a loopback 64-byte send() loop, and its event throughput.
+
+Per send, wall clock and the sender's CPU time (user + system: the probes run inside its
+syscalls; far steadier than wall time on a shared machine), interleaved rounds, medians,
+ratios against no probe:
+  bare   no attach running
+  other  attach running on ANOTHER pid (a sleeping process): the filtered case, every
+         syscall of the sender costs the tgid lookup only
+  self   attach on the sender itself, its connection a store socket (--port): every send
+         goes through the store-socket table (first 32 recorded, then totals only, as the shim)
+  every  as self with --io-events 0: every send is a trace record through the ring buffer
+Throughput: a sender paced at --rate sends/s (default 50,000) for --seconds, attached with
+--io-events 0: the trace's lost counter must be 0 and its send records must number the sends.
+
+  attach_overhead.py --rdzvscope BUILD/bin/rdzvscope --send-loop BUILD/bin/send_loop \
+                     --sender BUILD/bin/attach_sender [--json F]     (root)
+Exit status 1 when events were lost or missing.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_attach(args, pid, port, out_dir, extra=()):
+    a = subprocess.Popen([args.rdzvscope, "attach", "--pid", str(pid), "--port", str(port), "--out", out_dir]
+                         + list(extra), stderr=subprocess.PIPE, text=True)
+    line = a.stderr.readline()
+    if "recording" not in line:
+        sys.exit("attach_overhead: attach did not start: " + line + a.stderr.read())
+    return a
+
+
+def stop_attach(a):
+    a.send_signal(signal.SIGINT)
+    summary = a.stderr.read()
+    if a.wait(timeout=60) != 0:
+        sys.exit("attach_overhead: attach failed: " + summary)
+    m = re.search(r"(\d+) lost", summary)
+    return summary.strip(), int(m.group(1)) if m else None
+
+
+def one_run(args, mode, n, rate, work):
+    """Returns ((wall, cpu) ns per send, attach summary line or None, lost or None, trace dir)."""
+    port = free_port()
+    out_dir = os.path.join(work, "%s-%d" % (mode, port))
+    sink = subprocess.Popen([args.send_loop, "sink", str(port)], stdout=subprocess.PIPE, text=True)
+    sender = subprocess.Popen([args.sender, str(port), str(n), str(args.size), str(rate)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    idle = attach = None
+    try:
+        if sink.stdout.readline().strip() != "ready" or sender.stdout.readline().strip() != "ready":
+            sys.exit("attach_overhead: the sink or the sender did not start")
+        if mode == "other":
+            idle = subprocess.Popen(["sleep", "600"])
+            attach = start_attach(args, idle.pid, port, out_dir)
+        elif mode in ("self", "every"):
+            attach = start_attach(args, sender.pid, port, out_dir, ["--io-events", "0", "--max-mb", "64"] if mode == "every" else [])
+        sender.stdin.write("go\n")
+        sender.stdin.close()
+        out = sender.stdout.read()
+        if sender.wait(timeout=600) != 0:
+            sys.exit("attach_overhead: the sender failed: " + out)
+        summary = lost = None
+        if attach:
+            summary, lost = stop_attach(attach)
+        m = re.search(r"([0-9.]+) ns/send ([0-9.]+) cpu-ns/send", out)
+        return (float(m.group(1)), float(m.group(2))), summary, lost, out_dir
+    finally:
+        for p in (idle, attach, sender):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+        sink.wait(timeout=60)
+
+
+def wall_clock(args, work):
+    modes = ("bare", "other", "self", "every")
+    wall, cpu = {m: [] for m in modes}, {m: [] for m in modes}
+    for r in range(args.rounds):
+        for m in modes:
+            (w, c), _, _, _ = one_run(args, m, args.sends, 0, work)
+            wall[m].append(w)
+            cpu[m].append(c)
+        print("  round %d/%d: %s" % (r + 1, args.rounds, ", ".join("%s %.0f/%.0f ns" % (m, wall[m][-1], cpu[m][-1])
+                                                                  for m in modes)), file=sys.stderr)
+    mw = {m: statistics.median(v) for m, v in wall.items()}
+    mc = {m: statistics.median(v) for m, v in cpu.items()}
+    return {m: {"median_wall_ns": mw[m], "wall_ratio": mw[m] / mw["bare"], "median_cpu_ns": mc[m],
+                "cpu_ratio": mc[m] / mc["bare"], "wall_samples": wall[m], "cpu_samples": cpu[m]} for m in modes}
+
+
+def throughput(args, work):
+    n = int(args.rate * args.seconds)
+    (ns, _), summary, lost, out_dir = one_run(args, "every", n, args.rate, work)
+    dump = subprocess.run([args.rdzvscope, "dump", out_dir], capture_output=True, text=True, timeout=300)
+    sends = header_lost = 0
+    for line in dump.stdout.splitlines():
+        j = json.loads(line)
+        if j["type"] == "header":
+            header_lost += j["lost"]
+        elif j["type"] == "event" and j["kind"] == "send" and j["ret"] == args.size:
+            sends += 1
+    achieved = 1e9 / ns
+    return {"rate_asked": args.rate, "rate_achieved": achieved, "sends": n, "send_records": sends,
+            "lost_summary": lost, "lost_header": header_lost, "attach": summary}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for o in ("--rdzvscope", "--send-loop", "--sender"):
+        ap.add_argument(o, required=True)
+    ap.add_argument("--sends", type=int, default=200000)
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rate", type=int, default=50000)
+    ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--skip-wall-clock", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("attach_overhead: attach needs root")
+
+    result = {"size": args.size}
+    with tempfile.TemporaryDirectory() as work:
+        if not args.skip_wall_clock:
+            result["wall_clock"] = wall_clock(args, work)
+        result["throughput"] = throughput(args, work)
+
+    if "wall_clock" in result:
+        print("%d-byte loopback send loop, %d sends, median of %d interleaved rounds (wall | sender CPU):"
+              % (args.size, args.sends, args.rounds))
+        for m, v in result["wall_clock"].items():
+            print("  %-6s %8.0f ns/send x%.2f | %8.0f ns/send x%.2f" % (m, v["median_wall_ns"], v["wall_ratio"],
+                                                                      v["median_cpu_ns"], v["cpu_ratio"]))
+    t = result["throughput"]
+    ok = t["lost_summary"] == 0 and t["lost_header"] == 0 and t["send_records"] == t["sends"]
+    print("throughput: %d sends at %.0f/s (asked %d/s), every one a record: %d send records, %s lost (header %d): %s"
+          % (t["sends"], t["rate_achieved"], t["rate_asked"], t["send_records"], t["lost_summary"],
+             t["lost_header"], "ok" if ok else "FAILED"))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
