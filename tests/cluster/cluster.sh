@@ -61,6 +61,7 @@ proc_id() {
   stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
   stat=${stat##*) }                      # the fields after "(comm) ", from field 3 (state)
   read -r -a f <<< "$stat"
+  [[ ${f[0]} != Z ]] || return 1         # a zombie is gone, whatever reaps it
   echo "${f[19]}"
 }
 

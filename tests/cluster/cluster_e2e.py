@@ -55,7 +55,7 @@ def log(msg):
 
 # ---------------------------------------------------------------------------------------------
 # The scenarios. Per scenario:
-#   cls       verdict.class expected in every run
+#   cls       verdict.class expected in every run (cause: verdict.cause, where given)
 #   pattern   comparison.pattern expected across the runs
 #   timeout   init_process_group timeout inside the ranks (s)
 #   fault     what is injected and what the ranks print (checked before the analyzer runs)
@@ -68,7 +68,7 @@ SCENARIOS = {
               f"print `network addresses of ({STORE_NAME}, ...) cannot be retrieved (gai error: "
               f"-2 ...)` then `The client socket has timed out`; the others time out waiting"),
     "broken_pipe_moving": dict(
-        cls="broken_pipe", pattern="moving", timeout=10,
+        cls="broken_pipe", cause="tcpstore_bug_suspected", pattern="moving", timeout=10,
         fault="after init every rank loops on store set/get; one rank (another one, on another "
               "host, in each run) reaches the store through a proxy on node0 which resets its "
               "connection (RST) once every rank's loop runs: that rank prints `Connection reset "
@@ -486,6 +486,9 @@ def check_run_verdict(name, run, diag, errors):
         errors.append(f"{what}: schema {diag.get('schema')!r}")
     if v.get("class") != spec["cls"]:
         errors.append(f"{what}: verdict.class {v.get('class')!r}, expected {spec['cls']!r}")
+    if spec.get("cause") and v.get("cause") != spec["cause"]:
+        errors.append(f"{what}: verdict.cause {v.get('cause')!r}, expected {spec['cause']!r} "
+                      f"(the store stayed up)")
     if v.get("initiating_host") != run.expect_host:
         errors.append(f"{what}: verdict.initiating_host {v.get('initiating_host')!r}, expected "
                       f"{run.expect_host!r}")
@@ -628,9 +631,20 @@ def main():
                 diag = entry.get("diagnosis") or {}
                 log(f"[{name}] {run.id} ({entry.get('id')}): " + json.dumps(diag.get("verdict"))[:600])
                 check_run_verdict(name, run, diag, verdict_errors)
+            ids = [e.get("id") for e in got]
+            if ids != [r.id for r in runs]:
+                verdict_errors.append(f"runs[].id {ids}, expected {[r.id for r in runs]}")
             if c.get("pattern") != spec["pattern"]:
                 verdict_errors.append(f"comparison.pattern {c.get('pattern')!r}, expected "
                                       f"{spec['pattern']!r}")
+            # The verdict says so with the run ids, and names the host it stayed on.
+            summary = c.get("summary") or ""
+            missing_ids = [r.id for r in runs if r.id not in summary]
+            if missing_ids:
+                verdict_errors.append(f"comparison.summary does not name {missing_ids}: {summary!r}")
+            if spec["pattern"] == "same_host" and f"host {runs[0].expect_host}" not in summary:
+                verdict_errors.append(f"comparison.summary does not name host "
+                                      f"{runs[0].expect_host}: {summary!r}")
             if c.get("class") != spec["cls"]:
                 verdict_errors.append(f"comparison.class {c.get('class')!r}, expected {spec['cls']!r}")
     except (Failure, harness.AnalyzerMissing, subprocess.TimeoutExpired) as e:
