@@ -140,7 +140,8 @@ RunComparison compare_runs(const std::vector<RunResult>& runs) {
     for (const auto& r : runs) {
       each.push_back(r.id + ": " + r.diagnosis.verdict.cls);
       if (r.diagnosis.verdict.cls == "healthy") healthy.push_back(r.id);
-      pipe |= r.diagnosis.verdict.cls == "broken_pipe";
+      const auto& cause = r.diagnosis.verdict.cause;
+      pipe |= r.diagnosis.verdict.cls == "broken_pipe" && !(cause && *cause == "peer_died");
     }
     c.summary = "the runs failed differently (" + join(each) + ")";
     if (!healthy.empty())

@@ -92,6 +92,16 @@ TEST_CASE("runs: different classes are mixed_classes, with no common class") {
   CHECK(has(c.next_step, "past 2.8"));
 }
 
+// A pipe broken because its peer died is explained: it must not be sold as the TCPStore bug
+// just because another run was healthy (it was, before the fix).
+TEST_CASE("runs: a broken pipe explained by a dead peer is not called the TCPStore bug") {
+  const RunComparison c =
+      compare_runs({run("a", "broken_pipe", 0, false, "peer_died"), run("b", "healthy", std::nullopt)});
+  CHECK(c.pattern == "mixed_classes");
+  CHECK_FALSE(has(c.next_step, "TCPStore bug"));
+  CHECK(has(c.next_step, "the run's own next step"));
+}
+
 TEST_CASE("runs: all healthy, single run, and a class without an initiating rank") {
   const RunComparison h = compare_runs({run("a", "healthy", std::nullopt), run("b", "healthy", std::nullopt)});
   CHECK(h.pattern == "all_healthy");
