@@ -16,6 +16,7 @@
 #include "proc_info.h"
 #include "rdzv.h"
 #include "rdzv.skel.h"
+#include "snapshots.h"
 #include "trace_file.h"
 
 namespace rdzvscope::bpf {
@@ -50,6 +51,7 @@ struct Recorder {
   rdzv_bpf* skel = nullptr;
   std::map<int, std::unique_ptr<TraceFile>> files;
   std::set<int> failed;  // pids whose file could not be created (said once)
+  std::map<int, SnapshotPolicy> snapshots;
 
   TraceFile* file_for(int pid) {
     auto it = files.find(pid);
@@ -89,7 +91,14 @@ int on_event(void* ctx, void* data, size_t size) {
   auto* rec = static_cast<Recorder*>(ctx);
   if (size < sizeof(rdzv_bpf_event)) return 0;
   const auto* ev = static_cast<const rdzv_bpf_event*>(data);
-  if (TraceFile* f = rec->file_for(static_cast<int>(ev->tgid))) f->append(ev->rec);
+  const int pid = static_cast<int>(ev->tgid);
+  TraceFile* f = rec->file_for(pid);
+  if (!f) return 0;
+  f->append(ev->rec);
+  if (auto reason = rec->snapshots[pid].after(ev->rec, mono_ns())) {
+    rdzv_record snap;
+    if (read_snapshot(pid, f->start_realtime_ns(), *reason, &snap)) f->append(snap);
+  }
   return 0;
 }
 

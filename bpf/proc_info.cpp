@@ -13,9 +13,8 @@
 #include <sstream>
 
 namespace rdzvscope::bpf {
-namespace {
 
-std::string read_file(const std::string& path, std::size_t limit = 1 << 20) {
+std::string read_file(const std::string& path, std::size_t limit) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   std::string data(limit, '\0');
@@ -23,6 +22,25 @@ std::string read_file(const std::string& path, std::size_t limit = 1 << 20) {
   data.resize(static_cast<std::size_t>(in.gcount()));
   return data;
 }
+
+std::uint64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::vector<std::string> stat_fields(int pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat", 4096);
+  std::vector<std::string> fields;
+  const std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return fields;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string f;
+  while (rest >> f) fields.push_back(f);
+  return fields;  // fields[0] is field 3 (state)
+}
+
+namespace {
 
 // /proc/PID/environ: NUL-separated NAME=value. Only the variables we look at are kept.
 std::map<std::string, std::string> environ_of(int pid) {
@@ -67,24 +85,6 @@ void env_str(char* dst, std::size_t cap, const std::map<std::string, std::string
              const char* name) {
   auto it = env.find(name);
   copy_cut(dst, cap, it == env.end() ? std::string() : it->second);
-}
-
-std::uint64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-// Fields after the command name of /proc/PID/stat (which may hold spaces and parentheses).
-std::vector<std::string> stat_fields(int pid) {
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat", 4096);
-  std::vector<std::string> fields;
-  const std::size_t close = stat.rfind(')');
-  if (close == std::string::npos) return fields;
-  std::istringstream rest(stat.substr(close + 1));
-  std::string f;
-  while (rest >> f) fields.push_back(f);
-  return fields;  // fields[0] is field 3 (state)
 }
 
 void add_port(std::vector<std::uint16_t>& ports, long long p) {

@@ -2,6 +2,8 @@
 // inside the process (identity environment, command line, start time), read from outside.
 #pragma once
 
+#include <time.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,5 +28,14 @@ std::string libc_path_of(int pid);
 std::vector<int> pids_with_comm(const std::string& comm);
 
 bool process_exists(int pid);
+
+// Up to `limit` bytes of a (/proc) file; "" when it cannot be read.
+std::string read_file(const std::string& path, std::size_t limit = 1 << 20);
+
+// Fields after the command name of /proc/PID/stat (which may hold spaces and parentheses):
+// [0] is field 3 (state).
+std::vector<std::string> stat_fields(int pid);
+
+std::uint64_t clock_ns(clockid_t id);
 
 }  // namespace rdzvscope::bpf

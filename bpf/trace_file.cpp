@@ -63,7 +63,7 @@ std::string TraceFile::create(const std::string& dir, int pid,
   h->version = RDZV_FORMAT_VERSION;
   h->header_size = RDZV_HEADER_SIZE;
   h->record_size = RDZV_RECORD_SIZE;
-  h->features |= RDZV_FEAT_LOST_COUNTER | RDZV_FEAT_STORE_IO;
+  h->features |= RDZV_FEAT_LOST_COUNTER | RDZV_FEAT_STORE_IO | RDZV_FEAT_SNAPSHOTS;
   h->source = RDZV_SOURCE_BPF;
   h->capacity = static_cast<std::uint32_t>(capacity);
   for (std::size_t i = 0; i < store_ports.size() && i < RDZV_MAX_STORE_PORTS; ++i) h->store_ports[i] = store_ports[i];

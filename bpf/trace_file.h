@@ -31,6 +31,7 @@ class TraceFile {
   const std::string& path() const { return path_; }
   std::uint64_t events() const { return events_; }
   int pid() const { return pid_; }
+  std::uint64_t start_realtime_ns() const { return header_ ? header_->start_realtime_ns : 0; }
 
  private:
   rdzv_file_header* header_ = nullptr;

@@ -214,6 +214,12 @@ def attach_events(work):
     check("%d: %d" % (pid, len(events) - 1) in summary and "0 lost" in summary,
           "summary line counts the events: " + summary)
     check_store_io(ports, printed, events)
+    # As the shim: a resource snapshot at the first failure and at the first store connect,
+    # read from /proc/PID by the loader.
+    for reason in ("failure", "first_store_connect"):
+        snap = find(events, kind="snapshot", reason=reason)
+        check(snap and snap[0]["rchar"] > 0 and snap[0]["since_start_ns"] > 0 and snap[0]["maxrss_kb"] > 0,
+              "a %s snapshot" % reason, events)
 
 
 def check_store_io(ports, printed, events):

@@ -149,12 +149,13 @@ def main():
             v = diag["verdict"]
             d = diag["discriminators"]
             got[mode] = (v["class"], v["initiating_rank"], d.get("late_ranks"), d.get("timed_out_ranks"),
-                         (d.get("timeout") or {}).get("ms"))
+                         (d.get("timeout") or {}).get("ms"), bool(d.get("late_rank_activity")))
+            print("%s: what the late rank did before it arrived: %s" % (mode, d.get("late_rank_activity")))
             print("%s: %s, initiating rank %s: %s" % (mode, v["class"], v["initiating_rank"], v["summary"]))
-        if got["shim"] != ("straggler_timeout", LATE_RANK, [LATE_RANK], [0, 1, 3], TIMEOUT_S * 1000):
+        if got["shim"] != ("straggler_timeout", LATE_RANK, [LATE_RANK], [0, 1, 3], TIMEOUT_S * 1000, True):
             raise Fail("the shim's traces give %s, want straggler_timeout from rank %d" % (got["shim"], LATE_RANK))
         if got["bpf"] != got["shim"]:
-            raise Fail("attach's traces give %s, the shim's %s (class, rank, late, timed out, timeout ms)"
+            raise Fail("attach's traces give %s, the shim's %s (class, rank, late, timed out, timeout ms, activity known)"
                        % (got["bpf"], got["shim"]))
     except Fail as f:
         print("FAIL straggler: %s" % f, file=sys.stderr)
