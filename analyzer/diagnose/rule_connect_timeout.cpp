@@ -1,15 +1,52 @@
 // connect_timeout: store connects that timed out (ETIMEDOUT, or given up with the SYN still
 // unanswered): the destination was blocked or unreachable. The initiating rank is the one
-// that owns the unreachable endpoint, and what it was doing then is the lead.
+// that owns the unreachable endpoint, and what it was doing then is the lead; unless the
+// endpoint was reachable from other hosts: then the path from the failing host(s) is to
+// blame, and the earliest rank that timed out there initiated it.
 #include <cerrno>
+#include <set>
 
 #include "reader/names.h"
 #include "rules.h"
 
 namespace rdzvscope {
 
+namespace {
+
+// Hosts other than the store's own whose processes reached `port`, and the hosts whose
+// connects to it timed out. A loopback connect on the store host proves nothing about the
+// network, so that host never counts as reaching.
+struct Reachability {
+  std::set<std::string> reached, timed_out;
+  // Only some hosts failed while others got through: a host-local cause.
+  bool host_local() const {
+    if (reached.empty() || timed_out.empty()) return false;
+    for (const auto& h : timed_out)
+      if (reached.count(h)) return false;
+    return true;
+  }
+};
+
+Reachability reachability(const Context& c, std::uint16_t port, const std::string& store_host,
+                          const std::vector<const ProcessFacts*>& failing) {
+  Reachability r;
+  for (const ProcessFacts* f : failing) r.timed_out.insert(f->proc->host);
+  for (const auto& f : c.facts)
+    if (f.store_port == port && f.connected_ns && f.proc->host != store_host) r.reached.insert(f.proc->host);
+  return r;
+}
+
+std::string host_list(const std::set<std::string>& hosts) {
+  std::string out;
+  for (const auto& h : hosts) out += (out.empty() ? "" : ", ") + h;
+  return out;
+}
+
+}  // namespace
+
 std::optional<Candidate> rule_connect_timeout(const Context& c) {
   const ProcessFacts* first = nullptr;
+  std::vector<const ProcessFacts*> failing;
   std::vector<int> ranks;
   Candidate out;
   out.priority = priority::kConnectTimeout;
@@ -19,6 +56,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
     if (!f.failed() && f.connected_ns) continue;
     const Event* e = f.connect_timeouts.front();
     if (!first || e->wall_ns < first->connect_timeouts.front()->wall_ns) first = &f;
+    failing.push_back(&f);
     if (f.proc->rank >= 0) ranks.push_back(f.proc->rank);
     Finding fd = finding_for("connect_timeout", f, e->wall_ns);
     fd.evidence.push_back(f.proc->label() + ": " + describe(*e) + " at " + rel(c, e->wall_ns) + " (" +
@@ -59,6 +97,22 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
                   "dropped route, or a host too busy to answer)";
       v.next_step = "from a failing node: nc -vz -w 5 " + owner->proc->host + " " + std::to_string(port) +
                     " ; then check firewall rules (iptables -S) and routes on both ends";
+      const Reachability reach = reachability(c, port, owner->proc->host, failing);
+      if (reach.host_local()) {
+        v.initiating_rank = rank_of(*first);
+        v.initiating_host = first->proc->host;
+        v.summary = "connects to " + dest + ", the store of " + owner->proc->label() + ", timed out from " +
+                    host_list(reach.timed_out) + " only (rank(s) " + rank_list(ranks) + "), while " +
+                    host_list(reach.reached) + " reached the same store: the path from " +
+                    host_list(reach.timed_out) + " drops the SYNs (a firewall rule or a route there, "
+                    "or a rule on the store host against that address)";
+        v.next_step = "on " + first->proc->host + ": nc -vz -w 5 " + owner->proc->host + " " +
+                      std::to_string(port) + " ; iptables -S ; ip route get <the store's address> ; "
+                      "compare with " + *reach.reached.begin() + ", which got through";
+        out.discriminators["hosts_timed_out"] = std::vector<std::string>(reach.timed_out.begin(), reach.timed_out.end());
+        out.discriminators["hosts_that_reached_the_store"] =
+            std::vector<std::string>(reach.reached.begin(), reach.reached.end());
+      }
     } else {
       v.summary = "connects to " + dest + " timed out on rank(s) " + rank_list(ranks) +
                   "; the process owning that endpoint was not traced";

@@ -130,6 +130,36 @@ TEST_CASE("connect timeout: the owner of the unreachable endpoint is the initiat
   CHECK(d.verdict.initiating_rank == 0);
 }
 
+// The cluster test's dropped-packet host: node1 cannot reach a store that node2 reaches. The
+// verdict used to name the store host, which every other node reached fine.
+TEST_CASE("connect timeout from one host while others reach the store: that host initiated it") {
+  Job job;
+  job.proc(0, 1000, "node0").bind(0.9, 0).listen(0.9).connect(1.0, 0, kPort, 0.001, 40000).exit(9, 1);
+  job.proc(1, 1001, "node0").connect(1.0, 0, kPort, 0.001, 40001).exit(9, 1);
+  job.proc(2, 1002, "node1").connect(1.2, ETIMEDOUT, kPort, 3.0).exit(7, 1);
+  job.proc(3, 1003, "node1").connect(1.1, ETIMEDOUT, kPort, 3.0).exit(7, 1);
+  job.proc(4, 1004, "node2").connect(1.0, 0, kPort, 0.001, 40004).exit(9, 1);
+  job.proc(5, 1005, "node2").connect(1.0, 0, kPort, 0.001, 40005).exit(9, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "connect_timeout");
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.verdict.initiating_host == "node1");
+  CHECK(d.verdict.summary.find("from node1 only") != std::string::npos);
+  CHECK(d.verdict.next_step.find("on node1") != std::string::npos);
+  CHECK(d.discriminators["hosts_that_reached_the_store"] == nlohmann::json::array({"node2"}));
+}
+
+TEST_CASE("connect timeout where only the store host's own loopback got through: the store host") {
+  Job job;
+  job.proc(0, 1000, "node0").bind(0.9, 0).listen(0.9).connect(1.0, 0, kPort, 0.001, 40000).exit(9, 1);
+  job.proc(1, 1001, "node1").connect(1.0, ETIMEDOUT, kPort, 3.0).exit(7, 1);
+  job.proc(2, 1002, "node2").connect(1.0, ETIMEDOUT, kPort, 3.0).exit(7, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "connect_timeout");
+  CHECK(d.verdict.initiating_rank == 0);
+  CHECK(d.verdict.initiating_host == "node0");
+}
+
 TEST_CASE("store not ready: clients refused for seconds before the store host listened") {
   Job job;
   Proc& s = job.proc(0, 1000);
