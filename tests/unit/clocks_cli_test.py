@@ -101,6 +101,20 @@ def case_host_ahead_by_seconds(tmp):
     flat = " ".join(out.split())  # the line is wrapped at 80 columns
     expect(re.search(r"CLOCK vm2's clock is \+(7499\.9\d|7500\.0\d) ms \(\+- \d+\.\d\d ms\) off vm's", flat)
            and "its times were moved onto vm's clock" in flat, "text report line", out)
+    # The ticket summary and the HTML page say it too.
+    rc, out, err = run(["analyze", ahead_dir, "--format", "markdown"])
+    expect(rc == 0, f"exit {rc}", err)
+    row = [ln for ln in out.splitlines() if ln.startswith("| Clock of vm2 |")]
+    expect(len(row) == 1 and re.search(r"\+(7499\.9\d|7500\.0\d) ms", row[0]), "markdown clock row", out)
+    html = os.path.join(tmp, "ahead.html")
+    rc, out, err = run(["analyze", ahead_dir, "--html", html])
+    expect(rc == 0, f"exit {rc}", err)
+    with open(html, encoding="utf-8") as fh:
+        page = fh.read()
+    section = re.search(r'<section id="clocks">(.*?)</section>', page, re.S)
+    expect(section and "vm2" in section.group(1) and re.search(r"\+(7499\.9\d|7500\.0\d) ms", section.group(1)),
+           "HTML clocks section", section.group(0) if section else page[:3000])
+
     rc, out, err = run(["analyze", two_host_copy(tmp, "small", 0.02)[0]])
     expect(rc == 0 and "CLOCK" not in out, "20 ms is not worth a line", out)
 
