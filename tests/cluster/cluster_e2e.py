@@ -579,7 +579,9 @@ def main():
 
     cluster = Cluster(hosts)
     job = Job(args, cluster, per_host, work)
-    job.straggler_delay = 10
+    # rank 0 gives up about 2T + 1 = 7 s after the others arrived (torch 1.13): 12 s leaves
+    # room for slow imports on a loaded machine.
+    job.straggler_delay = 12
     runs, fault_errors, verdict_errors = [], [], []
     try:
         log(f"[{name}] cluster {cluster.prefix}: " + cluster.up().strip().replace("\n", "; "))
