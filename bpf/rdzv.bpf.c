@@ -19,19 +19,22 @@
 #include "rdzv_maps.bpf.h"
 #include "rdzv_sock.bpf.h"
 #include "store_io.bpf.h"
+#include "fd_copies.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("raw_tp/sys_enter")
 int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
-  bool io = is_io_call(id);
-  if (!io && id != NR_connect && id != NR_bind && id != NR_listen && id != NR_accept &&
-      id != NR_accept4 && id != NR_close)
+  bool io = is_io_call(id), copies = is_fd_call(id);
+  if (!io && !copies && id != NR_connect && id != NR_bind && id != NR_listen && id != NR_accept &&
+      id != NR_accept4 && id != NR_close && id != NR_close_range)
     return 0;
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
   if (!is_target(tgid)) return 0; /* other processes: this one lookup */
   if (io) return io_enter(regs, id, tgid, tid);
+  if (copies) return fd_call_enter(regs, id, tgid, tid);
+  if (id == NR_close_range) return close_range_enter(regs, tgid, tid);
 
   long fd = (long)BPF_CORE_READ(regs, di);
   struct sock *sk = NULL;
@@ -118,6 +121,10 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
 
   if (is_io_call(c->id)) {
     io_exit(c, tgid, ret);
+    goto out;
+  }
+  if (is_fd_call(c->id)) {
+    fd_call_exit(c, tgid, ret);
     goto out;
   }
   r->dur_ns = bpf_ktime_get_ns() - r->ts_ns;
@@ -340,11 +347,14 @@ int BPF_KRETPROBE(rdzv_gai_exit, int ret) {
   return 0;
 }
 
-/* A target's children are targets: the loader opens their files on their first event. */
+/* A target's children are targets: the loader opens their files on their first event. They
+ * inherit its store sockets (fd_copies.bpf.h). */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(rdzv_fork, struct task_struct *parent, struct task_struct *child) {
   __u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
-  if (ptgid == ctgid || !known_target(ptgid)) return 0; /* a new thread, or not ours */
+  if (ptgid == ctgid) return 0; /* a new thread */
+  inherit_store_socks(ptgid, ctgid);
+  if (!known_target(ptgid)) return 0; /* not ours */
   __u8 one = 1;
   bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
   struct rdzv_record *r = scratch_record();
@@ -360,9 +370,23 @@ int BPF_PROG(rdzv_fork, struct task_struct *parent, struct task_struct *child) {
   return 0;
 }
 
+/* Store sockets closed on exec are forgotten (fd_copies.bpf.h). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(rdzv_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm) {
+  __u32 tgid = BPF_CORE_READ(task, tgid);
+  if (bpf_map_lookup_elem(&has_store, &tgid)) bpf_for_each_map_elem(&store_socks, drop_if_closed, &tgid, 0);
+  return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(rdzv_exit, struct task_struct *task) {
   __u32 tgid = BPF_CORE_READ(task, tgid);
+  /* The last thread out (signal->live reached 0 before this tracepoint): the process's store
+   * sockets go with it, whichever thread that is. */
+  if (BPF_CORE_READ(task, signal, live.counter) == 0 && bpf_map_lookup_elem(&has_store, &tgid)) {
+    bpf_for_each_map_elem(&store_socks, drop_all, &tgid, 0);
+    bpf_map_delete_elem(&has_store, &tgid);
+  }
   if (BPF_CORE_READ(task, pid) != tgid || !known_target(tgid)) return 0; /* leader only */
   struct rdzv_record *r = scratch_record();
   if (!r) return 0;

@@ -28,8 +28,13 @@ const volatile __u32 io_failures = 16;
 #define NR_bind 49
 #define NR_listen 50
 #define NR_setsockopt 54
+#define NR_dup 32
+#define NR_dup2 33
+#define NR_fcntl 72
 #define NR_ppoll 271
 #define NR_accept4 288
+#define NR_dup3 292
+#define NR_close_range 436
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -50,6 +55,10 @@ const volatile __u32 io_failures = 16;
 #define ECONNREFUSED 111
 #define ECONNRESET 104
 #define AI_PASSIVE 1
+#define F_DUPFD 0
+#define F_DUPFD_CLOEXEC 1030
+#define CLOSE_RANGE_UNSHARE (1u << 1)
+#define CLOSE_RANGE_CLOEXEC (1u << 2)
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_SENT 2
 #define TCP_CLOSE 7
@@ -149,6 +158,16 @@ struct {
   __type(key, __u64);
   __type(value, struct store_sock);
 } store_socks SEC(".maps");
+
+/* tgid -> 1 once a store socket of that process is known: the whole-table walks (fork, exec,
+ * exit) and the select/epoll checks run only for such processes, so that other processes'
+ * forks and waits cost one lookup. Forgotten at exit. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, __u8);
+} has_store SEC(".maps");
 
 /* Scratch space: records are too big for the 512-byte BPF stack several times over. */
 union scratch_space {

@@ -158,6 +158,11 @@ static __always_inline void remember_owner(const struct sock *sk, __u32 tgid) {
   bpf_map_update_elem(&sk_owner, &key, &tgid, BPF_ANY);
 }
 
+static __always_inline __u32 store_sock_state(const struct store_sock *ss) {
+  const struct sock *sk = (const void *)ss->sk;
+  return sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0;
+}
+
 static __always_inline __u64 fd_key(__u32 tgid, long fd) { return ((__u64)tgid << 32) | (__u32)fd; }
 
 #endif /* RDZVSCOPE_BPF_SOCK_BPF_H */

@@ -49,6 +49,8 @@ static __always_inline void store_learn(__u32 tgid, long fd, const void *sk, con
   ss->pending = pending;
   __u64 key = fd_key(tgid, fd);
   bpf_map_update_elem(&store_socks, &key, ss, BPF_ANY);
+  __u8 one = 1;
+  bpf_map_update_elem(&has_store, &tgid, &one, BPF_ANY);
 }
 
 static __always_inline __u64 iov_bytes(const struct iovec *iov, __u64 n) {
@@ -269,16 +271,13 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
   emit(tgid, r);
 }
 
-/* close() of a store socket: its totals, as the shim's CLOSE record has them; forgotten. */
-static __always_inline bool store_close_enter(__u32 tgid, long fd, struct rdzv_record *r) {
-  __u64 key = fd_key(tgid, fd);
-  struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
-  if (!ss) return false;
-  const struct sock *sk = (const void *)ss->sk;
-  __u32 state = sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0;
+/* A CLOSE record of a store socket: its totals, as the shim's CLOSE record has them. `state`
+ * is the TCP state at the close (0 when the call already closed it, as the shim's dup2 over a
+ * store socket). The caller sets tid, ts_ns and fd first. */
+static __always_inline void fill_close(struct rdzv_record *r, const struct store_sock *ss, __u32 state) {
   r->kind = RDZV_EV_CLOSE;
   r->op = RDZV_OP_CLOSE;
-  r->flags = RDZV_F_STORE | ((ss->pending && state == TCP_SYN_SENT) ? RDZV_F_ABANDONED : 0);
+  r->flags = RDZV_F_STORE | ((ss->pending && (state == TCP_SYN_SENT || !state)) ? RDZV_F_ABANDONED : 0);
   r->u.close.peer = ss->peer;
   r->u.close.local = ss->local;
   r->u.close.bytes_sent = ss->bytes_sent;
@@ -287,6 +286,14 @@ static __always_inline bool store_close_enter(__u32 tgid, long fd, struct rdzv_r
   r->u.close.calls_recv = ss->calls_recv;
   r->u.close.open_ns = r->ts_ns - ss->opened_ns;
   r->u.close.tcp_state = state;
+}
+
+/* close() of a store socket: its totals; forgotten. */
+static __always_inline bool store_close_enter(__u32 tgid, long fd, struct rdzv_record *r) {
+  __u64 key = fd_key(tgid, fd);
+  struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
+  if (!ss) return false;
+  fill_close(r, ss, store_sock_state(ss));
   bpf_map_delete_elem(&store_socks, &key);
   return true;
 }

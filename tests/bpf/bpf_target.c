@@ -24,14 +24,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static struct sockaddr_in loopback(int port) {
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((unsigned short)port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
+#include "target_util.h"
 
 static int connect_to(int port) {
   struct sockaddr_in a = loopback(port);

@@ -79,9 +79,9 @@ def target_env(ports):
     return env
 
 
-def start_target(ports, prefix=(), args=None):
+def start_target(ports, prefix=(), args=None, program=None):
     args = args or [str(ports.store), str(ports.taken), str(ports.io)]
-    p = subprocess.Popen(list(prefix) + [OPTS.target] + args,
+    p = subprocess.Popen(list(prefix) + [program or OPTS.target] + args,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=target_env(ports),
                          text=True)
     line = p.stdout.readline()
@@ -119,6 +119,20 @@ def dump(out_dir):
     check(r.returncode == 0, "dump failed (%d): %s" % (r.returncode, r.stderr))
     lines = [json.loads(l) for l in r.stdout.splitlines()]
     return [l for l in lines if l["type"] == "header"], [l for l in lines if l["type"] == "event"]
+
+
+def dump_by_pid(out_dir):
+    """Each file's events, by the pid in its header (dump prints a header, then its events)."""
+    r = subprocess.run([OPTS.rdzvscope, "dump", out_dir], capture_output=True, text=True)
+    check(r.returncode == 0, "dump failed (%d): %s" % (r.returncode, r.stderr))
+    by_pid, pid = {}, None
+    for line in r.stdout.splitlines():
+        l = json.loads(line)
+        if l["type"] == "header":
+            pid = l["pid"]
+        elif l["type"] == "event":
+            by_pid.setdefault(pid, []).append(l)
+    return by_pid
 
 
 def find(events, **want):
@@ -347,6 +361,108 @@ def connect_timeout(work):
     same_as_shim(ports, events, shim_events, at_least=4)
 
 
+
+
+def fd_run(work, mode, shim=True, extra=lambda ports: []):
+    """fd_target MODE under attach, then (shim=True) under the shim: (ports, what the target
+    printed, attach's events by pid, the shim's events, all attach's events)."""
+    ports = Ports()
+    args = [mode, str(ports.io)] + extra(ports)
+    out_dir = os.path.join(work, "bpf")
+    t = start_target(ports, args=args, program=OPTS.fd_target)
+    a = start_attach(["--pid", str(t.pid), "--out", out_dir])
+    printed = finish_target(t)
+    time.sleep(0.2)
+    stop_attach(a)
+    by_pid = dump_by_pid(out_dir)
+    shim_events = None
+    if shim:
+        shim_dir = os.path.join(work, "shim")
+        t = start_target(ports, prefix=[OPTS.rdzvscope, "run", "--shim", OPTS.shim, "--out", shim_dir, "--"],
+                         args=args, program=OPTS.fd_target)
+        shim_printed = finish_target(t)
+        check({k: v[:2] for k, v in printed.items()} == {k: v[:2] for k, v in shim_printed.items()},
+              "target behaved differently: %s vs %s" % (printed, shim_printed))
+        _, shim_events = dump(shim_dir)
+    return ports, printed, by_pid, shim_events, [e for evs in by_pid.values() for e in evs]
+
+
+def one_store(events, what, **want):
+    got = [e for e in find(events, **want) if "store" in e["flags"]]
+    check(len(got) == 1, "%s: %d records" % (what, len(got)), events)
+    return got[0]
+
+
+@scenario
+def dup_copies(work):
+    """Copies of a store socket (dup, dup2, dup3, F_DUPFD, F_DUPFD_CLOEXEC) are store sockets,
+    with totals of their own; dup2 over a store socket closes it (its close record)."""
+    ports, printed, _, shim_events, events = fd_run(work, "dup")
+    io = "127.0.0.1:%d" % ports.io
+    for what, n in (("dup", 3), ("dup2", 4), ("dup3", 5), ("dupfd", 6), ("dupfd_cloexec", 7), ("dup2_over", 8)):
+        fd = printed[what][2]
+        check(printed[what][:2] == [n, 0], "the target's send on its %s copy: %s" % (what, printed))
+        e = one_store(events, "the send on the %s copy (fd %d)" % (what, fd), kind="send", fd=fd, size=n, ret=n,
+                      peer=io)
+        check(e["flags"] == ["store"] and e["op"] == "send", "send record", [e])
+        one_store(events, "the close of the %s copy" % what, kind="close", fd=fd, peer=io, calls_send=1, bytes_sent=n)
+    other = printed["other"][2]
+    over = one_store(events, "dup2 over a store socket", kind="close", fd=other, bytes_sent=1, calls_send=1)
+    check(over["flags"] == ["store"] and over["tcp_state"] == 0, "closed by dup2: its close record", [over])
+    same_as_shim(ports, events, shim_events, at_least=16)
+
+
+@scenario
+def fork_inherits(work):
+    """A forked child's inherited store socket: its send and close in the child's own file,
+    with the child's own totals."""
+    ports, printed, by_pid, shim_events, events = fd_run(work, "fork")
+    io = "127.0.0.1:%d" % ports.io
+    child = printed["child"][2]
+    check(printed["child"][0] == 0 and child in by_pid, "the child's file (pid %d): %s" % (child, sorted(by_pid)),
+          events)
+    mine = by_pid[child]
+    e = one_store(mine, "the child's send", kind="send", size=9, ret=9, peer=io)
+    check(e["flags"] == ["store"], "send record", [e])
+    one_store(mine, "the child's close", kind="close", peer=io, calls_send=1, bytes_sent=9)
+    parent = [e for pid, evs in by_pid.items() if pid != child for e in evs]
+    one_store(parent, "the parent's close: its own totals", kind="close", peer=io, calls_send=1, bytes_sent=2)
+    same_as_shim(ports, events, shim_events, at_least=8)
+
+
+@scenario
+def close_range_drops(work):
+    """close_range closes two copies (their close records); the numbers, reused by an AF_UNIX
+    socketpair, are no longer store sockets."""
+    ports, printed, _, shim_events, events = fd_run(work, "close_range")
+    io = "127.0.0.1:%d" % ports.io
+    first = printed["close_range"][2]
+    check(printed["close_range"][:2] == [0, 0] and printed["reused_write"][:2] == [1, 0], "target: %s" % printed)
+    for fd in (first, first + 1):
+        e = one_store(events, "close_range's close of fd %d" % fd, kind="close", fd=fd, peer=io)
+        check(e["flags"] == ["store"] and e["calls_send"] == 0, "close record", [e])
+    check(not find(events, kind="send", fd=first), "the write on the reused number is not a store send", events)
+    check(len(find(events, kind="close", fd=first)) == 1, "one close of fd %d" % first, events)
+    same_as_shim(ports, events, shim_events, at_least=7)
+
+
+@scenario
+def exec_drops(work):
+    """exec: the close-on-exec copy is forgotten (its number, reused, is no store socket); the
+    copy that survives exec is still the store socket. bpf only: the shim's table dies with
+    the image."""
+    ports, printed, _, _, events = fd_run(work, "exec", shim=False)
+    io = "127.0.0.1:%d" % ports.io
+    cloexec, kept = printed["cloexec_copy"][2], printed["kept_copy"][2]
+    check(printed["reused_write"][:2] == [1, 0] and printed["kept_send"][:2] == [6, 0], "target: %s" % printed)
+    # The number is reused at once by the new image's loader (ld.so.cache, then closed), then
+    # by the target's socketpair: neither is the store socket.
+    check(not find(events, kind="send", fd=cloexec), "the write on the close-on-exec copy's number", events)
+    check(not find(events, kind="close", fd=cloexec), "no close record for the close-on-exec copy's number", events)
+    one_store(events, "the send on the copy that survived exec", kind="send", fd=kept, size=6, ret=6, peer=io)
+    one_store(events, "its close", kind="close", fd=kept, peer=io, calls_send=1, bytes_sent=6)
+
+
 @scenario
 def port_filter(work):
     ports = Ports()
@@ -414,6 +530,7 @@ def main():
     for o in ("--rdzvscope", "--target", "--shim", "--work"):
         ap.add_argument(o, required=True)
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--fd-target", help="fd_target.c, for the store sockets whose descriptor changes")
     OPTS = ap.parse_args()
     if SCENARIOS[OPTS.scenario] is not built_without_bpf and os.geteuid() != 0:
         print("FAIL: the bpf tests run as root (CI runs them as root)", file=sys.stderr)
