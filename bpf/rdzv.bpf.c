@@ -18,6 +18,7 @@
 #include "rdzv.h"
 #include "rdzv_maps.bpf.h"
 #include "rdzv_sock.bpf.h"
+#include "waits.bpf.h"
 #include "store_io.bpf.h"
 #include "fd_copies.bpf.h"
 

@@ -28,13 +28,19 @@ const volatile __u32 io_failures = 16;
 #define NR_bind 49
 #define NR_listen 50
 #define NR_setsockopt 54
+#define NR_readv 19
+#define NR_select 23
 #define NR_dup 32
 #define NR_dup2 33
 #define NR_fcntl 72
+#define NR_epoll_wait 232
+#define NR_pselect6 270
 #define NR_ppoll 271
+#define NR_epoll_pwait 281
 #define NR_accept4 288
 #define NR_dup3 292
 #define NR_close_range 436
+#define NR_epoll_pwait2 441
 
 #define AF_INET 2
 #define AF_INET6 10

@@ -163,6 +163,18 @@ static __always_inline __u32 store_sock_state(const struct store_sock *ss) {
   return sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0;
 }
 
+struct user_timeval {
+  long tv_sec;
+  long tv_usec;
+};
+
+/* sec + sub / per_ms in milliseconds; BPF has no signed division, and the kernel refuses
+ * negative times anyway (0 then). */
+static __always_inline __s64 to_ms(__s64 sec, __s64 sub, __u64 per_ms) {
+  if (sec < 0 || sub < 0) return 0;
+  return (__s64)((__u64)sec * 1000 + (__u64)sub / per_ms);
+}
+
 static __always_inline __u64 fd_key(__u32 tgid, long fd) { return ((__u64)tgid << 32) | (__u32)fd; }
 
 #endif /* RDZVSCOPE_BPF_SOCK_BPF_H */

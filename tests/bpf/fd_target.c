@@ -1,5 +1,5 @@
 /* The program `rdzvscope attach` is tested on for store sockets whose descriptor changes behind
- * the calls the store-socket table is learnt from (bpf/fd_copies.bpf.h).
+ * the calls the store-socket table is learnt from (bpf/fd_copies.bpf.h, bpf/waits.bpf.h).
  * Started untraced, it waits for a line on stdin (sent once the probes are attached), makes a
  * store connection to itself on IO_PORT (a store port: RDZVSCOPE_PORTS), then:
  *   fd_target dup IO_PORT          sends on copies made by dup, dup2, dup3, F_DUPFD and
@@ -10,6 +10,10 @@
  *   fd_target exec IO_PORT         a close-on-exec copy and a plain copy, then exec of itself
  *                                  (`after_exec`): the first number reused and written to, the
  *                                  surviving copy sent on and closed
+ *   fd_target waits IO_PORT STORE_PORT  select and pselect time out on the store socket;
+ *                                  epoll_wait and epoll_pwait time out while a connect to the
+ *                                  store port (a listener with a full backlog) is pending; a
+ *                                  readv reads the store socket
  * and prints "what ret errno [fd]" per call, for the test to compare with the trace. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -19,7 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,10 +125,42 @@ static int after_exec(int cloexec, int kept) {
   return 0;
 }
 
+static void waits_section(int c, int s, int store_port) {
+  fd_set rd;
+  FD_ZERO(&rd);
+  FD_SET(c, &rd);
+  struct timeval tv = {0, 100000};
+  print_call("select", select(c + 1, &rd, NULL, NULL, &tv), c);
+  FD_ZERO(&rd);
+  FD_SET(c, &rd);
+  struct timespec ts = {0, 100000000};
+  print_call("pselect", pselect(c + 1, &rd, NULL, NULL, &ts, NULL), c);
+
+  /* A connect that stays pending: the listener's backlog (0) holds the first connection, and
+   * the kernel drops the SYNs of the next while nobody accepts. */
+  int ls = listen_on(store_port, 0);
+  int first = connect_to(store_port, SOCK_STREAM);
+  int pending = connect_to(store_port, SOCK_STREAM | SOCK_NONBLOCK);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLOUT, .data = {.fd = pending}};
+  epoll_ctl(ep, EPOLL_CTL_ADD, pending, &ev);
+  print_call("epoll_wait", epoll_wait(ep, &ev, 1, 100), ep);
+  print_call("epoll_pwait", epoll_pwait(ep, &ev, 1, 100, NULL), ep);
+  close(ep);
+  close(pending);
+  close(first);
+  close(ls);
+
+  print_call("send", send(c, buf, 5, MSG_NOSIGNAL), c);
+  char a[8], b[8];
+  struct iovec iov[2] = {{a, sizeof a}, {b, sizeof b}};
+  print_call("readv", readv(s, iov, 2), s);
+}
+
 int main(int argc, char** argv) {
   if (argc == 5 && strcmp(argv[1], "after_exec") == 0) return after_exec(atoi(argv[3]), atoi(argv[4]));
   if (argc < 3) {
-    fprintf(stderr, "usage: fd_target dup|fork|close_range|exec IO_PORT\n");
+    fprintf(stderr, "usage: fd_target dup|fork|close_range|exec|waits IO_PORT [STORE_PORT]\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -138,6 +177,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "fork") == 0) fork_section(c);
   else if (strcmp(mode, "close_range") == 0) close_range_section(c);
   else if (strcmp(mode, "exec") == 0) exec_section(c, argv[0], argv[2]);
+  else if (strcmp(mode, "waits") == 0 && argc == 4) waits_section(c, s, atoi(argv[3]));
   else return 2;
   close(c);
   return 0;

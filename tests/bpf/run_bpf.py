@@ -464,6 +464,28 @@ def exec_drops(work):
 
 
 @scenario
+def waits_timeouts(work):
+    """select and pselect time out on a store socket; epoll_wait and epoll_pwait while a store
+    connect is pending; a readv of a store socket (bpf only: the shim has no readv hook)."""
+    ports, printed, _, shim_events, events = fd_run(work, "waits", extra=lambda p: [str(p.store)])
+    io = "127.0.0.1:%d" % ports.io
+    want = {"select": [0, 0], "pselect": [0, 0], "epoll_wait": [0, 0], "epoll_pwait": [0, 0], "readv": [5, 0]}
+    check(all(printed[k][:2] == v for k, v in want.items()), "the target's waits went otherwise: %s" % printed)
+    c = printed["select"][2]
+    for op in ("select", "pselect"):
+        e = one_store(events, op, kind="poll", op=op, fd=c, peer=io, timeout_ms=100, nfds=c + 1)
+        check(e["flags"] == ["store", "timeout"] and e["dur_ns"] == 100e6, op + " timeout record", [e])
+    ep = printed["epoll_wait"][2]
+    for op in ("epoll_wait", "epoll_pwait"):
+        e = one_store(events, op, kind="poll", op=op, fd=ep, timeout_ms=100)
+        check(e["flags"] == ["store", "timeout"] and e["peer"] is None, op + " timeout record", [e])
+    s = printed["readv"][2]
+    e = one_store(events, "readv", kind="recv", op="read", fd=s, size=16, ret=5)
+    check(e["flags"] == ["store"] and e["local"] == io, "readv record", [e])
+    same_as_shim(ports, [x for x in events if x is not e], shim_events, at_least=12)
+
+
+@scenario
 def port_filter(work):
     ports = Ports()
     out_dir = os.path.join(work, "bpf")
