@@ -203,7 +203,6 @@ int BPF_PROG(rdzv_set_state, const struct sock *sk, int oldstate, int newstate) 
   r->u.net.timeout_ms = -1;
   r->u.net.tcp_state = newstate;
   r->u.net.size = oldstate;
-  r->u.net.nfds = RDZV_BPF_PROBE_SET_STATE;
   r->err = newstate == TCP_CLOSE ? BPF_CORE_READ(sk, sk_err) : 0;
   emit(tgid, r);
 
@@ -237,8 +236,9 @@ int BPF_PROG(rdzv_set_state, const struct sock *sk, int oldstate, int newstate) 
 }
 
 /* A socket error of a target's socket, as a tcp_state record whose old and new states are both
- * the state it is in, whose errno is the error, and whose net.nfds names the probe. */
-static __always_inline int error_record(const struct sock *sk, __u32 probe) {
+ * the state it is in, whose errno is the error, and whose flag names the probe: RDZV_F_SOCK_ERROR,
+ * RDZV_F_RESET_RECEIVED or RDZV_F_RESET_SENT (trace_format.h). */
+static __always_inline int error_record(const struct sock *sk, __u16 probe) {
   if (!sk) return 0; /* a reset answering a packet that has no socket */
   __u64 key = (__u64)sk;
   __u32 *owner = bpf_map_lookup_elem(&sk_owner, &key);
@@ -246,10 +246,10 @@ static __always_inline int error_record(const struct sock *sk, __u32 probe) {
   __u32 tgid = *owner;
   __u32 state = BPF_CORE_READ(sk, __sk_common.skc_state);
   int err = ECONNRESET; /* a reset sent: what the peer will see */
-  if (probe == RDZV_BPF_PROBE_ERROR_REPORT) {
+  if (probe == RDZV_F_SOCK_ERROR) {
     err = BPF_CORE_READ(sk, sk_err);
     if (!err) return 0; /* tcp_disconnect reports "no error" on close */
-  } else if (probe == RDZV_BPF_PROBE_RECEIVE_RESET) {
+  } else if (probe == RDZV_F_RESET_RECEIVED) {
     /* What tcp_reset() is about to set: sk_err is not set yet when the tracepoint fires. */
     if (state == TCP_SYN_SENT) err = ECONNREFUSED;
     else if (state == TCP_CLOSE_WAIT) err = EPIPE;
@@ -261,7 +261,7 @@ static __always_inline int error_record(const struct sock *sk, __u32 probe) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   r->kind = RDZV_EV_TCP_STATE;
   r->op = RDZV_OP_KERNEL;
-  r->flags = store_flag(r->u.net.local.port, r->u.net.peer.port);
+  r->flags = store_flag(r->u.net.local.port, r->u.net.peer.port) | probe;
   r->tid = (pid_tgid >> 32) == tgid ? (__u32)pid_tgid : 0;
   r->ts_ns = bpf_ktime_get_ns();
   r->fd = -1;
@@ -270,22 +270,21 @@ static __always_inline int error_record(const struct sock *sk, __u32 probe) {
   r->u.net.timeout_ms = -1;
   r->u.net.tcp_state = state;
   r->u.net.size = state;
-  r->u.net.nfds = probe;
   emit(tgid, r);
   return 0;
 }
 
 /* The socket error (ECONNREFUSED, ETIMEDOUT, EPIPE, ECONNRESET...). */
 SEC("tp_btf/inet_sk_error_report")
-int BPF_PROG(rdzv_error_report, const struct sock *sk) { return error_record(sk, RDZV_BPF_PROBE_ERROR_REPORT); }
+int BPF_PROG(rdzv_error_report, const struct sock *sk) { return error_record(sk, RDZV_F_SOCK_ERROR); }
 
 /* Resets received (the peer aborted) and sent (this side aborted, or answered data that came
  * after its close). */
 SEC("tp_btf/tcp_receive_reset")
-int BPF_PROG(rdzv_receive_reset, struct sock *sk) { return error_record(sk, RDZV_BPF_PROBE_RECEIVE_RESET); }
+int BPF_PROG(rdzv_receive_reset, struct sock *sk) { return error_record(sk, RDZV_F_RESET_RECEIVED); }
 
 SEC("tp_btf/tcp_send_reset")
-int BPF_PROG(rdzv_send_reset, const struct sock *sk) { return error_record(sk, RDZV_BPF_PROBE_SEND_RESET); }
+int BPF_PROG(rdzv_send_reset, const struct sock *sk) { return error_record(sk, RDZV_F_RESET_SENT); }
 
 SEC("uprobe")
 int BPF_KPROBE(rdzv_gai_enter, const char *node, const char *service,

@@ -14,12 +14,6 @@
 #define RDZV_BPF_RINGBUF_WAKE_BYTES (1u << 20)
 #define RDZV_BPF_POLL_MS 50
 
-/* Which probe wrote a tcp_state record, in its net.nfds (unused by that kind otherwise). */
-#define RDZV_BPF_PROBE_SET_STATE 0    /* sock:inet_sock_set_state: net.size -> net.tcp_state */
-#define RDZV_BPF_PROBE_ERROR_REPORT 1 /* sock:inet_sk_error_report: errno = the socket error */
-#define RDZV_BPF_PROBE_RECEIVE_RESET 2 /* tcp:tcp_receive_reset: the peer reset the connection */
-#define RDZV_BPF_PROBE_SEND_RESET 3   /* tcp:tcp_send_reset: this side reset it */
-
 struct rdzv_bpf_event {
   rdzv_u32 tgid; /* the process whose file gets the record */
   rdzv_u32 reserved;

@@ -88,6 +88,24 @@ void add_proc(json& j, const rdzv_ev_proc& p) {
   j["path"] = bounded_string(p.path);
 }
 
+// bpf traces written before the RDZV_F_SOCK_ERROR / RDZV_F_RESET_* flags existed named the
+// probe of a tcp_state record in net.nfds (1 error report, 2 reset received, 3 reset sent):
+// such records are named as if they had the flag, so old and new files dump alike.
+unsigned named_flags(const rdzv_file_header& h, const rdzv_record& r) {
+  constexpr unsigned kProbeFlags = RDZV_F_SOCK_ERROR | RDZV_F_RESET_RECEIVED | RDZV_F_RESET_SENT;
+  if (r.kind != RDZV_EV_TCP_STATE || h.source != RDZV_SOURCE_BPF || (r.flags & kProbeFlags)) return r.flags;
+  switch (r.u.net.nfds) {
+    case 1:
+      return r.flags | RDZV_F_SOCK_ERROR;
+    case 2:
+      return r.flags | RDZV_F_RESET_RECEIVED;
+    case 3:
+      return r.flags | RDZV_F_RESET_SENT;
+    default:
+      return r.flags;
+  }
+}
+
 }  // namespace
 
 json header_json(const Trace& trace) {
@@ -134,7 +152,7 @@ json event_json(const rdzv_file_header& h, const Record& rec) {
       {"slot", rec.slot.value},
       {"kind", kind_name(r.kind)},
       {"op", op_name(op)},
-      {"flags", flag_names(r.flags)},
+      {"flags", flag_names(named_flags(h, r))},
       {"tid", r.tid},
       {"ts_ns", r.ts_ns},
       {"time", iso8601_utc(wall)},

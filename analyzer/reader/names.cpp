@@ -90,7 +90,8 @@ constexpr Named<unsigned> kFlags[] = {
     {RDZV_F_TIMEOUT, "timeout"},     {RDZV_F_ZERO_READ, "zero_read"},
     {RDZV_F_ABANDONED, "abandoned"}, {RDZV_F_STATUS_UNKNOWN, "status_unknown"},
     {RDZV_F_TRUNCATED, "truncated"}, {RDZV_F_PASSIVE, "passive"},
-    {RDZV_F_REVERSE, "reverse"},
+    {RDZV_F_REVERSE, "reverse"},     {RDZV_F_SOCK_ERROR, "sock_error"},
+    {RDZV_F_RESET_RECEIVED, "reset_received"}, {RDZV_F_RESET_SENT, "reset_sent"},
 };
 
 constexpr Named<unsigned> kFeatures[] = {

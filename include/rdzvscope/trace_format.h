@@ -113,6 +113,13 @@ enum rdzv_snapshot_reason {
 #define RDZV_F_TRUNCATED (1u << 6)      /* a string field was cut to fit */
 #define RDZV_F_PASSIVE (1u << 7)        /* resolver: AI_PASSIVE (a server looking up its bind address) */
 #define RDZV_F_REVERSE (1u << 8)        /* resolver: address -> name lookup */
+/* tcp_state records (bpf): which kernel probe wrote it. None of the three: a state change
+ * (net.size old state -> net.tcp_state new state). With one of them, old and new state are
+ * both the state the socket was in and errno is the error. Appended bits: readers that do not
+ * know them name them "bitN" and keep the record. */
+#define RDZV_F_SOCK_ERROR (1u << 9)      /* the kernel reported a socket error (errno) */
+#define RDZV_F_RESET_RECEIVED (1u << 10) /* the peer reset the connection (what this side sees) */
+#define RDZV_F_RESET_SENT (1u << 11)     /* this side reset it (ECONNRESET: what the peer will see) */
 
 /* Address as the socket API saw it; port in host byte order. AF_INET uses addr[0..3]. */
 struct rdzv_sockaddr {

@@ -166,6 +166,41 @@ TEST_CASE("event line: net kinds carry addresses, size, timeout, nfds, tcp_state
   CHECK(e["local"] == "0.0.0.0:29500");
 }
 
+TEST_CASE("event line: tcp_state names its probe by flag; old bpf files' net.nfds read alike",
+          "[json]") {
+  const std::pair<unsigned, const char*> probes[] = {
+      {RDZV_F_SOCK_ERROR, "sock_error"},
+      {RDZV_F_RESET_RECEIVED, "reset_received"},
+      {RDZV_F_RESET_SENT, "reset_sent"}};
+  unsigned legacy_nfds = 1;
+  for (const auto& [flag, name] : probes) {
+    INFO(name);
+    auto r = make_record(RDZV_EV_TCP_STATE, RDZV_OP_KERNEL);
+    r.flags = static_cast<std::uint16_t>(RDZV_F_STORE | flag);
+    CHECK(one_event(r)["flags"] == json::array({"store", name}));
+    // Written by attach before the flags existed: the probe was in net.nfds.
+    TraceBuilder b;
+    b.header().source = RDZV_SOURCE_BPF;
+    auto old = make_record(RDZV_EV_TCP_STATE, RDZV_OP_KERNEL);
+    old.flags = RDZV_F_STORE;
+    old.u.net.nfds = legacy_nfds++;
+    b.add(old);
+    auto d = dump(b);
+    REQUIRE(d.events.size() == 1);
+    CHECK(d.events[0]["flags"] == json::array({"store", name}));
+    CHECK(d.events[0]["nfds"] == old.u.net.nfds);
+  }
+  // A state change has none; nfds of a shim file (or of another kind) means what it says.
+  auto change = make_record(RDZV_EV_TCP_STATE, RDZV_OP_KERNEL);
+  CHECK(one_event(change)["flags"] == json::array());
+  auto poll = make_record(RDZV_EV_POLL, RDZV_OP_POLL);
+  poll.u.net.nfds = 2;
+  TraceBuilder b;
+  b.header().source = RDZV_SOURCE_BPF;
+  b.add(poll);
+  CHECK(dump(b).events.at(0)["flags"] == json::array());
+}
+
 TEST_CASE("event line: resolve", "[json]") {
   auto r = make_record(RDZV_EV_RESOLVE, RDZV_OP_GETADDRINFO);
   std::strcpy(r.u.resolve.host, "node0.cluster");
