@@ -3,8 +3,10 @@
  * of a rendezvous (connect, bind, listen, accept, close), what the kernel decided about them
  * (TCP state changes, socket errors), getaddrinfo (uprobe on the target's libc), fork and
  * exit; and, on store sockets only, every send/recv/read/write result, poll timeouts and
- * SO_*TIMEO changes (store_io.bpf.h), as the shim records them. Every event leaves as a ready
- * trace record through one ring buffer; events that do not fit are counted per CPU in `lost`.
+ * SO_*TIMEO changes (store_io.bpf.h), select and epoll timeouts (waits.bpf.h), as the shim
+ * records them, on a table of store sockets kept true across dup, fork, close_range and exec
+ * (fd_copies.bpf.h). Every event leaves as a ready trace record through one ring buffer;
+ * events that do not fit are counted per CPU in `lost`.
  *
  * Only program types that work on the test bed's kernel (design/testbed.md): raw_tp (syscall
  * enter/exit: no tracefs needed), tp_btf (sock:, sched:) and uprobes. No kprobes, no fentry.
