@@ -80,6 +80,8 @@ void collect_sides(const std::vector<Process>& ps, std::map<std::string, Side>& 
     std::set<std::pair<std::string, std::int64_t>> seen_here;  // a connect recorded twice
     for (const Event& e : ps[i].events) {
       const rdzv_record& r = e.rec;
+      // A connection attach found already open is dated by attach, not by its setup: no bound.
+      if (r.flags & RDZV_F_PREEXISTING) continue;
       const bool connected = (r.kind == RDZV_EV_CONNECT || r.kind == RDZV_EV_CONNECT_DONE) && r.ret == 0 && r.err == 0;
       if (connected) {
         auto key = conn_key(r.u.net.local, r.u.net.peer);

@@ -54,7 +54,10 @@ void derive_one(ProcessFacts& f) {
       case RDZV_EV_CONNECT:
       case RDZV_EV_CONNECT_DONE: {
         if (!store) break;
-        if (r.kind == RDZV_EV_CONNECT && !f.first_store_attempt_ns) f.first_store_attempt_ns = e.wall_ns;
+        // Found already connected by attach: connected by then, but not an attempt made then
+        // (its time is attach's, which would make every attached rank look late).
+        const bool found = r.flags & RDZV_F_PREEXISTING;
+        if (r.kind == RDZV_EV_CONNECT && !found && !f.first_store_attempt_ns) f.first_store_attempt_ns = e.wall_ns;
         if (!f.store_port) f.store_port = r.u.net.peer.port;
         const bool pending = r.kind == RDZV_EV_CONNECT && r.err == EINPROGRESS;
         if (r.ret == 0 && r.err == 0) {

@@ -157,3 +157,23 @@ TEST_CASE("clocks: a node whose clock was never set (years behind) is placed bac
   CHECK(d.verdict.initiating_rank == 3);
   CHECK(d.discriminators["seconds_late"] == want_job.discriminators["seconds_late"]);
 }
+
+TEST_CASE("clocks: connections attach found already open bound nothing (dated by attach, not by their setup)") {
+  // attach started at 10 s on node0 and at 10 s of node1's clock, 5 s ahead: the found records
+  // of one connection (PREEXISTING) would otherwise read as a connect/accept pair.
+  auto found = [](unsigned kind, bool server) {
+    const unsigned op = kind == RDZV_EV_ACCEPT ? RDZV_OP_ACCEPT : kind == RDZV_EV_LISTEN ? RDZV_OP_LISTEN : RDZV_OP_CONNECT;
+    rdzv_record r = make_record(kind, op, 10.0);
+    r.flags = RDZV_F_STORE | RDZV_F_PREEXISTING;
+    r.ret = kind == RDZV_EV_ACCEPT ? 9 : 0;
+    r.u.net.local = server ? ipv4(10, 0, 0, 1, kPort) : ipv4(10, 0, 0, 2, 40001);
+    if (kind != RDZV_EV_LISTEN) r.u.net.peer = server ? ipv4(10, 0, 0, 2, 40001) : ipv4(10, 0, 0, 1, kPort);
+    return r;
+  };
+  Job job;
+  Proc& s = job.proc(0, 1000, "node0");  // the store host: its listener found too
+  s.add(found(RDZV_EV_LISTEN, true)).add(found(RDZV_EV_ACCEPT, true)).serve(RDZV_EV_SEND, 10.5, 8, 40001).exit(12, 0);
+  job.proc(1, 1001, "node1").shift_clock(5).add(found(RDZV_EV_CONNECT, false))
+      .io(RDZV_EV_RECV, 10.6, 8, 0, 0, 40001).exit(12, 0);
+  CHECK(job.diagnose_it().clocks.empty());
+}

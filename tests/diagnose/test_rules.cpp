@@ -109,6 +109,39 @@ TEST_CASE("broken pipe after the store host vanished: peer_died, initiated by th
   CHECK(d.verdict.initiating_rank == 0);
 }
 
+// attach started at 5 s on an already running job: every store socket is a PREEXISTING record
+// (connected by then, no attempt seen).
+TEST_CASE("broken pipe on attach's traces of a running job: sockets found connected count as connected") {
+  auto found = [](Proc& p, unsigned kind, std::uint16_t local_port, std::uint16_t peer_port) -> Proc& {
+    const unsigned op = kind == RDZV_EV_LISTEN ? RDZV_OP_LISTEN : kind == RDZV_EV_ACCEPT ? RDZV_OP_ACCEPT : RDZV_OP_CONNECT;
+    rdzv_record r = make_record(kind, op, 5.0);
+    r.flags = RDZV_F_STORE | RDZV_F_PREEXISTING;
+    r.u.net.local = ipv4(10, 0, 0, kind == RDZV_EV_CONNECT ? 2 : 1, local_port);
+    if (kind != RDZV_EV_LISTEN) r.u.net.peer = ipv4(10, 0, 0, kind == RDZV_EV_CONNECT ? 1 : 2, peer_port);
+    return p.add(r);
+  };
+  Job job;
+  Proc& s = job.proc(0, 1000);  // killed: no exit record
+  found(s, RDZV_EV_LISTEN, kPort, 0);
+  found(s, RDZV_EV_ACCEPT, kPort, 40001);
+  for (int r = 1; r < 3; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    found(p, RDZV_EV_CONNECT, static_cast<std::uint16_t>(40000 + r), kPort);
+    p.io(RDZV_EV_SEND, 6.0, -1, EPIPE, 0, static_cast<std::uint16_t>(40000 + r)).exit(6.1, 1);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cause == "peer_died");
+  CHECK(d.verdict.initiating_rank == 0);
+  for (const auto& row : d.ranks) {
+    if (row.rank == 0) continue;
+    INFO("rank " << *row.rank);
+    CHECK(row.connected_ns);
+    CHECK_FALSE(row.first_store_connect_ns);  // attach's start is no connect attempt
+    CHECK_FALSE(row.late);
+  }
+}
+
 TEST_CASE("broken pipe with the store still up: the TCPStore bug, initiated by the failing rank") {
   Job job;
   Proc& s = job.proc(0, 1000);
