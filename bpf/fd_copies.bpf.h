@@ -129,6 +129,7 @@ static long close_in_range(void *map, __u64 *key, struct store_sock *ss, struct 
   if ((__u32)(*key >> 32) != ctx->tgid) return 0;
   __u32 fd = (__u32)*key;
   if (fd < ctx->first || fd > ctx->last) return 0;
+  if (!store_identify(ctx->tgid, fd, ss)) return 0; /* found by the loader, since closed */
   struct rdzv_record *r = scratch_record();
   if (!r) return 0;
   r->tid = ctx->tid;
@@ -159,6 +160,11 @@ static __always_inline int close_range_enter(struct pt_regs *regs, __u32 tgid, _
  * writes none there either. */
 static long drop_if_closed(void *map, __u64 *key, struct store_sock *ss, __u32 *tgid) {
   if ((__u32)(*key >> 32) != *tgid) return 0;
+  /* Found by the loader and not used since: the same ports under that number, or dropped. */
+  if (!ss->sk) {
+    store_identify(*tgid, (__u32)*key, ss);
+    return 0;
+  }
   struct socket *sock = socket_of_fd((__u32)*key);
   if (!sock || (__u64)BPF_CORE_READ(sock, sk) != ss->sk) bpf_map_delete_elem(&store_socks, key);
   return 0;

@@ -1,6 +1,7 @@
 #include "loader.h"
 
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "proc_info.h"
 #include "rdzv.h"
 #include "rdzv.skel.h"
+#include "seed.h"
 #include "snapshots.h"
 #include "trace_file.h"
 
@@ -100,6 +103,48 @@ int on_event(void* ctx, void* data, size_t size) {
     if (read_snapshot(pid, f->start_realtime_ns(), *reason, &snap)) f->append(snap);
   }
   return 0;
+}
+
+// Every process, for --all: their store sockets opened before attach are seeded too.
+std::vector<int> all_pids() {
+  std::vector<int> pids;
+  DIR* d = opendir("/proc");
+  if (!d) return pids;
+  while (const dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (!*end && end != e->d_name && pid != getpid()) pids.push_back(static_cast<int>(pid));
+  }
+  closedir(d);
+  return pids;
+}
+
+// The store sockets `pid` had before attach started go into the kernel's table (identity
+// unknown: store_identify in rdzv_sock.bpf.h reads it at their first call), and a record in
+// its trace says they were found. Done after the probes are attached, so that a close racing
+// with this look is seen (or the identity check drops the entry); an entry the kernel
+// learnt meanwhile is kept (BPF_NOEXIST).
+void seed_process(Recorder& rec, int pid, const std::vector<std::uint16_t>& ports, std::uint64_t now_ns) {
+  const auto found = find_store_sockets(pid, ports);
+  if (found.empty()) return;
+  TraceFile* f = rec.file_for(pid);
+  bool any = false;
+  for (const FoundSocket& s : found) {
+    store_sock ss{};
+    ss.opened_ns = now_ns;  // the CLOSE record's open time counts from attach
+    ss.peer = s.peer;
+    ss.local = s.local;
+    ss.rcvtimeo_ms = ss.sndtimeo_ms = -1;
+    const std::uint64_t key = (static_cast<std::uint64_t>(pid) << 32) | static_cast<std::uint32_t>(s.fd);
+    if (bpf_map__update_elem(rec.skel->maps.store_socks, &key, sizeof key, &ss, sizeof ss, BPF_NOEXIST) != 0)
+      continue;
+    any = true;
+    if (f) f->append(found_record(pid, s, ports, now_ns));
+  }
+  if (!any) return;
+  const std::uint32_t tgid = static_cast<std::uint32_t>(pid);
+  const std::uint8_t one = 1;
+  bpf_map__update_elem(rec.skel->maps.has_store, &tgid, sizeof tgid, &one, sizeof one, BPF_ANY);
 }
 
 AttachResult fail(std::string msg) {
@@ -196,6 +241,10 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
     links.push_back(in);
     links.push_back(out);
   }
+
+  // Store sockets opened before attach: without them a hung rank's connections stay unseen.
+  const std::uint64_t found_ns = mono_ns();
+  for (int pid : opt.all ? all_pids() : pids) seed_process(recorder, pid, ports, found_ns);
 
   ring_buffer* rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &recorder, nullptr);
   if (!rb) {

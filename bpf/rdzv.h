@@ -20,4 +20,23 @@ struct rdzv_bpf_event {
   struct rdzv_record rec;
 };
 
+/* A store socket (the store_socks map, keyed by tgid << 32 | fd), as the shim's fd table knows
+ * it: learnt when a connect to a store port succeeds or is in progress, when a bind to one
+ * succeeds, and for every socket accepted on such a listener; forgotten at close. Also
+ * written by the loader for the store sockets a target already had when attach started
+ * (seed.cpp): those have sk 0 ("identity unknown") until the first call on the descriptor
+ * reads it from the fd table (store_identify, store_io.bpf.h), and totals from attach on. */
+struct store_sock {
+  rdzv_u64 sk;        /* struct sock *; 0: not known yet (found by the loader) */
+  rdzv_u64 opened_ns; /* connect start or accept time; attach time when found by the loader */
+  struct rdzv_sockaddr peer;
+  struct rdzv_sockaddr local;
+  rdzv_u64 bytes_sent, bytes_recv, calls_send, calls_recv; /* totals for the CLOSE record */
+  rdzv_s64 rcvtimeo_ms, sndtimeo_ms; /* last SO_*TIMEO values (-1: never set), as I/O records carry */
+  rdzv_u32 events_recorded;   /* per-call records so far */
+  rdzv_u32 failures_recorded; /* failure / 0-byte records written after those */
+  rdzv_u32 pending;           /* a non-blocking connect whose outcome the kernel has not decided */
+  rdzv_u32 reserved;
+};
+
 #endif /* RDZVSCOPE_BPF_RDZV_H */

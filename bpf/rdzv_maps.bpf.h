@@ -142,22 +142,8 @@ struct {
   __type(value, struct pending);
 } pending_connects SEC(".maps");
 
-/* Store sockets, keyed by (tgid << 32 | fd), as the shim's fd table knows them: learnt when a
- * connect to a store port succeeds or is in progress, when a bind to one succeeds, and for
- * every socket accepted on such a listener; forgotten at close. The key of every per-call
- * event: a send on any other descriptor costs this one lookup. */
-struct store_sock {
-  __u64 sk;
-  __u64 opened_ns; /* connect start or accept time */
-  struct rdzv_sockaddr peer;
-  struct rdzv_sockaddr local;
-  __u64 bytes_sent, bytes_recv, calls_send, calls_recv; /* totals for the CLOSE record */
-  __s64 rcvtimeo_ms, sndtimeo_ms; /* last SO_*TIMEO values (-1: never set), as I/O records carry */
-  __u32 events_recorded;   /* per-call records so far */
-  __u32 failures_recorded; /* failure / 0-byte records written after those */
-  __u32 pending;           /* a non-blocking connect whose outcome the kernel has not decided */
-  __u32 reserved;
-};
+/* Store sockets, keyed by (tgid << 32 | fd): struct store_sock (rdzv.h). The key of every
+ * per-call event: a send on any other descriptor costs this one lookup. */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH); /* fds closed behind our back (exit, exec) age out */
   __uint(max_entries, 16384);

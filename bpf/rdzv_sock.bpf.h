@@ -177,4 +177,24 @@ static __always_inline __s64 to_ms(__s64 sec, __s64 sub, __u64 per_ms) {
 
 static __always_inline __u64 fd_key(__u32 tgid, long fd) { return ((__u64)tgid << 32) | (__u32)fd; }
 
+/* A store socket the loader found at attach time has no socket pointer (rdzv.h): it is read
+ * from the fd table by the first call of the process that concerns the descriptor. The socket
+ * there must still have the ports found in /proc, else the descriptor was closed (and maybe
+ * reused) between the loader's look and the seeding, unseen: the entry is dropped (false).
+ * From then on the socket is known like any other, its owner too (resets, errors). */
+static __always_inline bool store_identify(__u32 tgid, long fd, struct store_sock *ss) {
+  if (ss->sk) return true;
+  struct sock *sk = tcp_sock_of_fd(fd);
+  struct rdzv_sockaddr local = {}, peer = {};
+  if (sk) sk_addrs(sk, &local, &peer);
+  if (!sk || local.port != ss->local.port || peer.port != ss->peer.port) {
+    __u64 key = fd_key(tgid, fd);
+    bpf_map_delete_elem(&store_socks, &key);
+    return false;
+  }
+  ss->sk = (__u64)sk;
+  remember_owner(sk, tgid);
+  return true;
+}
+
 #endif /* RDZVSCOPE_BPF_SOCK_BPF_H */

@@ -117,7 +117,8 @@ static __always_inline int io_enter(struct pt_regs *regs, long id, __u32 tgid, _
   if (is_wait_call(id)) return epoll_enter(regs, id, tgid, tid, c);
   long fd = (long)BPF_CORE_READ(regs, di);
   __u64 key = fd_key(tgid, fd);
-  if (!bpf_map_lookup_elem(&store_socks, &key)) return 0;
+  struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
+  if (!ss || !store_identify(tgid, fd, ss)) return 0;
   __builtin_memset(c, 0, sizeof(*c));
   c->id = id;
   r->tid = tid;
@@ -188,7 +189,7 @@ static __always_inline void poll_exit(struct call *c, __u32 tgid, long ret) {
     if (bpf_probe_read_user(&p, sizeof(p), &fds[i])) break;
     __u64 key = fd_key(tgid, p.fd);
     struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
-    if (!ss) continue;
+    if (!ss || !store_identify(tgid, p.fd, ss)) continue;
     r->fd = p.fd;
     wait_timed_out(r, ss, tgid);
     return;
@@ -289,7 +290,7 @@ static __always_inline void fill_close(struct rdzv_record *r, const struct store
 static __always_inline bool store_close_enter(__u32 tgid, long fd, struct rdzv_record *r) {
   __u64 key = fd_key(tgid, fd);
   struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
-  if (!ss) return false;
+  if (!ss || !store_identify(tgid, fd, ss)) return false;
   fill_close(r, ss, store_sock_state(ss));
   bpf_map_delete_elem(&store_socks, &key);
   return true;

@@ -104,7 +104,7 @@ static __always_inline void select_exit(struct call *c, __u32 tgid, long ret) {
   if (ret != 0) return;
   __u64 key = fd_key(tgid, c->rec.fd);
   struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
-  if (ss) wait_timed_out(&c->rec, ss, tgid);
+  if (ss && store_identify(tgid, c->rec.fd, ss)) wait_timed_out(&c->rec, ss, tgid);
 }
 
 /* epoll reports user data, not descriptors: as the shim, a timeout is recorded only while a

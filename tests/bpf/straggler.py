@@ -84,12 +84,7 @@ def run_job(opts, mode, work):
         except subprocess.TimeoutExpired:
             raise Fail("%s: the job did not end within %d s" % (mode, JOB_BOUND_S))
         if attach:
-            time.sleep(0.3)
-            attach.send_signal(signal.SIGINT)
-            summary = attach.stderr.read()
-            if attach.wait(timeout=30) != 0:
-                raise Fail("attach failed: " + summary)
-            print("bpf: " + summary.strip())
+            stop_attach(attach)
     finally:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)
@@ -111,6 +106,16 @@ def run_job(opts, mode, work):
     return trace_dir
 
 
+def stop_attach(attach):
+    """Stops attach once the job is over (its last events drained), prints its summary."""
+    time.sleep(0.3)
+    attach.send_signal(signal.SIGINT)
+    summary = attach.stderr.read()
+    if attach.wait(timeout=30) != 0:
+        raise Fail("attach failed: " + summary)
+    print("bpf: " + summary.strip())
+
+
 def verdict(opts, trace_dir):
     r = subprocess.run([opts.rdzvscope, "analyze", trace_dir, "--format", "json"], capture_output=True,
                        text=True, timeout=120)
@@ -126,16 +131,25 @@ def ranks_traced(opts, trace_dir):
     return sorted(h["identity"]["rank"] for h in headers if h["identity"]["rank"] is not None), headers
 
 
-def main():
+def torch_test_options(required):
+    """The options of the torch tests (this one, store_killed.py), their work directory
+    emptied; None (said on stderr) when not run as root."""
     ap = argparse.ArgumentParser()
-    for o in ("--rdzvscope", "--shim", "--rank-script", "--work"):
+    for o in required:
         ap.add_argument(o, required=True)
     ap.add_argument("--python", default="/usr/bin/python3", help="the interpreter that has torch")
     opts = ap.parse_args()
     if os.geteuid() != 0:
         print("FAIL: the bpf tests run as root (CI runs them as root)", file=sys.stderr)
-        return 1
+        return None
     shutil.rmtree(opts.work, ignore_errors=True)
+    return opts
+
+
+def main():
+    opts = torch_test_options(("--rdzvscope", "--shim", "--rank-script", "--work"))
+    if not opts:
+        return 1
     try:
         got = {}
         for mode in ("shim", "bpf"):

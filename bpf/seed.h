@@ -1,0 +1,40 @@
+// The store sockets a process already has when attach starts. The kernel's store-socket table
+// (rdzv.h: struct store_sock) learns sockets from connect/bind/accept, which for a job that is
+// already hung happened long before: without these entries attach would record nothing on
+// exactly the connections of a hung rank. Found from outside, in /proc: the process's
+// descriptors (/proc/PID/fd -> socket:[INODE]) and its network namespace's TCP tables
+// (/proc/PID/net/tcp, tcp6: addresses, ports, state by inode).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rdzvscope/trace_format.h"
+
+namespace rdzvscope::bpf {
+
+struct FoundSocket {
+  int fd = -1;
+  std::uint64_t inode = 0;
+  rdzv_sockaddr local{};
+  rdzv_sockaddr peer{};  // family 0 for a listener
+  unsigned tcp_state = 0;  // linux TCP_* (1 ESTABLISHED, 8 CLOSE_WAIT, 10 LISTEN...)
+};
+
+// The TCP sockets of one /proc/net/tcp or tcp6 text (`v6` for the latter), by inode; lines
+// that do not parse are skipped. Exposed for the tests.
+std::vector<FoundSocket> parse_proc_net_tcp(const std::string& text, bool v6);
+
+// The descriptors of `pid` that hold a TCP socket whose local or remote port is one of
+// `ports`, in a state with a connection or a listener (SYN_SENT, SYN_RECV and TIME_WAIT
+// are left out: a connect in progress is not known to have reached the store).
+std::vector<FoundSocket> find_store_sockets(int pid, const std::vector<std::uint16_t>& ports);
+
+// The record that says so in the process's trace (RDZV_F_PREEXISTING): LISTEN for a
+// listener, CONNECT when the remote port is a store port, else ACCEPT (the store's end of a
+// client's connection). Dated `now_ns` (CLOCK_MONOTONIC, as the kernel's records).
+rdzv_record found_record(int pid, const FoundSocket& s, const std::vector<std::uint16_t>& ports,
+                         std::uint64_t now_ns);
+
+}  // namespace rdzvscope::bpf

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""attach on store sockets that existed before it started (bpf/seed.cpp, store_identify in
+bpf/rdzv_sock.bpf.h): the case of a job that is already hung.
+
+    run_seed.py --rdzvscope CLI --target SEED_TARGET --work DIR SCENARIO
+
+seeded_sockets: seed_target.c opens its sockets (two store connections to this test's server,
+a store listener of its own with a connection to itself, a connection to a port that is no
+store port) and waits; attach starts; the test closes the server's end of one connection;
+the program then reads 0 bytes, sends, gets EPIPE, times out in poll, and closes. Every event
+is checked in attach's trace, with the close totals counting only what happened after attach.
+Run as root; exit status 0 = pass, 1 = fail.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import run_bpf
+from run_bpf import by_probe, check, dump, find, free_port, scenario, start_attach, stop_attach, target_env
+
+
+def one(events, what, **want):
+    got = find(events, **want)
+    check(len(got) == 1, "%s: %d records" % (what, len(got)), events)
+    return got[0]
+
+
+def listening(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen()
+    return s
+
+
+@scenario
+def seeded_sockets(work):
+    ports = run_bpf.Ports()  # store: MASTER_PORT (served here); io: RDZVSCOPE_PORTS (the target's own)
+    other = free_port()
+    server, other_server = listening(ports.store), listening(other)
+    out_dir = os.path.join(work, "bpf")
+    t = subprocess.Popen([run_bpf.OPTS.target, str(ports.store), str(ports.io), str(other)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=target_env(ports), text=True)
+    ready = t.stdout.readline().split()
+    check(len(ready) == 7 and ready[0] == "ready", "target did not start: %r" % ready)
+    fd_a, fd_b, fd_l, fd_c, fd_s, fd_d = (int(x) for x in ready[1:])
+    end_a, _ = server.accept()
+    end_b, _ = server.accept()
+    end_d, _ = other_server.accept()
+    check(end_a.recv(16) == b"hello", "A's bytes sent before attach")
+    port_a, port_b = end_a.getpeername()[1], end_b.getpeername()[1]
+    t0 = time.monotonic()
+    a = start_attach(["--pid", str(t.pid), "--out", out_dir])
+    end_a.close()  # FIN: the target's recv returns 0, its next send is answered by a reset
+    time.sleep(0.1)
+    t.stdin.write("go\n")
+    t.stdin.flush()
+    out = t.stdout.read()
+    check(t.wait(timeout=30) == 0, "target failed: " + out)
+    printed = dict((l.split()[0], [int(x) for x in l.split()[1:]]) for l in out.splitlines())
+    time.sleep(0.2)
+    stop_attach(a)
+    attached_s = time.monotonic() - t0
+    want = {"recv_a": [0, 0], "send_a": [4, 0], "send_a2": [-1, 32], "poll_b": [0, 0], "send_s": [3, 0],
+            "send_d": [3, 0]}
+    check(printed == want, "the target's calls went otherwise: %s" % printed)
+    _, events = dump(out_dir)
+
+    store = "127.0.0.1:%d" % ports.store
+    io = "127.0.0.1:%d" % ports.io
+    found = [e for e in events if "preexisting" in e["flags"]]
+    for e in found:
+        check(e["flags"] == ["store", "preexisting"] and e["ret"] == (e["fd"] if e["kind"] == "accept" else 0)
+              and e["dur_ns"] == 0, "a found socket's record", [e])
+    check(sorted(e["fd"] for e in found) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s]),
+          "found: A, B, the listener, C and its accepted end S (not D, on no store port)", found)
+    for fd, port in ((fd_a, port_a), (fd_b, port_b)):
+        e = one(found, "found connect", kind="connect", fd=fd)
+        check(e["peer"] == store and e["local"] == "127.0.0.1:%d" % port and e["tcp_state"] == 1, "found connect", [e])
+    e = one(found, "found listener", kind="listen", fd=fd_l)
+    check(e["local"] == io and e["peer"] is None and e["tcp_state"] == 10, "found listener", [e])
+    c = one(found, "found C", kind="connect", fd=fd_c)
+    check(c["peer"] == io, "found C", [c])
+    e = one(found, "found S", kind="accept", fd=fd_s)
+    check(e["local"] == io and e["peer"] == c["local"], "found S: the store's end of C", [e])
+
+    def on(fd, kind, **want):
+        return one([x for x in events if "preexisting" not in x["flags"]], "%s on fd %d" % (kind, fd),
+                   kind=kind, fd=fd, **want)
+
+    e = on(fd_a, "recv", op="recv", ret=0)
+    check(e["flags"] == ["store", "zero_read"] and e["peer"] == store, "0-byte recv on A", [e])
+    e = on(fd_a, "send", op="send", ret=4)
+    check(e["flags"] == ["store"], "send on A", [e])
+    e = on(fd_a, "send", op="send", errno_name="EPIPE")
+    check(e["flags"] == ["store"] and e["ret"] == -1 and e["size"] == 4, "EPIPE on A", [e])
+    # Known by its socket since its first call: the reset the peer sent is recorded too.
+    resets = by_probe(events, "reset_received", local="127.0.0.1:%d" % port_a)
+    check(len(resets) == 1 and resets[0]["errno_name"] == "EPIPE", "the reset A received", events)
+    e = on(fd_b, "poll", op="poll")
+    check(e["flags"] == ["store", "timeout"] and e["timeout_ms"] == 200 and e["peer"] == store, "poll timeout on B", [e])
+    e = on(fd_s, "send", op="send", ret=3)
+    check(e["local"] == io, "send on S", [e])
+    check(not find(events, fd=fd_d), "nothing on D (no store port)", events)
+
+    # Close totals: what happened after attach only (A's 5 bytes before it are not counted).
+    closes = {x["fd"]: x for x in find(events, kind="close")}
+    check(sorted(closes) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s]), "a close record for each found socket", events)
+    e = closes[fd_a]
+    check((e["bytes_sent"], e["calls_send"], e["bytes_recv"], e["calls_recv"]) == (4, 2, 0, 1), "A's totals", [e])
+    check(0 < e["open_ns"] < attached_s * 1e9, "A's open time counts from attach", [e])
+    e = closes[fd_b]
+    check((e["bytes_sent"], e["calls_send"], e["bytes_recv"], e["calls_recv"]) == (0, 0, 0, 0)
+          and e["tcp_state"] == 1, "B's totals and state", [e])
+    check(closes[fd_s]["bytes_sent"] == 3, "S's totals", [closes[fd_s]])
+    for s in (server, other_server, end_b, end_d):
+        s.close()
+
+
+if __name__ == "__main__":
+    sys.exit(run_bpf.main())  # its options and checks; this file's scenario is registered

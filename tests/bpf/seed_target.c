@@ -1,0 +1,66 @@
+/* A program whose store sockets exist before attach starts (tests/bpf/run_seed.py):
+ *
+ *   seed_target STORE_PORT OWN_PORT OTHER_PORT
+ *
+ * Before "ready": connects A and B to the test's store server on STORE_PORT (A sends 5 bytes),
+ * listens on OWN_PORT (a store port too, RDZVSCOPE_PORTS) and connects C to itself there
+ * (accepted as S), connects D to OTHER_PORT (no store port). Prints
+ * "ready A B L C S D" and waits for "go" on stdin (attach starts meanwhile; the test closes
+ * the server's end of A). Then: recv(A) (0: the peer closed), send(A) (accepted; the peer
+ * answers with a reset), send(A) again (EPIPE), poll(B) (times out after 200 ms), send(S),
+ * send(D), and closes them all. Prints each result as "name ret errno". */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "target_util.h"
+
+static int connected(int port) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = loopback(port);
+  if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
+    perror("connect");
+    exit(1);
+  }
+  return s;
+}
+
+static void said(const char *name, long ret) { printf("%s %ld %d\n", name, ret, ret < 0 ? errno : 0); }
+
+int main(int argc, char **argv) {
+  if (argc != 4) return 2;
+  int store_port = atoi(argv[1]), own_port = atoi(argv[2]), other_port = atoi(argv[3]);
+  int a = connected(store_port), b = connected(store_port);
+  if (send(a, "hello", 5, MSG_NOSIGNAL) != 5) return 1; /* before attach: not in the totals */
+  int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  struct sockaddr_in own = loopback(own_port);
+  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(l, (struct sockaddr *)&own, sizeof own) != 0 || listen(l, 4) != 0) return 1;
+  int c = connected(own_port), s = accept(l, NULL, NULL), d = connected(other_port);
+  if (s < 0) return 1;
+  printf("ready %d %d %d %d %d %d\n", a, b, l, c, s, d);
+  fflush(stdout);
+  char line[16];
+  if (!fgets(line, sizeof line, stdin)) return 1;
+
+  char buf[16];
+  said("recv_a", recv(a, buf, sizeof buf, 0));
+  said("send_a", send(a, "ping", 4, MSG_NOSIGNAL));
+  usleep(200 * 1000); /* the reset comes back */
+  said("send_a2", send(a, "ping", 4, MSG_NOSIGNAL));
+  struct pollfd p = {.fd = b, .events = POLLIN};
+  said("poll_b", poll(&p, 1, 200));
+  said("send_s", send(s, "abc", 3, MSG_NOSIGNAL));
+  said("send_d", send(d, "xyz", 3, MSG_NOSIGNAL));
+  close(a);
+  close(b);
+  close(s);
+  close(c);
+  close(l);
+  close(d);
+  return 0;
+}
