@@ -1,7 +1,6 @@
 #include "loader.h"
 
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,14 +107,8 @@ int on_event(void* ctx, void* data, size_t size) {
 // Every process, for --all: their store sockets opened before attach are seeded too.
 std::vector<int> all_pids() {
   std::vector<int> pids;
-  DIR* d = opendir("/proc");
-  if (!d) return pids;
-  while (const dirent* e = readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (!*end && end != e->d_name && pid != getpid()) pids.push_back(static_cast<int>(pid));
-  }
-  closedir(d);
+  for (long pid : numbered_entries("/proc"))
+    if (pid != getpid()) pids.push_back(static_cast<int>(pid));
   return pids;
 }
 
@@ -145,6 +138,15 @@ void seed_process(Recorder& rec, int pid, const std::vector<std::uint16_t>& port
   const std::uint32_t tgid = static_cast<std::uint32_t>(pid);
   const std::uint8_t one = 1;
   bpf_map__update_elem(rec.skel->maps.has_store, &tgid, sizeof tgid, &one, sizeof one, BPF_ANY);
+  // A call already blocked on one of them (a hung rank's recv) is recorded at its exit; an
+  // entry made meanwhile by the thread's next call is kept (BPF_NOEXIST).
+  for (const BlockedCall& b : blocked_calls(pid, found)) {
+    call c{};
+    c.id = static_cast<std::uint64_t>(b.nr);
+    c.late = 1;
+    const std::uint32_t tid = static_cast<std::uint32_t>(b.tid);
+    bpf_map__update_elem(rec.skel->maps.calls, &tid, sizeof tid, &c, sizeof c, BPF_NOEXIST);
+  }
 }
 
 AttachResult fail(std::string msg) {

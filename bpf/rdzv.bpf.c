@@ -120,7 +120,16 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
   if (!c) return 0; /* the common case: one lookup */
   struct rdzv_record *r = &c->rec;
   long id = BPF_CORE_READ(regs, orig_ax);
-  if (id != (long)c->id) return 0; /* not the call we saw enter (cannot happen, but cheap) */
+  if (id != (long)c->id) {
+    /* Not the call we saw enter (cannot happen), or the loader's entry for a blocked call that
+     * ended before the entry was made: the thread has moved on. */
+    if (c->late) bpf_map_delete_elem(&calls, &tid);
+    return 0;
+  }
+  if (c->late && !c->rec.kind) { /* the loader's entry for a call already blocked at attach */
+    late_io_exit(regs, id, tgid, tid, ret);
+    goto out;
+  }
 
   if (is_io_call(c->id)) {
     io_exit(c, tgid, ret);

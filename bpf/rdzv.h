@@ -20,6 +20,19 @@ struct rdzv_bpf_event {
   struct rdzv_record rec;
 };
 
+/* A syscall between its enter and its exit, per thread (the calls map): the record as far as
+ * it is known. Also written by the loader, with `late` set and nothing else but the syscall
+ * number, for a thread it found blocked in a call on a store socket found in /proc (seed.cpp):
+ * its sys_enter was never seen, so the record is rebuilt at its exit (late_io_exit). */
+struct call {
+  rdzv_u64 id;
+  void *sk;          /* connect: the socket, to forget a pending connect that finished synchronously */
+  rdzv_u64 user_ptr; /* poll/ppoll: the pollfd array */
+  rdzv_u32 dontwait; /* send/recv: MSG_DONTWAIT given */
+  rdzv_u32 late;     /* began before attach: only id is set (by the loader), or rebuilt at exit */
+  struct rdzv_record rec;
+};
+
 /* A store socket (the store_socks map, keyed by tgid << 32 | fd), as the shim's fd table knows
  * it: learnt when a connect to a store port succeeds or is in progress, when a bind to one
  * succeeds, and for every socket accepted on such a listener; forgotten at close. Also

@@ -57,6 +57,8 @@ const volatile __u32 io_failures = 16;
 #define EINPROGRESS 115
 #define EAGAIN 11
 #define EINTR 4
+#define ERESTARTSYS 512 /* kernel-internal: the call is restarted after a signal handler */
+#define ERESTART_RESTARTBLOCK 516
 #define EPIPE 32
 #define ECONNREFUSED 111
 #define ECONNRESET 104
@@ -92,15 +94,7 @@ struct {
   __type(value, __u64);
 } lost SEC(".maps");
 
-/* A syscall between its enter and its exit, per thread: the record as far as it is known. */
-struct call {
-  __u64 id;
-  void *sk;         /* connect: the socket, to forget a pending connect that finished synchronously */
-  __u64 user_ptr;   /* poll/ppoll: the pollfd array */
-  __u32 dontwait;   /* send/recv: MSG_DONTWAIT given */
-  __u32 reserved;
-  struct rdzv_record rec;
-};
+/* A syscall between its enter and its exit, per thread: struct call (rdzv.h). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384);

@@ -46,25 +46,32 @@ bool is_port(const std::vector<std::uint16_t>& ports, std::uint16_t p) {
 // inode of each descriptor of `pid` that is a socket.
 std::map<std::uint64_t, std::vector<int>> socket_fds(int pid) {
   std::map<std::uint64_t, std::vector<int>> out;
-  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (const dirent* e = readdir(d)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (*end || end == e->d_name) continue;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd/";
+  for (long fd : numbered_entries(dir)) {
     char link[64];
-    const ssize_t n = readlink((dir + "/" + e->d_name).c_str(), link, sizeof link - 1);
+    const ssize_t n = readlink((dir + std::to_string(fd)).c_str(), link, sizeof link - 1);
     if (n <= 0) continue;
     link[n] = '\0';
     unsigned long long inode = 0;
     if (std::sscanf(link, "socket:[%llu]", &inode) == 1) out[inode].push_back(static_cast<int>(fd));
   }
-  closedir(d);
   return out;
 }
 
 }  // namespace
+
+std::vector<long> numbered_entries(const std::string& dir) {
+  std::vector<long> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (const dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long n = std::strtol(e->d_name, &end, 10);
+    if (!*end && end != e->d_name) out.push_back(n);
+  }
+  closedir(d);
+  return out;
+}
 
 std::vector<FoundSocket> parse_proc_net_tcp(const std::string& text, bool v6) {
   std::vector<FoundSocket> out;
@@ -106,6 +113,25 @@ std::vector<FoundSocket> find_store_sockets(int pid, const std::vector<std::uint
     }
   }
   std::sort(out.begin(), out.end(), [](const FoundSocket& a, const FoundSocket& b) { return a.fd < b.fd; });
+  return out;
+}
+
+std::vector<BlockedCall> blocked_calls(int pid, const std::vector<FoundSocket>& found) {
+  // x86_64: read, write, poll, readv, writev, sendto, recvfrom, sendmsg, recvmsg.
+  constexpr long kPoll = 7;
+  constexpr long kCalls[] = {0, 1, kPoll, 19, 20, 44, 45, 46, 47};
+  std::vector<BlockedCall> out;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task/";
+  for (long tid : numbered_entries(dir)) {
+    // "NR ARG1 ... SP PC" while in a call; "running" or "-1 ..." otherwise.
+    std::istringstream line(read_file(dir + std::to_string(tid) + "/syscall", 512));
+    long nr = -1;
+    std::string arg1;
+    if (!(line >> nr >> arg1) || std::find(std::begin(kCalls), std::end(kCalls), nr) == std::end(kCalls)) continue;
+    const long fd = std::strtol(arg1.c_str(), nullptr, 16);
+    const bool on_store = std::any_of(found.begin(), found.end(), [&](const FoundSocket& s) { return s.fd == fd; });
+    if (nr == kPoll || on_store) out.push_back({static_cast<int>(tid), nr});
+  }
   return out;
 }
 

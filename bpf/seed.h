@@ -14,6 +14,9 @@
 
 namespace rdzvscope::bpf {
 
+// The entries of a directory whose names are numbers (/proc, /proc/PID/fd, /proc/PID/task).
+std::vector<long> numbered_entries(const std::string& dir);
+
 struct FoundSocket {
   int fd = -1;
   std::uint64_t inode = 0;
@@ -30,6 +33,15 @@ std::vector<FoundSocket> parse_proc_net_tcp(const std::string& text, bool v6);
 // `ports`, in a state with a connection or a listener (SYN_SENT, SYN_RECV and TIME_WAIT
 // are left out: a connect in progress is not known to have reached the store).
 std::vector<FoundSocket> find_store_sockets(int pid, const std::vector<std::uint16_t>& ports);
+
+// The threads of `pid` blocked in a call on one of `found` (/proc/PID/task/TID/syscall, read
+// without stopping them): read/write/readv/writev/send*/recv* on one of those descriptors, or
+// poll. Their sys_enter was never seen; the kernel rebuilds the record at their exit.
+struct BlockedCall {
+  int tid;
+  long nr;  // x86_64 syscall number
+};
+std::vector<BlockedCall> blocked_calls(int pid, const std::vector<FoundSocket>& found);
 
 // The record that says so in the process's trace (RDZV_F_PREEXISTING): LISTEN for a
 // listener, CONNECT when the remote port is a store port, else ACCEPT (the store's end of a

@@ -59,18 +59,19 @@ static __always_inline __u64 msg_bytes(const struct user_msghdr *umsg) {
   return iov_bytes(m.msg_iov, m.msg_iovlen);
 }
 
-/* poll/ppoll with a timeout: what is needed to examine the descriptors if it times out. */
-static __always_inline int poll_enter(struct pt_regs *regs, long id, __u32 tid, struct call *c) {
+/* poll/ppoll with a timeout: what is needed to examine the descriptors if it times out;
+ * false when it has none. */
+static __always_inline bool poll_fill(struct pt_regs *regs, long id, __u32 tid, struct call *c) {
   struct rdzv_record *r = &c->rec;
   __s64 ms;
   if (id == NR_poll) {
     ms = (int)BPF_CORE_READ(regs, dx);
-    if (ms <= 0) return 0; /* as the shim: an infinite or zero wait is no timeout */
+    if (ms <= 0) return false; /* as the shim: an infinite or zero wait is no timeout */
     r->op = RDZV_OP_POLL;
   } else {
     const struct __kernel_timespec *uts = (const void *)BPF_CORE_READ(regs, dx);
     struct __kernel_timespec ts = {};
-    if (!uts || bpf_probe_read_user(&ts, sizeof(ts), uts)) return 0;
+    if (!uts || bpf_probe_read_user(&ts, sizeof(ts), uts)) return false;
     ms = to_ms(ts.tv_sec, ts.tv_nsec, 1000000);
     r->op = RDZV_OP_PPOLL;
   }
@@ -81,8 +82,7 @@ static __always_inline int poll_enter(struct pt_regs *regs, long id, __u32 tid, 
   r->ts_ns = bpf_ktime_get_ns();
   r->u.net.timeout_ms = ms;
   r->u.net.nfds = (__u32)BPF_CORE_READ(regs, si);
-  bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
-  return 0;
+  return true;
 }
 
 /* A setsockopt of SO_RCVTIMEO/SO_SNDTIMEO on a store socket: the value, read before the call. */
@@ -101,28 +101,21 @@ static __always_inline int sockopt_enter(struct pt_regs *regs, struct rdzv_recor
   return 0;
 }
 
-/* sys_enter of a call that may concern a store socket. Other descriptors: one map lookup. */
-static __always_inline int io_enter(struct pt_regs *regs, long id, __u32 tgid, __u32 tid) {
-  __u32 zero = 0;
-  union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
-  if (!s) return 0;
-  struct call *c = &s->call;
+/* The record of a send/recv-family call, a read/write or a setsockopt on a store socket, from
+ * its arguments; false when the descriptor is no store socket or the call is not recorded.
+ * At sys_enter (late false), or at sys_exit for a call that began before the socket was known
+ * (late: the registers still hold its arguments; dated from when the socket was found). */
+static __always_inline bool io_fill(struct pt_regs *regs, long id, __u32 tgid, __u32 tid, struct call *c, bool late) {
   struct rdzv_record *r = &c->rec;
-  if (id == NR_poll || id == NR_ppoll) {
-    __builtin_memset(c, 0, sizeof(*c));
-    r->fd = -1;
-    return poll_enter(regs, id, tid, c);
-  }
-  if (id == NR_select || id == NR_pselect6) return select_enter(regs, id, tgid, tid, c);
-  if (is_wait_call(id)) return epoll_enter(regs, id, tgid, tid, c);
   long fd = (long)BPF_CORE_READ(regs, di);
   __u64 key = fd_key(tgid, fd);
   struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
-  if (!ss || !store_identify(tgid, fd, ss)) return 0;
+  if (!ss || !store_identify(tgid, fd, ss)) return false;
   __builtin_memset(c, 0, sizeof(*c));
   c->id = id;
+  c->late = late;
   r->tid = tid;
-  r->ts_ns = bpf_ktime_get_ns();
+  r->ts_ns = late ? ss->opened_ns : bpf_ktime_get_ns();
   r->fd = fd;
   r->u.net.timeout_ms = -1;
   r->kind = RDZV_EV_RECV;
@@ -171,10 +164,27 @@ static __always_inline int io_enter(struct pt_regs *regs, long id, __u32 tgid, _
       c->dontwait = (BPF_CORE_READ(regs, dx) & MSG_DONTWAIT) != 0;
       break;
     default: /* NR_setsockopt */
-      if (sockopt_enter(regs, r)) return 0;
+      if (sockopt_enter(regs, r)) return false;
       break;
   }
-  bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+  return true;
+}
+
+/* sys_enter of a call that may concern a store socket. Other descriptors: one map lookup. */
+static __always_inline int io_enter(struct pt_regs *regs, long id, __u32 tgid, __u32 tid) {
+  __u32 zero = 0;
+  union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
+  if (!s) return 0;
+  struct call *c = &s->call;
+  if (id == NR_poll || id == NR_ppoll) {
+    __builtin_memset(c, 0, sizeof(*c));
+    c->rec.fd = -1;
+    if (poll_fill(regs, id, tid, c)) bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+    return 0;
+  }
+  if (id == NR_select || id == NR_pselect6) return select_enter(regs, id, tgid, tid, c);
+  if (is_wait_call(id)) return epoll_enter(regs, id, tgid, tid, c);
+  if (io_fill(regs, id, tgid, tid, c, false)) bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
   return 0;
 }
 
@@ -258,7 +268,7 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
   }
   if (!nonblock) nonblock = file_flags_of_fd(r->fd) & O_NONBLOCK;
   r->flags = RDZV_F_STORE | (nonblock ? RDZV_F_NONBLOCK : 0) | (timeout ? RDZV_F_TIMEOUT : 0) |
-             (zero ? RDZV_F_ZERO_READ : 0);
+             (zero ? RDZV_F_ZERO_READ : 0) | (c->late ? RDZV_F_PREEXISTING : 0);
   r->dur_ns = bpf_ktime_get_ns() - r->ts_ns;
   r->ret = ret < 0 ? -1 : ret;
   r->err = ret < 0 ? -ret : 0;
@@ -267,6 +277,29 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
   __s64 t = is_send ? ss->sndtimeo_ms : ss->rcvtimeo_ms;
   r->u.net.timeout_ms = t < 0 ? -1 : t;
   emit(tgid, r);
+}
+
+/* sys_exit of a call whose sys_enter was not seen: the loader found the thread blocked in it
+ * (/proc/PID/task/TID/syscall) and left a `late` entry in `calls`. A hung rank sits in such a
+ * recv or poll, and how it ends is the news. Rebuilt from the registers, which still hold the
+ * arguments at sys_exit; on a store socket the I/O record is dated from when the socket was
+ * found (flag PREEXISTING: it began earlier), a poll that timed out from its timeout, as any.
+ * ppoll is left out: the kernel has already written the time left over its timeout. */
+static __always_inline void late_io_exit(struct pt_regs *regs, long id, __u32 tgid, __u32 tid, long ret) {
+  if (!is_io_call(id) || id == NR_ppoll || id == NR_setsockopt || is_wait_call(id)) return;
+  /* Interrupted by a signal, to be restarted: the restart is a new call, seen entering. */
+  if (ret <= -ERESTARTSYS && ret >= -ERESTART_RESTARTBLOCK) return;
+  __u32 zero = 0;
+  union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
+  if (!s) return;
+  struct call *c = &s->call;
+  if (id == NR_poll) {
+    __builtin_memset(c, 0, sizeof(*c));
+    c->rec.fd = -1;
+    if (poll_fill(regs, id, tid, c)) poll_exit(c, tgid, ret);
+    return;
+  }
+  if (io_fill(regs, id, tgid, tid, c, true)) io_exit(c, tgid, ret);
 }
 
 /* A CLOSE record of a store socket: its totals, as the shim's CLOSE record has them. `state`

@@ -122,7 +122,9 @@ enum rdzv_snapshot_reason {
 #define RDZV_F_RESET_SENT (1u << 11)     /* this side reset it (ECONNRESET: what the peer will see) */
 /* bpf: a CONNECT, ACCEPT or LISTEN record of a store socket that was already open when attach
  * started (found in /proc, no call seen): dated when it was found, ret 0, dur 0. The process
- * was connected (or listening) by then; when it first tried is unknown. */
+ * was connected (or listening) by then; when it first tried is unknown. On a SEND or RECV
+ * record: a call already in progress then (a blocked recv), dated when the socket was found,
+ * its duration from then (it began earlier). */
 #define RDZV_F_PREEXISTING (1u << 12)
 
 /* Address as the socket API saw it; port in host byte order. AF_INET uses addr[0..3]. */

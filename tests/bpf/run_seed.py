@@ -4,7 +4,7 @@ bpf/rdzv_sock.bpf.h): the case of a job that is already hung.
 
     run_seed.py --rdzvscope CLI --target SEED_TARGET --work DIR SCENARIO
 
-seeded_sockets: seed_target.c opens its sockets (two store connections to this test's server,
+seeded_sockets (attach --pid) and seeded_all (--all --port): seed_target.c opens its sockets (two store connections to this test's server,
 a store listener of its own with a connection to itself, a connection to a port that is no
 store port) and waits; attach starts; the test closes the server's end of one connection;
 the program then reads 0 bytes, sends, gets EPIPE, times out in poll, and closes. Every event
@@ -18,7 +18,7 @@ import sys
 import time
 
 import run_bpf
-from run_bpf import by_probe, check, dump, find, free_port, scenario, start_attach, stop_attach, target_env
+from run_bpf import by_probe, check, find, free_port, scenario, start_attach, stop_attach, target_env
 
 
 def one(events, what, **want):
@@ -37,6 +37,22 @@ def listening(port):
 
 @scenario
 def seeded_sockets(work):
+    seeded(work, lambda ports, pid: ["--pid", str(pid)])
+
+
+@scenario
+def seeded_all(work):
+    """The same with --all: every process's store sockets are looked up at start, this test's
+    own too (its server's listener and ends)."""
+    files = seeded(work, lambda ports, pid: ["--all", "--port", str(ports.store), "--port", str(ports.io)])
+    mine = [e for e in files.get(os.getpid(), []) if "preexisting" in e["flags"]]
+    check(len(find(mine, kind="listen")) == 1 and len(find(mine, kind="accept")) == 4,
+          "this test's store listener and its 4 accepted ends found too", mine)
+
+
+def seeded(work, attach_args):
+    """The scenario, attach started with attach_args(ports, target pid); returns every
+    process's events, by pid."""
     ports = run_bpf.Ports()  # store: MASTER_PORT (served here); io: RDZVSCOPE_PORTS (the target's own)
     other = free_port()
     server, other_server = listening(ports.store), listening(other)
@@ -44,16 +60,19 @@ def seeded_sockets(work):
     t = subprocess.Popen([run_bpf.OPTS.target, str(ports.store), str(ports.io), str(other)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=target_env(ports), text=True)
     ready = t.stdout.readline().split()
-    check(len(ready) == 7 and ready[0] == "ready", "target did not start: %r" % ready)
-    fd_a, fd_b, fd_l, fd_c, fd_s, fd_d = (int(x) for x in ready[1:])
+    check(len(ready) == 9 and ready[0] == "ready", "target did not start: %r" % ready)
+    fd_a, fd_b, fd_l, fd_c, fd_s, fd_d, fd_e, fd_f = (int(x) for x in ready[1:])
     end_a, _ = server.accept()
     end_b, _ = server.accept()
+    end_e, _ = server.accept()
+    end_f, _ = server.accept()
     end_d, _ = other_server.accept()
     check(end_a.recv(16) == b"hello", "A's bytes sent before attach")
     port_a, port_b = end_a.getpeername()[1], end_b.getpeername()[1]
     t0 = time.monotonic()
-    a = start_attach(["--pid", str(t.pid), "--out", out_dir])
+    a = start_attach(attach_args(ports, t.pid) + ["--out", out_dir])
     end_a.close()  # FIN: the target's recv returns 0, its next send is answered by a reset
+    end_e.close()  # the recv blocked since before attach returns 0
     time.sleep(0.1)
     t.stdin.write("go\n")
     t.stdin.flush()
@@ -64,18 +83,20 @@ def seeded_sockets(work):
     stop_attach(a)
     attached_s = time.monotonic() - t0
     want = {"recv_a": [0, 0], "send_a": [4, 0], "send_a2": [-1, 32], "poll_b": [0, 0], "send_s": [3, 0],
-            "send_d": [3, 0]}
+            "send_d": [3, 0], "recv_e": [0, 0], "poll_f": [0, 0]}
     check(printed == want, "the target's calls went otherwise: %s" % printed)
-    _, events = dump(out_dir)
+    files = run_bpf.dump_by_pid(out_dir)
+    events = files[t.pid]
 
     store = "127.0.0.1:%d" % ports.store
     io = "127.0.0.1:%d" % ports.io
-    found = [e for e in events if "preexisting" in e["flags"]]
+    found = [e for e in events if "preexisting" in e["flags"] and e["kind"] in ("connect", "accept", "listen")]
     for e in found:
         check(e["flags"] == ["store", "preexisting"] and e["ret"] == (e["fd"] if e["kind"] == "accept" else 0)
               and e["dur_ns"] == 0, "a found socket's record", [e])
-    check(sorted(e["fd"] for e in found) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s]),
-          "found: A, B, the listener, C and its accepted end S (not D, on no store port)", found)
+    found_at = {e["fd"]: e["ts_ns"] for e in found}
+    check(sorted(e["fd"] for e in found) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s, fd_e, fd_f]),
+          "found: A, B, the listener, C and its accepted end S, E, F (not D, on no store port)", found)
     for fd, port in ((fd_a, port_a), (fd_b, port_b)):
         e = one(found, "found connect", kind="connect", fd=fd)
         check(e["peer"] == store and e["local"] == "127.0.0.1:%d" % port and e["tcp_state"] == 1, "found connect", [e])
@@ -104,10 +125,18 @@ def seeded_sockets(work):
     e = on(fd_s, "send", op="send", ret=3)
     check(e["local"] == io, "send on S", [e])
     check(not find(events, fd=fd_d), "nothing on D (no store port)", events)
+    # Calls blocked since before attach (bpf/store_io.bpf.h, late_io_exit): recorded at their
+    # exit, the recv dated from when attach found E (it began earlier: preexisting).
+    e = one(events, "the recv blocked on E", kind="recv", fd=fd_e)
+    check(e["flags"] == ["store", "zero_read", "preexisting"] and e["ret"] == 0 and e["size"] == 16
+          and e["ts_ns"] == found_at[fd_e] and e["dur_ns"] > 0 and e["peer"] == store, "late recv on E", [e])
+    e = one(events, "the poll blocked on F", kind="poll", fd=fd_f)
+    check(e["flags"] == ["store", "timeout"] and e["timeout_ms"] == 3000 and e["dur_ns"] == 3000e6, "late poll on F", [e])
 
     # Close totals: what happened after attach only (A's 5 bytes before it are not counted).
     closes = {x["fd"]: x for x in find(events, kind="close")}
-    check(sorted(closes) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s]), "a close record for each found socket", events)
+    check(sorted(closes) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s, fd_e, fd_f]), "a close record for each found socket",
+          events)
     e = closes[fd_a]
     check((e["bytes_sent"], e["calls_send"], e["bytes_recv"], e["calls_recv"]) == (4, 2, 0, 1), "A's totals", [e])
     check(0 < e["open_ns"] < attached_s * 1e9, "A's open time counts from attach", [e])
@@ -115,8 +144,10 @@ def seeded_sockets(work):
     check((e["bytes_sent"], e["calls_send"], e["bytes_recv"], e["calls_recv"]) == (0, 0, 0, 0)
           and e["tcp_state"] == 1, "B's totals and state", [e])
     check(closes[fd_s]["bytes_sent"] == 3, "S's totals", [closes[fd_s]])
-    for s in (server, other_server, end_b, end_d):
+    check((closes[fd_e]["calls_recv"], closes[fd_f]["calls_recv"]) == (1, 0), "E's recv counted, F's poll not", events)
+    for s in (server, other_server, end_b, end_d, end_f):
         s.close()
+    return files
 
 
 if __name__ == "__main__":

@@ -4,13 +4,16 @@
  *
  * Before "ready": connects A and B to the test's store server on STORE_PORT (A sends 5 bytes),
  * listens on OWN_PORT (a store port too, RDZVSCOPE_PORTS) and connects C to itself there
- * (accepted as S), connects D to OTHER_PORT (no store port). Prints
- * "ready A B L C S D" and waits for "go" on stdin (attach starts meanwhile; the test closes
- * the server's end of A). Then: recv(A) (0: the peer closed), send(A) (accepted; the peer
- * answers with a reset), send(A) again (EPIPE), poll(B) (times out after 200 ms), send(S),
- * send(D), and closes them all. Prints each result as "name ret errno". */
+ * (accepted as S), connects D to OTHER_PORT (no store port), and connects E and F to the
+ * store server, on which two threads block: one in recv(E), one in a 3 s poll(F). Prints
+ * "ready A B L C S D E F" and waits for "go" on stdin (attach starts meanwhile; the test
+ * closes the server's ends of A and E). Then: recv(A) (0: the peer closed), send(A) (accepted;
+ * the peer answers with a reset), send(A) again (EPIPE), poll(B) (times out after 200 ms),
+ * send(S), send(D); waits for the threads (recv(E) returns 0, poll(F) times out) and closes
+ * everything. Prints each result as "name ret errno". */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,22 @@ static int connected(int port) {
 
 static void said(const char *name, long ret) { printf("%s %ld %d\n", name, ret, ret < 0 ? errno : 0); }
 
+/* Calls that began before attach and end after it started. */
+static int fd_e, fd_f;
+static long recv_e, poll_f;
+
+static void *blocked_recv(void *arg) {
+  char buf[16];
+  recv_e = recv(fd_e, buf, sizeof buf, 0);
+  return arg;
+}
+
+static void *blocked_poll(void *arg) {
+  struct pollfd p = {.fd = fd_f, .events = POLLIN};
+  poll_f = poll(&p, 1, 3000);
+  return arg;
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) return 2;
   int store_port = atoi(argv[1]), own_port = atoi(argv[2]), other_port = atoi(argv[3]);
@@ -42,7 +61,12 @@ int main(int argc, char **argv) {
   if (bind(l, (struct sockaddr *)&own, sizeof own) != 0 || listen(l, 4) != 0) return 1;
   int c = connected(own_port), s = accept(l, NULL, NULL), d = connected(other_port);
   if (s < 0) return 1;
-  printf("ready %d %d %d %d %d %d\n", a, b, l, c, s, d);
+  fd_e = connected(store_port);
+  fd_f = connected(store_port);
+  pthread_t te, tf;
+  if (pthread_create(&te, NULL, blocked_recv, NULL) || pthread_create(&tf, NULL, blocked_poll, NULL)) return 1;
+  usleep(100 * 1000); /* both are in their call */
+  printf("ready %d %d %d %d %d %d %d %d\n", a, b, l, c, s, d, fd_e, fd_f);
   fflush(stdout);
   char line[16];
   if (!fgets(line, sizeof line, stdin)) return 1;
@@ -56,6 +80,12 @@ int main(int argc, char **argv) {
   said("poll_b", poll(&p, 1, 200));
   said("send_s", send(s, "abc", 3, MSG_NOSIGNAL));
   said("send_d", send(d, "xyz", 3, MSG_NOSIGNAL));
+  pthread_join(te, NULL);
+  pthread_join(tf, NULL);
+  said("recv_e", recv_e);
+  said("poll_f", poll_f);
+  close(fd_e);
+  close(fd_f);
   close(a);
   close(b);
   close(s);
