@@ -1,5 +1,6 @@
 #include "loader.h"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <time.h>
 #include <unistd.h>
@@ -149,6 +150,19 @@ void seed_process(Recorder& rec, int pid, const std::vector<std::uint16_t>& port
   }
 }
 
+// The found sockets get their kernel identity now (rdzv.bpf.c: rdzv_identify_found, one pass
+// over every process's descriptors), not only at their next call. Should it fail, that next
+// call still does it (store_identify).
+void identify_found(rdzv_bpf* skel) {
+  if (!skel->links.rdzv_identify_found) return;
+  const int fd = bpf_iter_create(bpf_link__fd(skel->links.rdzv_identify_found));
+  if (fd < 0) return;
+  char buf[256];
+  while (read(fd, buf, sizeof buf) > 0) {
+  }
+  close(fd);
+}
+
 AttachResult fail(std::string msg) {
   AttachResult r;
   r.exit_code = 2;
@@ -247,6 +261,7 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   // Store sockets opened before attach: without them a hung rank's connections stay unseen.
   const std::uint64_t found_ns = mono_ns();
   for (int pid : opt.all ? all_pids() : pids) seed_process(recorder, pid, ports, found_ns);
+  identify_found(skel.get());
 
   ring_buffer* rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &recorder, nullptr);
   if (!rb) {

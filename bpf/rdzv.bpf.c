@@ -9,7 +9,8 @@
  * events that do not fit are counted per CPU in `lost`.
  *
  * Only program types that work on the test bed's kernel (design/testbed.md): raw_tp (syscall
- * enter/exit: no tracefs needed), tp_btf (sock:, sched:) and uprobes. No kprobes, no fentry.
+ * enter/exit: no tracefs needed), tp_btf (sock:, sched:), uprobes, and one iterator
+ * (iter/task_file, checked here: bpf.seeded_sockets) run once at start. No kprobes, no fentry.
  * x86_64 only: syscall numbers and pt_regs fields below are that ABI's. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -386,6 +387,29 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(rdzv_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm) {
   __u32 tgid = BPF_CORE_READ(task, tgid);
   if (bpf_map_lookup_elem(&has_store, &tgid)) bpf_for_each_map_elem(&store_socks, drop_if_closed, &tgid, 0);
+  return 0;
+}
+
+/* Run once by the loader (bpf_iter) right after it seeded the store sockets it found in /proc
+ * (seed.cpp): each gets its socket pointer and owner now, from its process's descriptor table,
+ * so that a reset or an error reaching it before the process next calls on it is recorded
+ * too. The same check as store_identify: the socket must have the ports seen in /proc. */
+SEC("iter/task_file")
+int rdzv_identify_found(struct bpf_iter__task_file *ctx) {
+  struct task_struct *task = ctx->task;
+  struct file *file = ctx->file;
+  if (!task || !file) return 0;
+  __u32 tgid = BPF_CORE_READ(task, tgid);
+  __u64 key = fd_key(tgid, ctx->fd);
+  struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
+  if (!ss || ss->sk) return 0;
+  if ((BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK) return 0;
+  struct socket *sock = (struct socket *)BPF_CORE_READ(file, private_data);
+  struct sock *sk = sock ? BPF_CORE_READ(sock, sk) : NULL;
+  if (!sk || BPF_CORE_READ(sock, type) != SOCK_STREAM) return 0;
+  if (!found_ports_match(sk, ss)) return 0; /* store_identify decides */
+  ss->sk = (__u64)sk;
+  remember_owner(sk, tgid);
   return 0;
 }
 

@@ -177,6 +177,14 @@ static __always_inline __s64 to_ms(__s64 sec, __s64 sub, __u64 per_ms) {
 
 static __always_inline __u64 fd_key(__u32 tgid, long fd) { return ((__u64)tgid << 32) | (__u32)fd; }
 
+/* The socket has the ports the loader saw in /proc for a found store socket; its local port
+ * may have been released since, when a reset closed it. */
+static __always_inline bool found_ports_match(const struct sock *sk, const struct store_sock *ss) {
+  struct rdzv_sockaddr local = {}, peer = {};
+  sk_addrs(sk, &local, &peer);
+  return peer.port == ss->peer.port && (local.port == ss->local.port || !local.port);
+}
+
 /* A store socket the loader found at attach time has no socket pointer (rdzv.h): it is read
  * from the fd table by the first call of the process that concerns the descriptor. The socket
  * there must still have the ports found in /proc, else the descriptor was closed (and maybe
@@ -185,9 +193,7 @@ static __always_inline __u64 fd_key(__u32 tgid, long fd) { return ((__u64)tgid <
 static __always_inline bool store_identify(__u32 tgid, long fd, struct store_sock *ss) {
   if (ss->sk) return true;
   struct sock *sk = tcp_sock_of_fd(fd);
-  struct rdzv_sockaddr local = {}, peer = {};
-  if (sk) sk_addrs(sk, &local, &peer);
-  if (!sk || local.port != ss->local.port || peer.port != ss->peer.port) {
+  if (!sk || !found_ports_match(sk, ss)) {
     __u64 key = fd_key(tgid, fd);
     bpf_map_delete_elem(&store_socks, &key);
     return false;

@@ -13,6 +13,7 @@ Run as root; exit status 0 = pass, 1 = fail.
 """
 import os
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -46,8 +47,8 @@ def seeded_all(work):
     own too (its server's listener and ends)."""
     files = seeded(work, lambda ports, pid: ["--all", "--port", str(ports.store), "--port", str(ports.io)])
     mine = [e for e in files.get(os.getpid(), []) if "preexisting" in e["flags"]]
-    check(len(find(mine, kind="listen")) == 1 and len(find(mine, kind="accept")) == 4,
-          "this test's store listener and its 4 accepted ends found too", mine)
+    check(len(find(mine, kind="listen")) == 1 and len(find(mine, kind="accept")) == 5,
+          "this test's store listener and its 5 accepted ends found too", mine)
 
 
 def seeded(work, attach_args):
@@ -60,19 +61,22 @@ def seeded(work, attach_args):
     t = subprocess.Popen([run_bpf.OPTS.target, str(ports.store), str(ports.io), str(other)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=target_env(ports), text=True)
     ready = t.stdout.readline().split()
-    check(len(ready) == 9 and ready[0] == "ready", "target did not start: %r" % ready)
-    fd_a, fd_b, fd_l, fd_c, fd_s, fd_d, fd_e, fd_f = (int(x) for x in ready[1:])
+    check(len(ready) == 10 and ready[0] == "ready", "target did not start: %r" % ready)
+    fd_a, fd_b, fd_l, fd_c, fd_s, fd_d, fd_e, fd_f, fd_g = (int(x) for x in ready[1:])
     end_a, _ = server.accept()
     end_b, _ = server.accept()
     end_e, _ = server.accept()
     end_f, _ = server.accept()
+    end_g, _ = server.accept()
     end_d, _ = other_server.accept()
     check(end_a.recv(16) == b"hello", "A's bytes sent before attach")
-    port_a, port_b = end_a.getpeername()[1], end_b.getpeername()[1]
+    port_a, port_b, port_g = end_a.getpeername()[1], end_b.getpeername()[1], end_g.getpeername()[1]
     t0 = time.monotonic()
     a = start_attach(attach_args(ports, t.pid) + ["--out", out_dir])
     end_a.close()  # FIN: the target's recv returns 0, its next send is answered by a reset
     end_e.close()  # the recv blocked since before attach returns 0
+    end_g.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    end_g.close()  # a reset, before the target calls anything on G
     time.sleep(0.1)
     t.stdin.write("go\n")
     t.stdin.flush()
@@ -95,8 +99,8 @@ def seeded(work, attach_args):
         check(e["flags"] == ["store", "preexisting"] and e["ret"] == (e["fd"] if e["kind"] == "accept" else 0)
               and e["dur_ns"] == 0, "a found socket's record", [e])
     found_at = {e["fd"]: e["ts_ns"] for e in found}
-    check(sorted(e["fd"] for e in found) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s, fd_e, fd_f]),
-          "found: A, B, the listener, C and its accepted end S, E, F (not D, on no store port)", found)
+    check(sorted(e["fd"] for e in found) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s, fd_e, fd_f, fd_g]),
+          "found: A, B, the listener, C and its accepted end S, E, F, G (not D, on no store port)", found)
     for fd, port in ((fd_a, port_a), (fd_b, port_b)):
         e = one(found, "found connect", kind="connect", fd=fd)
         check(e["peer"] == store and e["local"] == "127.0.0.1:%d" % port and e["tcp_state"] == 1, "found connect", [e])
@@ -135,8 +139,13 @@ def seeded(work, attach_args):
 
     # Close totals: what happened after attach only (A's 5 bytes before it are not counted).
     closes = {x["fd"]: x for x in find(events, kind="close")}
-    check(sorted(closes) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s, fd_e, fd_f]), "a close record for each found socket",
+    check(sorted(closes) == sorted([fd_a, fd_b, fd_l, fd_c, fd_s, fd_e, fd_f, fd_g]),
+          "a close record for each found socket", events)
+    # Known by its socket from attach's start (rdzv_identify_found), not only from its first call.
+    resets = by_probe(events, "reset_received", local="127.0.0.1:%d" % port_g)
+    check(len(resets) == 1 and resets[0]["errno_name"] == "ECONNRESET", "the reset G received before any call",
           events)
+    check(closes[fd_g]["tcp_state"] == 7, "G closed after the reset", [closes[fd_g]])
     e = closes[fd_a]
     check((e["bytes_sent"], e["calls_send"], e["bytes_recv"], e["calls_recv"]) == (4, 2, 0, 1), "A's totals", [e])
     check(0 < e["open_ns"] < attached_s * 1e9, "A's open time counts from attach", [e])

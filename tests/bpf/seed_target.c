@@ -5,9 +5,10 @@
  * Before "ready": connects A and B to the test's store server on STORE_PORT (A sends 5 bytes),
  * listens on OWN_PORT (a store port too, RDZVSCOPE_PORTS) and connects C to itself there
  * (accepted as S), connects D to OTHER_PORT (no store port), and connects E and F to the
- * store server, on which two threads block: one in recv(E), one in a 3 s poll(F). Prints
- * "ready A B L C S D E F" and waits for "go" on stdin (attach starts meanwhile; the test
- * closes the server's ends of A and E). Then: recv(A) (0: the peer closed), send(A) (accepted;
+ * store server, on which two threads block: one in recv(E), one in a 3 s poll(F), and G, on
+ * which it calls nothing until its close. Prints "ready A B L C S D E F G" and waits for "go"
+ * on stdin (attach starts meanwhile; the test closes the server's ends of A and E, and resets
+ * G's). Then: recv(A) (0: the peer closed), send(A) (accepted;
  * the peer answers with a reset), send(A) again (EPIPE), poll(B) (times out after 200 ms),
  * send(S), send(D); waits for the threads (recv(E) returns 0, poll(F) times out) and closes
  * everything. Prints each result as "name ret errno". */
@@ -65,8 +66,9 @@ int main(int argc, char **argv) {
   fd_f = connected(store_port);
   pthread_t te, tf;
   if (pthread_create(&te, NULL, blocked_recv, NULL) || pthread_create(&tf, NULL, blocked_poll, NULL)) return 1;
+  int g = connected(store_port);
   usleep(100 * 1000); /* both are in their call */
-  printf("ready %d %d %d %d %d %d %d %d\n", a, b, l, c, s, d, fd_e, fd_f);
+  printf("ready %d %d %d %d %d %d %d %d %d\n", a, b, l, c, s, d, fd_e, fd_f, g);
   fflush(stdout);
   char line[16];
   if (!fgets(line, sizeof line, stdin)) return 1;
@@ -86,6 +88,7 @@ int main(int argc, char **argv) {
   said("poll_f", poll_f);
   close(fd_e);
   close(fd_f);
+  close(g);
   close(a);
   close(b);
   close(s);
