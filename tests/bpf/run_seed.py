@@ -83,6 +83,8 @@ def seeded(work, attach_args):
     out = t.stdout.read()
     check(t.wait(timeout=30) == 0, "target failed: " + out)
     printed = dict((l.split()[0], [int(x) for x in l.split()[1:]]) for l in out.splitlines())
+    kid, kid_status = printed.pop("kid", [0, -1])
+    check(kid_status == 0, "the child's send on B failed")
     time.sleep(0.2)
     stop_attach(a)
     attached_s = time.monotonic() - t0
@@ -146,6 +148,9 @@ def seeded(work, attach_args):
     check(len(resets) == 1 and resets[0]["errno_name"] == "ECONNRESET", "the reset G received before any call",
           events)
     check(closes[fd_g]["tcp_state"] == 7, "G closed after the reset", [closes[fd_g]])
+    # A child forked after attach inherits the found sockets (in the kernel, at fork).
+    e = one(files.get(kid, []), "the child's send on B", kind="send", fd=fd_b)
+    check(e["flags"] == ["store"] and e["ret"] == 3 and e["peer"] == store, "the child's send on B", [e])
     e = closes[fd_a]
     check((e["bytes_sent"], e["calls_send"], e["bytes_recv"], e["calls_recv"]) == (4, 2, 0, 1), "A's totals", [e])
     check(0 < e["open_ns"] < attached_s * 1e9, "A's open time counts from attach", [e])

@@ -10,8 +10,9 @@
  * on stdin (attach starts meanwhile; the test closes the server's ends of A and E, and resets
  * G's). Then: recv(A) (0: the peer closed), send(A) (accepted;
  * the peer answers with a reset), send(A) again (EPIPE), poll(B) (times out after 200 ms),
- * send(S), send(D); waits for the threads (recv(E) returns 0, poll(F) times out) and closes
- * everything. Prints each result as "name ret errno". */
+ * send(S), send(D); forks a child that sends on B; waits for the threads (recv(E) returns 0,
+ * poll(F) times out) and closes everything. Prints each result as "name ret errno" (the
+ * child's: "kid PID STATUS"). */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "target_util.h"
@@ -82,6 +84,12 @@ int main(int argc, char **argv) {
   said("poll_b", poll(&p, 1, 200));
   said("send_s", send(s, "abc", 3, MSG_NOSIGNAL));
   said("send_d", send(d, "xyz", 3, MSG_NOSIGNAL));
+  fflush(stdout);
+  pid_t kid = fork();
+  if (kid == 0) _exit(send(b, "kid", 3, MSG_NOSIGNAL) == 3 ? 0 : 1); /* an inherited found socket */
+  int status = -1;
+  if (kid < 0 || waitpid(kid, &status, 0) != kid) return 1;
+  printf("kid %d %d\n", (int)kid, status);
   pthread_join(te, NULL);
   pthread_join(tf, NULL);
   said("recv_e", recv_e);
