@@ -137,7 +137,7 @@ def seeded(work, attach_args):
     check(e["flags"] == ["store", "zero_read", "preexisting"] and e["ret"] == 0 and e["size"] == 16
           and e["ts_ns"] == found_at[fd_e] and e["dur_ns"] > 0 and e["peer"] == store, "late recv on E", [e])
     e = one(events, "the poll blocked on F", kind="poll", fd=fd_f)
-    check(e["flags"] == ["store", "timeout"] and e["timeout_ms"] == 3000 and e["dur_ns"] == 3000e6, "late poll on F", [e])
+    check(e["flags"] == ["store", "timeout"] and e["timeout_ms"] == 5000 and e["dur_ns"] == 5000e6, "late poll on F", [e])
 
     # Close totals: what happened after attach only (A's 5 bytes before it are not counted).
     closes = {x["fd"]: x for x in find(events, kind="close")}

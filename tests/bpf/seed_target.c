@@ -4,15 +4,15 @@
  *
  * Before "ready": connects A and B to the test's store server on STORE_PORT (A sends 5 bytes),
  * listens on OWN_PORT (a store port too, RDZVSCOPE_PORTS) and connects C to itself there
- * (accepted as S), connects D to OTHER_PORT (no store port), and connects E and F to the
- * store server, on which two threads block: one in recv(E), one in a 3 s poll(F), and G, on
- * which it calls nothing until its close. Prints "ready A B L C S D E F G" and waits for "go"
- * on stdin (attach starts meanwhile; the test closes the server's ends of A and E, and resets
- * G's). Then: recv(A) (0: the peer closed), send(A) (accepted;
- * the peer answers with a reset), send(A) again (EPIPE), poll(B) (times out after 200 ms),
- * send(S), send(D); forks a child that sends on B; waits for the threads (recv(E) returns 0,
- * poll(F) times out) and closes everything. Prints each result as "name ret errno" (the
- * child's: "kid PID STATUS"). */
+ * (accepted as S), connects D to OTHER_PORT (no store port), and connects E and F to the store
+ * server, on which two threads block: one in recv(E), one in a 5 s poll(F) (margin for attach
+ * to start on a loaded machine), and G, on which it calls nothing until its close. Prints
+ * "ready A B L C S D E F G" and waits for "go" on stdin (attach starts meanwhile; the test
+ * closes the server's ends of A and E, and resets G's). Then: recv(A) (0: the peer closed),
+ * send(A) (accepted; the peer answers with a reset), send(A) again (EPIPE), poll(B) (times out
+ * after 200 ms), send(S), send(D); forks a child that sends on B; waits for the threads
+ * (recv(E) returns 0, poll(F) times out) and closes everything. Prints each result as "name
+ * ret errno" (the child's: "kid PID STATUS"). */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -49,7 +49,7 @@ static void *blocked_recv(void *arg) {
 
 static void *blocked_poll(void *arg) {
   struct pollfd p = {.fd = fd_f, .events = POLLIN};
-  poll_f = poll(&p, 1, 3000);
+  poll_f = poll(&p, 1, 5000);
   return arg;
 }
 
