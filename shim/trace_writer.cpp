@@ -24,7 +24,15 @@ constexpr uint64_t kDefaultMaxMb = 2;
 constexpr uint64_t kMaxMaxMb = 1024;
 constexpr int kMaxNameAttempts = 1000;
 
+// How long a thread waits for another thread that is creating the file: far longer than any
+// sane open (a large RDZVSCOPE_MAX_MB on tmpfs fallocates for tens of ms), short enough that a
+// hung file system cannot hang the host's threads for long.
+constexpr uint64_t kOpenWaitNs = 2000000000ull;
+
 int g_state = kClosed;
+// Events of threads that gave up waiting for the file, moved into the header's `lost` once it
+// is open (by whichever thread sees it open first: the exchange moves each count once).
+uint64_t g_lost_while_opening = 0;
 rdzv_file_header* g_header = nullptr;
 rdzv_record* g_records = nullptr;
 uint64_t g_capacity = 0;
@@ -233,6 +241,32 @@ const char* trace_dir() {
   return g_dir;
 }
 
+namespace {
+
+// Another thread is creating the file: wait for it (an event given up here is lost), first
+// yielding, then sleeping in short steps, for at most kOpenWaitNs. False when it is still
+// being created after that.
+bool wait_while_opening() {
+  const uint64_t deadline = mono_ns() + kOpenWaitNs;
+  for (int i = 0; __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == kOpening; ++i) {
+    if (i < 100) {
+      sched_yield();
+      continue;
+    }
+    if (mono_ns() > deadline) return false;
+    const struct timespec step = {0, 50000};
+    nanosleep(&step, nullptr);
+  }
+  return true;
+}
+
+void account_lost_while_opening() {
+  const uint64_t n = __atomic_exchange_n(&g_lost_while_opening, 0, __ATOMIC_ACQ_REL);
+  if (n) __atomic_fetch_add(&g_header->lost, n, __ATOMIC_RELAXED);
+}
+
+}  // namespace
+
 Slot reserve_record(Create create) {
   int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
   if (__builtin_expect(state != kOpen, 0)) {
@@ -243,10 +277,12 @@ Slot reserve_record(Create create) {
       bool ok = open_trace();
       __atomic_store_n(&g_state, ok ? kOpen : kDisabled, __ATOMIC_RELEASE);
       if (ok) write_start_record();
-    } else {
-      // Another thread is creating the file: wait a little, never block the host for long.
-      for (int i = 0; i < 2000 && __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == kOpening; ++i)
-        sched_yield();
+      if (ok) account_lost_while_opening();
+    } else if (!wait_while_opening()) {
+      __atomic_fetch_add(&g_lost_while_opening, 1, __ATOMIC_RELAXED);
+      // The file may have opened just after we gave up: then nobody else would move the count.
+      if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == kOpen) account_lost_while_opening();
+      return {};
     }
     if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != kOpen) return {};
   }
@@ -277,6 +313,7 @@ void writer_forget_after_fork() {
   g_records = nullptr;
   g_capacity = 0;
   g_map_len = 0;
+  g_lost_while_opening = 0;  // the parent's, counted in its own file
   g_state = (!g_configured || g_dir[0]) ? kClosed : kDisabled;
 }
 

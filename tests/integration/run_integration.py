@@ -747,8 +747,26 @@ def bounded_dropped():
 
 @scenario
 def threads_concurrent():
+    concurrent_connects()
+
+
+@scenario
+def threads_concurrent_slow_open():
+    """The same 32 threads while the trace file takes long to create (256 MiB fallocated on
+    tmpfs, tens of ms): the threads that arrive meanwhile wait for it instead of losing their
+    connects (CI once lost one when the first open took more than 2,000 sched_yield()s)."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else OPTS.work
+    trace_dir = tempfile.mkdtemp(prefix="rdzv-it-slow-open-", dir=base)
+    os.rmdir(trace_dir)   # the shim creates it
+    try:
+        concurrent_connects(extra={"RDZVSCOPE_MAX_MB": "256"}, trace_dir=trace_dir)
+    finally:
+        shutil.rmtree(trace_dir, ignore_errors=True)
+
+
+def concurrent_connects(**kw):
     port = free_port()
-    plain, traced = run_both([prog("threads"), str(port)], ports=[port], expect_rc=51)
+    plain, traced = run_both([prog("threads"), str(port)], ports=[port], expect_rc=51, **kw)
     check(plain.out.count("connect ret=0 errno=0 sent=6400 close=0") == 32 and
           "server exit=0" in plain.out, "the threaded exchange failed", plain.describe())
     traces = traces_of(traced)
