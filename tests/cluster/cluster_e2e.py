@@ -674,16 +674,7 @@ def main():
         except (Failure, subprocess.TimeoutExpired, ValueError, OSError) as e:
             verdict_errors.append(f"clock shift: {e}")
 
-    if verdict_errors:
-        log(f"FAIL [{name}]:")
-        for e in verdict_errors:
-            log(f"  - {e}")
-        log(f"(scratch kept in {work})")
-        return 1
-    log(f"PASS [{name}] in {time.monotonic() - t_start:.1f}s")
-    if not args.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return harness.finish_scenario(name, verdict_errors, work, t_start, args.keep)
 
 
 # Every host of the test cluster shares one kernel clock, so a real offset between hosts

@@ -960,6 +960,21 @@ def check_verdict(diag, want_cls, want_rank, want_cause, errors, what):
         errors.append(f"{what}: verdict.cause {verdict.get('cause')!r}, expected {want_cause!r}")
 
 
+def finish_scenario(name, verdict_errors, work, t_start, keep):
+    """The end of a scenario: FAIL with its errors (the scratch kept), or PASS (the scratch
+    removed unless --keep). Returns the exit status."""
+    if verdict_errors:
+        log(f"FAIL [{name}]:")
+        for e in verdict_errors:
+            log(f"  - {e}")
+        log(f"(scratch kept in {work})")
+        return 1
+    log(f"PASS [{name}] in {time.monotonic() - t_start:.1f}s")
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", nargs="?", help="one of: " + ", ".join(SCENARIOS))
@@ -1031,16 +1046,7 @@ def main():
     except (Failure, subprocess.TimeoutExpired) as e:
         verdict_errors.append(str(e))
 
-    if verdict_errors:
-        log(f"FAIL [{name}]:")
-        for e in verdict_errors:
-            log(f"  - {e}")
-        log(f"(scratch kept in {work})")
-        return 1
-    log(f"PASS [{name}] in {time.monotonic() - t_start:.1f}s")
-    if not args.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return finish_scenario(name, verdict_errors, work, t_start, args.keep)
 
 
 if __name__ == "__main__":
