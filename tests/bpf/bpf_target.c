@@ -11,6 +11,8 @@
  *   1. a blocking connect: ETIMEDOUT
  *   2. a non-blocking connect given up after a 300 ms poll, then closed (abandoned)
  * and prints what each call returned, for the test to compare with the trace. */
+#include "common.h" /* tests/integration: it_loopback and friends */
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,10 +26,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "target_util.h"
 
 static int connect_to(int port) {
-  struct sockaddr_in a = loopback(port);
+  struct sockaddr_in a = it_loopback(port);
   int s = socket(AF_INET, SOCK_STREAM, 0);
   if (connect(s, (struct sockaddr*)&a, sizeof a) != 0) {
     perror("bpf_target: connect to IO_PORT");
@@ -41,7 +42,7 @@ static void print_call(const char* what, long r) { printf("%s %ld %d\n", what, r
 /* Both ends are this process's own store sockets: each failure is produced by the other end,
  * in an order that makes it certain. */
 static void io_section(int io_port) {
-  struct sockaddr_in a = loopback(io_port);
+  struct sockaddr_in a = it_loopback(io_port);
   int one = 1;
   char buf[64] = "ping";
   int ls = socket(AF_INET, SOCK_STREAM, 0);
@@ -87,7 +88,7 @@ static void io_section(int io_port) {
 
 /* Where SYNs to the store port are dropped. */
 static int timeout_section(int store_port) {
-  struct sockaddr_in a = loopback(store_port);
+  struct sockaddr_in a = it_loopback(store_port);
   int s = socket(AF_INET, SOCK_STREAM, 0);
   print_call("connect", connect(s, (struct sockaddr*)&a, sizeof a));
   close(s);
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
   int store_port = atoi(argv[1]), taken_port = atoi(argv[2]);
   if (!wait_for_go()) return 3;
 
-  struct sockaddr_in a = loopback(store_port);
+  struct sockaddr_in a = it_loopback(store_port);
   int s = socket(AF_INET, SOCK_STREAM, 0);
   int r = connect(s, (struct sockaddr*)&a, sizeof a);
   printf("connect %d %d\n", r, r < 0 ? errno : 0);
@@ -146,7 +147,7 @@ int main(int argc, char** argv) {
   printf("getaddrinfo %d\n", r);
   if (res) freeaddrinfo(res);
 
-  struct sockaddr_in b = loopback(taken_port);
+  struct sockaddr_in b = it_loopback(taken_port);
   s = socket(AF_INET, SOCK_STREAM, 0);
   r = bind(s, (struct sockaddr*)&b, sizeof b);
   printf("bind %d %d\n", r, r < 0 ? errno : 0);

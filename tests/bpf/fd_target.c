@@ -16,6 +16,8 @@
  *                                  readv reads the store socket
  * and prints "what ret errno [fd]" per call, for the test to compare with the trace. */
 #define _GNU_SOURCE
+#include "common.h" /* tests/integration: it_loopback and friends */
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +32,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "target_util.h"
 
 static void die(const char* what) {
   perror(what);
@@ -38,7 +39,7 @@ static void die(const char* what) {
 }
 
 static int listen_on(int port, int backlog) {
-  struct sockaddr_in a = loopback(port);
+  struct sockaddr_in a = it_loopback(port);
   int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0);
   setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(ls, (struct sockaddr*)&a, sizeof a) != 0 || listen(ls, backlog) != 0) die("fd_target: listen");
@@ -46,7 +47,7 @@ static int listen_on(int port, int backlog) {
 }
 
 static int connect_to(int port, int type) {
-  struct sockaddr_in a = loopback(port);
+  struct sockaddr_in a = it_loopback(port);
   int s = socket(AF_INET, type, 0);
   int r = connect(s, (struct sockaddr*)&a, sizeof a);
   if (r != 0 && !(errno == EINPROGRESS && (type & SOCK_NONBLOCK))) die("fd_target: connect");

@@ -13,6 +13,8 @@
  * after 200 ms), send(S), send(D); forks a child that sends on B; waits for the threads
  * (recv(E) returns 0, poll(F) times out) and closes everything. Prints each result as "name
  * ret errno" (the child's: "kid PID STATUS"). */
+#include "common.h" /* tests/integration: it_loopback and friends */
+
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,11 +25,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "target_util.h"
 
 static int connected(int port) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = loopback(port);
+  struct sockaddr_in a = it_loopback(port);
   if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
     perror("connect");
     exit(1);
@@ -59,7 +60,7 @@ int main(int argc, char **argv) {
   int a = connected(store_port), b = connected(store_port);
   if (send(a, "hello", 5, MSG_NOSIGNAL) != 5) return 1; /* before attach: not in the totals */
   int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-  struct sockaddr_in own = loopback(own_port);
+  struct sockaddr_in own = it_loopback(own_port);
   setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(l, (struct sockaddr *)&own, sizeof own) != 0 || listen(l, 4) != 0) return 1;
   int c = connected(own_port), s = accept(l, NULL, NULL), d = connected(other_port);
