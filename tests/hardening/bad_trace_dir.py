@@ -19,6 +19,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 
 HEADER_SIZE, RECORD_SIZE = 4096, 192
 OFF_VERSION = 8                  # struct rdzv_file_header: magic[8], then version
@@ -57,8 +58,13 @@ def main():
         print("bad_trace_dir: root, and no setpriv to drop privileges: cannot make a file "
               "unreadable for the analyzer")
         return 1
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    if as_nobody:
+        # nobody must reach the job through every parent directory: a build tree under a
+        # 0700 directory (mktemp -d) would fail the clean run with EACCES, so use /tmp.
+        work = tempfile.mkdtemp(prefix="rdzvscope-bad-trace-dir-", dir="/tmp")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
     os.chmod(work, 0o755)
     job = os.path.join(work, "job")
     subprocess.run([gen_job, job, str(n)], check=True, stdout=subprocess.DEVNULL)
