@@ -25,6 +25,7 @@ __attribute__((constructor)) void rdzvscope_load() {
   Guard guard;
   writer_configure();
   env_inject_init();
+  writer_open_if_rank();
   pthread_atfork(nullptr, nullptr, child_after_fork);
   errno = saved;
 }

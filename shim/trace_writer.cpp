@@ -267,10 +267,14 @@ void account_lost_while_opening() {
 
 }  // namespace
 
-Slot reserve_record(Create create) {
-  int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(state != kOpen, 0)) {
-    if (state == kDisabled || create == Create::OnlyIfOpen) return {};
+namespace {
+
+// The slow path of reserve_record: the file is not open yet. True once it is open.
+bool open_or_wait() {
+  const int state = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+  if (state == kOpen) return true;
+  if (state == kDisabled) return false;
+  {
     int expected = kClosed;
     if (__atomic_compare_exchange_n(&g_state, &expected, kOpening, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
@@ -282,9 +286,17 @@ Slot reserve_record(Create create) {
       __atomic_fetch_add(&g_lost_while_opening, 1, __ATOMIC_RELAXED);
       // The file may have opened just after we gave up: then nobody else would move the count.
       if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == kOpen) account_lost_while_opening();
-      return {};
+      return false;
     }
-    if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != kOpen) return {};
+  }
+  return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == kOpen;
+}
+
+}  // namespace
+
+Slot reserve_record(Create create) {
+  if (__builtin_expect(__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != kOpen, 0)) {
+    if (create == Create::OnlyIfOpen || !open_or_wait()) return {};
   }
   uint64_t index = __atomic_fetch_add(&g_header->next_slot, 1, __ATOMIC_RELAXED);
   if (index >= g_capacity) {
@@ -292,6 +304,13 @@ Slot reserve_record(Create create) {
     return {};
   }
   return Slot{&g_records[index], index};
+}
+
+void writer_open_if_rank() {
+  // A rank that is killed while it still loads (torchrun's agent stops every worker once one
+  // fails) may never make a socket call; its file, made at load, still says it was launched.
+  // Processes without RANK keep the lazy creation: a job script's helpers leave no files.
+  if (g_dir[0] && env_nonempty("RANK")) open_or_wait();
 }
 
 void commit_record(const Slot& slot) {

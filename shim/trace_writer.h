@@ -1,4 +1,5 @@
-// The per-process trace file: created on the first socket or resolver call, mapped
+// The per-process trace file: created on the first socket or resolver call (at load for a
+// process with RANK set), mapped
 // MAP_SHARED, appended to without locks. See include/rdzvscope/trace_format.h for the
 // crash-safety rules this follows.
 #pragma once
@@ -40,6 +41,10 @@ void writer_forget_after_fork();
 
 // Configuration read once at load: RDZVSCOPE_DIR etc. Safe to call more than once.
 void writer_configure();
+
+// At load: a process with RANK set (a rank of the job) creates its file now rather than at
+// its first socket call, so that a rank that never got that far is still on record.
+void writer_open_if_rank();
 
 // Path of the directory traces go to ("" when tracing is off), for exec re-injection.
 const char* trace_dir();

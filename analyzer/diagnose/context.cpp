@@ -8,7 +8,7 @@ namespace rdzvscope {
 std::vector<const ProcessFacts*> Context::ranks() const {
   std::vector<const ProcessFacts*> out;
   for (const auto& f : facts)
-    if (f.proc->role != Role::Agent && f.proc->rank >= 0) out.push_back(&f);
+    if (f.proc->role != Role::Agent && f.proc->role != Role::Helper && f.proc->rank >= 0) out.push_back(&f);
   std::stable_sort(out.begin(), out.end(),
                    [](const ProcessFacts* a, const ProcessFacts* b) { return a->proc->rank < b->proc->rank; });
   return out;
@@ -16,7 +16,7 @@ std::vector<const ProcessFacts*> Context::ranks() const {
 
 const ProcessFacts* Context::rank(int r) const {
   for (const auto& f : facts)
-    if (f.proc->rank == r && f.proc->role != Role::Agent) return &f;
+    if (f.proc->rank == r && f.proc->role != Role::Agent && f.proc->role != Role::Helper) return &f;
   return nullptr;
 }
 

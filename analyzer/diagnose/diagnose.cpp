@@ -104,7 +104,7 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
   std::vector<int> failed_ranks;
   bool any_failed = false;
   for (const auto& f : c.facts)
-    if (f.failed() && f.proc->role != Role::Agent) {
+    if (f.failed() && f.proc->role != Role::Agent && f.proc->role != Role::Helper) {
       any_failed = true;
       if (f.proc->rank >= 0) failed_ranks.push_back(f.proc->rank);
     }

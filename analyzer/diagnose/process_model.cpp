@@ -20,6 +20,7 @@ const char* role_name(Role r) {
   switch (r) {
     case Role::StoreServer: return "store server";
     case Role::Agent: return "launcher agent";
+    case Role::Helper: return "helper of a rank";
     case Role::Worker: break;
   }
   return "worker";
@@ -85,6 +86,29 @@ void finish(Process& p) {
       p.exit_ns = e.wall_ns;
       if (!(r.flags & RDZV_F_STATUS_UNKNOWN)) p.exit_status = r.u.proc.status;
     }
+  }
+}
+
+bool touched_store(const Process& p) {
+  for (const Event& e : p.events)
+    if ((e.rec.flags & RDZV_F_STORE) &&
+        (e.rec.kind == RDZV_EV_CONNECT || e.rec.kind == RDZV_EV_LISTEN || e.rec.kind == RDZV_EV_BIND))
+      return true;
+  return false;
+}
+
+// A rank's file is made at load (the shim opens it early for processes with RANK set), so the
+// programs a rank starts inherit its identity and leave files too: a child of a process of
+// the same rank and job that never touched the store is that rank's helper, not the rank.
+void mark_helpers(std::vector<Process>& procs) {
+  std::map<std::pair<std::string, std::int32_t>, const Process*> by_pid;
+  for (const Process& p : procs) by_pid[{p.host, p.pid}] = &p;
+  for (Process& p : procs) {
+    if (p.rank < 0 || p.role != Role::Worker || touched_store(p)) continue;
+    auto parent = by_pid.find({p.host, p.header.ppid});
+    if (parent == by_pid.end()) continue;
+    const Process& q = *parent->second;
+    if (q.rank == p.rank && q.job_key == p.job_key && q.launched_ns <= p.launched_ns) p.role = Role::Helper;
   }
 }
 
@@ -168,6 +192,7 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
     finish(p);
     in.processes.push_back(std::move(p));
   }
+  mark_helpers(in.processes);
   in.clocks = align_clocks(in.processes);
   return in;
 }

@@ -14,7 +14,9 @@
 
 namespace rdzvscope {
 
-enum class Role { Worker, StoreServer, Agent };
+// Helper: a process started by a rank that inherited its RANK (a compiler worker, a tool the
+// rank ran) and never touched the store; it is not that rank.
+enum class Role { Worker, StoreServer, Agent, Helper };
 const char* role_name(Role r);
 
 // An event with its time on the wall clock (CLOCK_REALTIME ns).

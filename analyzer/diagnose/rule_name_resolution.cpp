@@ -37,8 +37,10 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
       break;
     }
   }
-  std::vector<const LogEvent*> log_hits =
-      c.logs.of({LogFamily::GaiError, LogFamily::HostNotFound, LogFamily::ConnectValidate});
+  // A "failed to connect/validate" retry line (PyTorch >= 2.4) counts only through its reason:
+  // a lookup failure in it also matches GaiError / HostNotFound; a timeout or a refusal does
+  // not make a name-resolution failure.
+  std::vector<const LogEvent*> log_hits = c.logs.of({LogFamily::GaiError, LogFamily::HostNotFound});
   if (hits.empty() && log_hits.empty()) return std::nullopt;
 
   Verdict& v = out.verdict;

@@ -54,8 +54,12 @@ std::optional<Candidate> rule_straggler(const Context& c) {
       if (!a || *a >= diff_ns(100'000'000, first_timeout)) late.push_back(f);
     }
     if (late.empty()) return std::nullopt;
+    // A rank that never arrived was late by at least the time until the job's last record (a
+    // launcher such as torchrun stops it once the others failed).
+    std::int64_t job_end = 0;
+    for (const auto& f : c.facts) job_end = std::max(job_end, f.proc->exit_ns.value_or(f.proc->last_event_ns()));
     auto lateness = [&](const ProcessFacts* f) {
-      return diff_ns(usual, f->arrival_ns() ? *f->arrival_ns() : f->proc->last_event_ns());
+      return diff_ns(usual, f->arrival_ns() ? *f->arrival_ns() : job_end);
     };
     const ProcessFacts* worst = *std::max_element(late.begin(), late.end(), [&](auto* a, auto* b) {
       return lateness(a) < lateness(b);
@@ -69,7 +73,8 @@ std::optional<Candidate> rule_straggler(const Context& c) {
     const double late_s = lateness(worst) / 1e9;
     const std::string act = activity(*worst);
     v.summary = worst->proc->label() + (worst->arrival_ns() ? " reached the store " + fmt_seconds(late_s) + " after the others"
-                                                            : " never reached the store") +
+                                                            : " never reached the store (still missing " + fmt_seconds(late_s) +
+                                                                  " after the others arrived)") +
                 "; rank(s) " + rank_list(fast_ranks) + " gave up after their " +
                 (timeout ? fmt_seconds(*timeout / 1000.0) + " " : std::string()) +
                 "timeout";
@@ -83,7 +88,8 @@ std::optional<Candidate> rule_straggler(const Context& c) {
       fd.evidence.push_back(f->proc->label() + ": launched at " + rel(c, f->proc->launched_ns) + ", " +
                             (f->arrival_ns() ? "first store connect at " + rel(c, *f->arrival_ns()) + ", " +
                                                    fmt_seconds(lateness(f) / 1e9) + " after the usual arrival"
-                                             : std::string("no store connect at all")) +
+                                             : "no store connect at all, still missing at " + rel(c, job_end) + ", " +
+                                                   fmt_seconds(lateness(f) / 1e9) + " after the usual arrival") +
                             (timeout ? " (timeout " + std::to_string(*timeout) + " ms)" : std::string()));
       const std::string a = activity(*f);
       if (!a.empty()) fd.evidence.push_back("  before arriving: " + a);

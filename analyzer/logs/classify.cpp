@@ -438,8 +438,10 @@ const Detector kDetectors[] = {
     {Family::GaiError, [](sv s) { return contains(s, "gai error"); }},
     {Family::HostNotFound,
      [](sv s) {
-       return contains(s, "host not found") || contains(s, "hostname of the client socket cannot be retrieved");
+       return contains(s, "host not found");
      }},
+    {Family::ReverseLookupFailed,
+     [](sv s) { return contains(s, "hostname of the client socket cannot be retrieved"); }},
     {Family::ServerTimedOutRetry, [](sv s) { return contains(s, "has timed out, will retry"); }},
     {Family::NotListeningYet,
      [](sv s) { return contains(s, "is not yet listening") || contains(s, "is listening yet"); }},
@@ -489,7 +491,7 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
   ev.timeout_ms = find_timeout(body);
   ev.err = find_errno(body);
   if (auto g = number_after(body, "gai error: ")) ev.gai_code = static_cast<int>(*g);
-  else if (ev.family == Family::HostNotFound) {
+  else if (ev.family == Family::HostNotFound || ev.family == Family::ReverseLookupFailed) {
     if (auto e = number_after(body, "err=")) ev.gai_code = static_cast<int>(*e);
   }
   find_host_port(body, ev.host, ev.port);
@@ -601,6 +603,7 @@ const char* family_name(Family f) {
     case Family::ConnectTimeoutLegacy: return "connect_timeout_legacy";
     case Family::NcclUniqueIdStoreError: return "nccl_unique_id_store_error";
     case Family::WatchdogTimeout: return "watchdog_timeout";
+    case Family::ReverseLookupFailed: return "reverse_lookup_failed";
   }
   return "unknown";
 }

@@ -255,7 +255,10 @@ std::string version_hint(const LogScan& scan) {
         ++older;
         break;
       case Family::HostNotFound:
-        if (t.find("host not found") != std::string_view::npos) ++older;
+        ++older;
+        break;
+      case Family::ReverseLookupFailed:
+        ++newer;
         break;
       default:
         if (t.find("Failed to recv, got 0 bytes") != std::string_view::npos) ++newer;

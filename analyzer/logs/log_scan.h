@@ -24,7 +24,7 @@ namespace rdzv::logs {
 
 enum class Family {
   GaiError,            // "network addresses of (H, P) cannot be retrieved (gai error: -2 - ...)"
-  HostNotFound,        // "host not found: ...", "hostname of the client socket cannot be retrieved"
+  HostNotFound,        // "host not found: ..." (a forward lookup of the rendezvous host)
   ConnectValidate,     // "TCP client failed to connect/validate to host H:P - retrying|timed out (...): reason"
   ClientConnectTimeout,// "The client socket has timed out after N(s|ms) while trying to connect to (H, P)"
   ConnectFailed,       // "The client socket has failed to connect to ADDR (errno: N - text)" / "to any network address of (H, P)"
@@ -46,8 +46,12 @@ enum class Family {
   ConnectTimeoutLegacy,// "connect() timed out." (optionally "Original timeout was N ms.")
   NcclUniqueIdStoreError, // "... retrieving ncclUniqueId from [0] via c10d key-value store ... got error: ..."
   WatchdogTimeout,     // "Watchdog caught collective operation timeout" (Timeout(ms)=N)
+  // "The hostname of the client socket cannot be retrieved. err=-3" (2.6+): the reverse lookup
+  // of a connected socket's own address failed. A resolver that answers no reverse queries (no
+  // DNS server in reach) prints it beside any failure; it says nothing about the rendezvous host.
+  ReverseLookupFailed,
 };
-inline constexpr int kFamilyCount = static_cast<int>(Family::WatchdogTimeout) + 1;
+inline constexpr int kFamilyCount = static_cast<int>(Family::ReverseLookupFailed) + 1;
 
 struct LogEvent {
   std::string file;          // path as given

@@ -65,7 +65,7 @@ const std::vector<std::string_view>& anchors() {
   static const std::vector<std::string_view> a = {
       "gai error",            // GaiError
       "host not found",       // HostNotFound (old torch)
-      "hostname of the client socket",  // HostNotFound (2.6+ reverse lookup)
+      "hostname of the client socket",  // ReverseLookupFailed (2.6+)
       "failed to connect",    // ConnectValidate, ConnectFailed
       "timed out",            // ClientConnectTimeout, ServerTimedOutRetry, ConnectTimeoutLegacy,
                               // ConnectionTimedOutErrno, WaitForInputTimeout

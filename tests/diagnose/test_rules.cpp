@@ -60,6 +60,39 @@ TEST_CASE("straggler: the late rank is named, not the ranks that timed out") {
   CHECK(d.verdict.next_step.find("idle/waiting") != std::string::npos);
 }
 
+TEST_CASE("straggler stopped by torchrun before its first socket call: named, lateness at least to the end") {
+  // PyTorch 2.x under torchrun: the agent SIGTERMs every worker once one fails, so the late
+  // rank (its file made at load) has no store connect and no exit record.
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 2) continue;
+    p.connect(1.0, 0, kPort, 0.001, 40000 + r).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, 40000 + r).exit(4.1, 1);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "straggler_timeout");
+  REQUIRE(d.verdict.initiating_rank);
+  CHECK(*d.verdict.initiating_rank == 2);
+  CHECK(d.verdict.summary.find("never reached the store (still missing 3.") != std::string::npos);
+  CHECK(d.discriminators["seconds_late"].get<double>() > 3.0);
+}
+
+TEST_CASE("a program a rank started inherits its RANK: a helper, not a second rank 1") {
+  Job job;
+  healthy_rank(job, 0, 1.0);
+  healthy_rank(job, 2, 1.0);
+  healthy_rank(job, 3, 1.0);
+  healthy_rank(job, 1, 1.0);
+  // rank 1 (pid 1001) ran a tool that inherited RANK=1 and failed; it never touched the store
+  Proc& tool = job.proc(1, 5001);
+  tool.header().ppid = 1001;
+  tool.exit(1.5, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "healthy");
+  CHECK(d.ranks.size() == 4);
+}
+
 TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' timeouts") {
   Job job;
   job.proc(0, 1000).bind(0.9, EADDRINUSE).exit(1.0, 1);

@@ -129,6 +129,37 @@ SCENARIOS = {
               "peer`), the others time out waiting for it"),
 }
 
+# What each PyTorch generation prints for the same fault, as seen in real runs of these
+# scenarios (1.13: Debian's python3-torch; 2: 2.13 from PyPI). A fault check accepts any of the
+# version's texts; {port} and {T} (the timeout in seconds) are filled in.
+MESSAGES = {
+    # a rank that connected and then waited on the store past its timeout
+    "store_wait_timeout": {1: ("Socket Timeout",),
+                           2: ("wait timeout after", "waiting for clients")},
+    # a client whose connects to the store never succeeded within the timeout
+    "client_connect_timeout": {
+        1: ("The client socket has timed out after {T}s while trying to connect to (127.0.0.1, {port})",),
+        2: ("The client socket has timed out after {T}000ms while trying to connect to (127.0.0.1, {port})",)},
+    # the store host could not bind the store port
+    "bind_in_use": {
+        1: ("failed to bind to [::]:{port} (errno: 98 - Address already in use)",),
+        2: ("port: {port}, useIpv6: false, code: -98, name: EADDRINUSE",)},
+    "listen_failed": {1: ("failed to listen on any local network address",),
+                      2: ("failed to listen on any local network address",)},
+    # every store connect lost its SYNs
+    "connect_timed_out": {1: ("errno: 110 - Connection timed out",),
+                          2: ("The client socket has timed out after {T}000ms while trying to connect",)},
+    "port_in_use": {1: ("Address already in use",), 2: ("EADDRINUSE",)},
+}
+
+
+def said(h, key, run=None):
+    """The texts of MESSAGES[key] for the PyTorch under test."""
+    port = run.port if run else 0
+    t = SCENARIOS[run.name]["timeout"] if run else 0
+    return tuple(m.format(port=port, T=t) for m in MESSAGES[key][h.torch_major])
+
+
 # torch 1.13 with T=3 s: the clients give up T after their first store op, rank 0 (the store
 # host) only after about 2T + 1 s (its server first waits T silently for the workers, then
 # gloo's store wait takes T again). The straggler must arrive after rank 0 gave up.
@@ -149,6 +180,18 @@ class AnalyzerMissing(Exception):
 
 
 # --------------------------------------------------------------------------- small helpers
+
+def torch_version(python):
+    """The PyTorch version that `python` imports, e.g. "2.13.0+cpu" (from its metadata: fast)."""
+    code = ("import importlib.metadata as m\n"
+            "try:\n    print(m.version('torch'))\n"
+            "except Exception:\n    import torch; print(torch.__version__)")
+    p = subprocess.run([python, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=60)
+    if p.returncode != 0 or not p.stdout.strip():
+        raise SystemExit(f"FAIL: {python} has no PyTorch: {p.stderr.strip()[-300:]}")
+    return p.stdout.strip()
+
 
 def free_port():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -231,6 +274,8 @@ class Run:
 class Harness:
     def __init__(self, rdzvscope, python, work, keep=False, traced=True):
         self.traced = traced
+        self.torch_version = torch_version(python)
+        self.torch_major = int(self.torch_version.split(".")[0])
         self.rdzvscope = rdzvscope
         self.python = python
         self.work = work
@@ -460,7 +505,7 @@ def sc_straggler(h, run):
     errors = []
     for r in (0, 1, 3):
         expect_exit(run, f"rank{r}", 1, errors)
-        expect_text(run, f"rank{r}", "Socket Timeout", errors)
+        expect_any_text(run, f"rank{r}", said(h, "store_wait_timeout"), errors)
     expect_exit(run, "rank2", nonzero, errors)
     expect_text(run, "rank2", [f"sleeping {STRAGGLER_DELAY_S}s", "e2e: FAILED"], errors)
     files = h.dump(run)
@@ -598,8 +643,7 @@ def sc_store_never(h, run):
     errors = []
     for r in (1, 2, 3):
         expect_exit(run, f"rank{r}", 1, errors)
-        expect_text(run, f"rank{r}", "The client socket has timed out after 3s while trying to "
-                                     f"connect to (127.0.0.1, {run.port})", errors)
+        expect_any_text(run, f"rank{r}", said(h, "client_connect_timeout", run), errors)
     files = h.dump(run)
     if files is None:   # --untraced: the logs and exit codes are all there is
         return errors
@@ -633,8 +677,8 @@ def sc_port_conflict(h, run):
     finally:
         holder.close()
     expect_exit(run, "rank0", 1, errors)
-    expect_text(run, "rank0", [f"failed to bind to [::]:{run.port} (errno: 98 - Address already in use)",
-                               "failed to listen on any local network address"], errors)
+    expect_any_text(run, "rank0", said(h, "bind_in_use", run), errors)
+    expect_any_text(run, "rank0", said(h, "listen_failed", run), errors)
     for r in (1, 2, 3):
         expect_exit(run, f"rank{r}", nonzero, errors)
     files = h.dump(run)
@@ -691,7 +735,7 @@ def sc_connect_timeout(h, run):
     expect(not os.path.exists(f"/run/netns/{ns}"), f"namespace {ns} still exists", errors)
     for r in range(WORLD):
         expect_exit(run, f"rank{r}", 1, errors)
-        expect_text(run, f"rank{r}", "errno: 110 - Connection timed out", errors)
+        expect_any_text(run, f"rank{r}", said(h, "connect_timed_out", run), errors)
     files = h.dump(run)
     if files is None:   # --untraced: the logs and exit codes are all there is
         return errors
@@ -734,7 +778,7 @@ def sc_rdzv_collision(h, run):
     rcs = {p.label: p.rc for p in run.procs}
     expect(any(rc != 0 for rc in rcs.values()), f"every process of both jobs succeeded: {rcs}",
            errors)
-    expect("Address already in use" in run.all_text(),
+    expect(any(m in run.all_text() for m in said(h, "port_in_use")),
            "neither job's rank 0 reports the store port in use", errors)
     files = h.dump(run)
     if files is None:   # --untraced: the logs and exit codes are all there is
@@ -924,7 +968,7 @@ assert set(RUNNERS) == set(SCENARIOS)
 def port_stolen(name, run):
     if name in ("port_conflict", "rdzv_collision"):
         return False
-    return "Address already in use" in run.all_text()
+    return any(m in run.all_text() for m in MESSAGES["port_in_use"][1] + MESSAGES["port_in_use"][2])
 
 
 def run_scenario(h, name):

@@ -936,6 +936,26 @@ def no_socket_no_file():
     check(not trace_files(trace_dir), f"trace files left: {trace_files(trace_dir)}")
 
 
+@scenario
+def rank_file_at_load():
+    """A process with RANK set has its file from load on, also without any socket call (a rank
+    that torchrun stops while it still loads); without RANK, no_socket_no_file holds."""
+    work = new_dir("rankload")
+    os.makedirs(work)
+    tmp = os.path.join(work, "data")
+    plain = run([prog("no_socket"), tmp], False, extra={"RANK": "5", "WORLD_SIZE": "8"})
+    traced = run([prog("no_socket"), tmp], True, extra={"RANK": "5", "WORLD_SIZE": "8"})
+    check(plain.out == traced.out and plain.rc == traced.rc == 9 and plain.err == traced.err,
+          "behaved differently under the shim\n" + plain.describe() + "\n" + traced.describe())
+    t = one_trace(traced)
+    check(t.header["identity"]["rank"] == 5 and t.header["identity"]["world_size"] == 8,
+          "identity not recorded", t.lines())
+    kinds = [e["kind"] for e in t.events]
+    check(kinds[0] == "proc_start" and "proc_exit" in kinds,
+          f"want proc_start and proc_exit, got {kinds}", t.lines())
+    check(not any(k in kinds for k in ("connect", "resolve", "bind")), f"socket events: {kinds}")
+
+
 class LineServer:
     """A listener on 127.0.0.1:port that answers each line with "ok <line>"."""
 
