@@ -7,10 +7,9 @@
 # batch script around it). Every process (the torchrun agent and each worker) writes one trace
 # file into $TRACE_DIR; read them with `rdzvscope dump $TRACE_DIR`.
 #
-# Note: Debian 12's own python3-torch 1.13 ships a torchrun that crashes at start under
-# Python 3.11; this example is for a working torch install (pip/conda). Without torchrun,
-# start one process per rank with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set, as
-# scripts/demo.sh does.
+# Tested (tests/examples) with PyTorch 2.13 from PyPI: one node, 4 workers, a straggler.
+# Debian 12's own python3-torch 1.13 ships a torchrun that crashes at start under Python
+# 3.11; with it, start one process per rank with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set.
 set -euo pipefail
 
 JOB_ID=${SLURM_JOB_ID:-$(date +%s)}

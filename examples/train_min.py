@@ -11,6 +11,8 @@ Environment:
     RDZV_TIMEOUT_S   timeout of init_process_group and of the collective, seconds (default 30)
     RDZV_DELAY_S     sleep this long before joining the rendezvous (default 0; simulates a
                      slow rank, e.g. one still loading a checkpoint)
+    RDZV_LATE_RANK   only this rank sleeps RDZV_DELAY_S (default: every rank that has it set;
+                     torchrun gives every worker the same environment)
     RDZV_BACKEND     process group backend (default gloo)
 """
 import datetime
@@ -47,6 +49,9 @@ def main():
     world_size = env_int("WORLD_SIZE", 1)
     timeout_s = env_float("RDZV_TIMEOUT_S", 30.0)
     delay_s = env_float("RDZV_DELAY_S", 0.0)
+    late_rank = env_int("RDZV_LATE_RANK", -1)
+    if late_rank >= 0 and late_rank != rank:
+        delay_s = 0.0
     backend = os.environ.get("RDZV_BACKEND", "gloo")
     tag = f"train_min[rank {rank}/{world_size} pid {os.getpid()}]"
 

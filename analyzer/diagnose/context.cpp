@@ -14,6 +14,12 @@ std::vector<const ProcessFacts*> Context::ranks() const {
   return out;
 }
 
+bool Context::any_rank_failed() const {
+  for (const ProcessFacts* f : ranks())
+    if (f->failed()) return true;
+  return false;
+}
+
 const ProcessFacts* Context::rank(int r) const {
   for (const auto& f : facts)
     if (f.proc->rank == r && f.proc->role != Role::Agent && f.proc->role != Role::Helper) return &f;
@@ -23,7 +29,7 @@ const ProcessFacts* Context::rank(int r) const {
 const ProcessFacts* Context::store_server(std::uint16_t port) const {
   const ProcessFacts* best = nullptr;
   for (const auto& f : facts)
-    if (f.listen_ns && (port == 0 || f.listen_port == port) && (!best || *f.listen_ns < *best->listen_ns))
+    if (f.listen_ns && (port == 0 || f.listens_on(port)) && (!best || *f.listen_ns < *best->listen_ns))
       best = &f;
   return best;
 }

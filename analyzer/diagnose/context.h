@@ -28,6 +28,7 @@ struct Context {
   // The timeout the job configured, from traces (SO_RCVTIMEO, poll) or logs; ms.
   std::optional<std::int64_t> timeout_ms() const;
   bool has_traces() const { return !traces.processes.empty(); }
+  bool any_rank_failed() const;
 };
 
 // A rule's answer: a verdict it stands behind, and how strongly it outranks the others.

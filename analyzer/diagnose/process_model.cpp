@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <tuple>
 
@@ -87,6 +88,25 @@ void finish(Process& p) {
       if (!(r.flags & RDZV_F_STATUS_UNKNOWN)) p.exit_status = r.u.proc.status;
     }
   }
+}
+
+// A process learns a store port only from its own environment: torchrun's c10d agent picks
+// the workers' store port at run time and hosts that store, but only the workers are told
+// (MASTER_PORT). A port that any process of the job took for a store port marks the sockets
+// on it as store sockets in every process.
+void mark_store_sockets(std::map<ProcessKey, Process>& by_key) {
+  std::set<std::uint16_t> ports;
+  for (const auto& [key, p] : by_key)
+    for (std::uint16_t port : p.header.store_ports)
+      if (port) ports.insert(port);
+  for (auto& [key, p] : by_key)
+    for (Event& e : p.events) {
+      rdzv_record& r = e.rec;
+      std::uint16_t port = 0;
+      if (r.kind == RDZV_EV_BIND || r.kind == RDZV_EV_LISTEN || r.kind == RDZV_EV_ACCEPT) port = r.u.net.local.port;
+      else if (r.kind == RDZV_EV_CONNECT || r.kind == RDZV_EV_CONNECT_DONE) port = r.u.net.peer.port;
+      if (port && ports.count(port)) r.flags |= RDZV_F_STORE;
+    }
 }
 
 bool touched_store(const Process& p) {
@@ -188,6 +208,7 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
       in.events += trace.records.size() - implausible;
     }
   }
+  mark_store_sockets(by_key);
   for (auto& [key, p] : by_key) {
     finish(p);
     in.processes.push_back(std::move(p));

@@ -101,6 +101,7 @@ void derive_one(ProcessFacts& f) {
           f.listen_ns = e.wall_ns;
           f.listen_port = r.u.net.local.port;
         }
+        if (store && r.ret == 0) f.listen_ports.push_back(r.u.net.local.port);
         break;
       case RDZV_EV_ACCEPT:
         if (store && r.ret >= 0) ++f.accepts;

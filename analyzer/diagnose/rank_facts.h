@@ -2,6 +2,7 @@
 // rules read these facts instead of walking raw records each time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,8 +29,14 @@ struct ProcessFacts {
   std::vector<const Event*> connect_other_failures;
 
   // Store server side.
-  std::optional<std::int64_t> listen_ns;
+  std::optional<std::int64_t> listen_ns;   // its first store listen
   std::uint16_t listen_port = 0;
+  // Every store port it listened on: torchrun's c10d agent hosts two stores (the rendezvous
+  // endpoint, and the workers' store on a port picked at run time).
+  std::vector<std::uint16_t> listen_ports;
+  bool listens_on(std::uint16_t port) const {
+    return std::find(listen_ports.begin(), listen_ports.end(), port) != listen_ports.end();
+  }
   const Event* bind_failure = nullptr;  // EADDRINUSE (or other) on a store port
   int accepts = 0;
 

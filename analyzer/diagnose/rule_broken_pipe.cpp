@@ -18,7 +18,7 @@ const ProcessFacts* peer_of(const Context& c, const ProcessFacts& self, const Ev
   const std::uint16_t peer_port = e.rec.u.net.peer.port;
   for (const auto& f : c.facts) {
     if (&f == &self) continue;
-    if (f.listen_ns && f.listen_port == peer_port) return &f;
+    if (f.listens_on(peer_port)) return &f;
     for (const Event& x : f.proc->events)
       if ((x.rec.kind == RDZV_EV_CONNECT || x.rec.kind == RDZV_EV_CONNECT_DONE) &&
           x.rec.u.net.local.port == peer_port && x.rec.u.net.peer.port == e.rec.u.net.local.port)
@@ -116,6 +116,17 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
     fd.evidence.push_back(p.label() + " " + how + " at " + rel(c, died_at) + ", before the first broken pipe at " +
                           (first ? rel(c, first->e->wall_ns) : std::string("?")));
     out.findings.insert(out.findings.begin(), fd);
+  } else if (!c.has_traces() && !version.empty() && !older_or_equal(version, 2, 7)) {
+    // Logs alone cannot say whether the other end died, and this PyTorch is past the bug.
+    out.priority = priority::kTcpStoreBug;
+    v.confidence = "low";
+    const LogEvent* e = log_hits.front();
+    out.findings.push_back(log_finding("broken_pipe", *e));
+    v.summary = "a store connection broke (PyTorch " + version +
+                ", past the TCPStore bug of 2.7 and older): the store host or a peer most likely died or "
+                "closed it; the logs do not say which";
+    v.next_step = "look at the store host's log (rank 0, or the torchrun agent of the first node) for its "
+                  "end; rerun under rdzvscope run to see which process went first";
   } else {
     out.priority = priority::kTcpStoreBug;
     v.cause = "tcpstore_bug_suspected";

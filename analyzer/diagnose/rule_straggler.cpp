@@ -135,7 +135,8 @@ std::optional<Candidate> rule_straggler(const Context& c) {
   others.erase(std::unique(others.begin(), others.end()), others.end());
   v.confidence = others.size() == 1 ? "medium" : "low";
   if (others.size() == 1) v.initiating_rank = others.front();
-  v.summary = "rank(s) " + rank_list(timed_out) + " timed out waiting at the init barrier" +
+  v.summary = (timed_out.empty() ? std::string("ranks (the logs do not say which)") : "rank(s) " + rank_list(timed_out)) +
+              " timed out waiting at the init barrier" +
               (others.size() == 1 ? "; rank " + std::to_string(others.front()) + " did not, so it was probably the late one" : std::string()) +
               "; logs cannot tell how late: trace the job with rdzvscope run";
   v.next_step = "rerun under rdzvscope run to measure each rank's arrival; meanwhile raise init_process_group(timeout=...)";

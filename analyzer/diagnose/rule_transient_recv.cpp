@@ -11,6 +11,22 @@ std::optional<Candidate> rule_transient_recv(const Context& c) {
         (!first || f.zero_reads.front()->wall_ns < first->zero_reads.front()->wall_ns))
       first = &f;
   auto log_hits = c.logs.of({LogFamily::RecvZero});
+  // PyTorch >= 2.4 retries a connection that closes during its connect/validate step and says
+  // so ("failed to connect/validate ... - retrying (...): Failed to recv, got 0 bytes"): the
+  // close was absorbed, not a failure. Traces in which no rank failed settle it the same way.
+  // The recvValue warning above such a retry line (a C++ backtrace may stand between them) is
+  // the same absorbed close.
+  auto is_retry = [](const LogEvent& e) { return e.text.find(" - retrying (") != std::string::npos; };
+  auto retried_below = [&](const LogEvent* e) {
+    for (const LogEvent& r : c.logs.events)
+      if (is_retry(r) && r.has(LogFamily::RecvZero) && r.file == e->file && r.line >= e->line &&
+          r.line <= e->line + 64)
+        return true;
+    return false;
+  };
+  std::erase_if(log_hits, [&](const LogEvent* e) {
+    return is_retry(*e) || retried_below(e) || (c.has_traces() && !c.any_rank_failed());
+  });
   if (!first && log_hits.empty()) return std::nullopt;
   Candidate out;
   out.priority = priority::kTransientRecv;

@@ -175,6 +175,31 @@ TEST_CASE("broken pipe on attach's traces of a running job: sockets found connec
   }
 }
 
+TEST_CASE("torchrun c10d: the agent hosts the workers' store on a port only the workers were told; killed, it is peer_died") {
+  // PyTorch 2.x: the agent listens on the rendezvous endpoint (29400) and on a port it picks
+  // at run time (41000) for the workers' store; only the workers' headers name 41000 (their
+  // MASTER_PORT), so the agent's recorder did not flag that listen as a store listen.
+  constexpr std::uint16_t kWorkers = 41000;
+  Job job;
+  Proc& agent = job.proc(-1, 900);
+  std::strcpy(agent.header().cmdline, "/usr/bin/python3 /usr/local/bin/torchrun --rdzv-backend c10d train.py");
+  agent.bind(0.5, 0, 29400).listen(0.5, 29400);
+  rdzv_record l = make_record(RDZV_EV_LISTEN, RDZV_OP_LISTEN, 0.6);
+  l.u.net.local = ipv4(0, 0, 0, 0, kWorkers);  // no store flag
+  agent.add(l);
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    p.header().store_ports[0] = kWorkers;
+    p.connect(1.0, 0, kWorkers, 0.001, 40000 + r);
+    p.io(RDZV_EV_RECV, 3.0, -1, ECONNRESET, 0, 40000 + r, kWorkers).exit(3.1, 1);
+  }
+  Diagnosis d = job.diagnose_it();  // the agent vanished (SIGKILL): no exit record
+  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cause == "peer_died");
+  CHECK_FALSE(d.verdict.initiating_rank);
+  CHECK(d.verdict.summary.find("pid 900") != std::string::npos);
+}
+
 TEST_CASE("broken pipe with the store still up: the TCPStore bug, initiated by the failing rank") {
   Job job;
   Proc& s = job.proc(0, 1000);

@@ -156,7 +156,7 @@ MESSAGES = {
 def said(h, key, run=None):
     """The texts of MESSAGES[key] for the PyTorch under test."""
     port = run.port if run else 0
-    t = SCENARIOS[run.name]["timeout"] if run else 0
+    t = run.spec["timeout"] if run else 0
     return tuple(m.format(port=port, T=t) for m in MESSAGES[key][h.torch_major])
 
 
@@ -242,20 +242,22 @@ class Proc:
 class Run:
     """What one scenario run produced."""
 
-    def __init__(self, name, work, attempt):
+    def __init__(self, name, work, attempt, spec):
         self.name = name
+        self.spec = spec
         self.dir = os.path.join(work, f"{name}.{attempt}")
         self.trace_dir = os.path.join(self.dir, "traces")
         self.log_dir = os.path.join(self.dir, "logs")
         os.makedirs(self.log_dir)
         self.procs = []
+        self.views = []      # torchrun workers, seen through the agent's log
         self.port = None
-        self.expect_rank = SCENARIOS[name]["rank"]   # replaced when "computed"
+        self.expect_rank = spec["rank"]   # replaced when "computed"
         self.notes = []
         self.t0 = time.monotonic()
 
     def by_label(self, label):
-        return next(p for p in self.procs if p.label == label)
+        return next(p for p in self.procs + self.views if p.label == label)
 
     def logs(self):
         return sorted(glob.glob(os.path.join(self.log_dir, "*.log")))
@@ -283,16 +285,18 @@ class Harness:
 
     # ----------------------------------------------------------------------- launching
     def launch(self, run, rank, *, env=None, traced=True, label=None, prefix=(), world=WORLD,
-               master_addr="127.0.0.1", port=None, ports=None):
+               master_addr="127.0.0.1", port=None, ports=None, command=None):
         label = label or f"rank{rank}"
         e = dict(os.environ)
         for var in ("RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "LD_PRELOAD", "TORCHELASTIC_RUN_ID",
                     "GROUP_RANK", "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID", "SLURM_PROCID",
-                    "SLURM_NODEID", "E2E_DELAY_S", "E2E_MODE", "E2E_LOOP_S", "PET_RDZV_ENDPOINT"):
+                    "SLURM_NODEID", "E2E_DELAY_S", "E2E_MODE", "E2E_LOOP_S", "PET_RDZV_ENDPOINT",
+                    "E2E_RANK_ENV", "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
             e.pop(var, None)
-        e.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
-                 MASTER_ADDR=master_addr, MASTER_PORT=str(port or run.port),
-                 E2E_TIMEOUT_S=str(SCENARIOS[run.name]["timeout"]), GLOO_SOCKET_IFNAME="lo",
+        if command is None:   # a rank started by hand; torchrun sets these for its workers
+            e.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+                     MASTER_ADDR=master_addr, MASTER_PORT=str(port or run.port))
+        e.update(E2E_TIMEOUT_S=str(run.spec["timeout"]), GLOO_SOCKET_IFNAME="lo",
                  OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         e.update(env or {})
         cmd = list(prefix)
@@ -301,7 +305,7 @@ class Harness:
             if ports:
                 cmd += ["--ports", ",".join(str(p) for p in ports)]
             cmd += ["--"]
-        cmd += [self.python, RANK_SCRIPT]
+        cmd += command or [self.python, RANK_SCRIPT]
         log_path = os.path.join(run.log_dir, f"{label}.log")
         with open(log_path, "w") as out:
             popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
@@ -668,7 +672,7 @@ def sc_port_conflict(h, run):
         # SO_RCVTIMEO only before wait/get): they would hang until the job is killed. Play the
         # scheduler: once rank 0 has failed, give them T + 2 s, then SIGTERM what is left.
         h.wait_for_exit([ps[0]], 15)
-        time.sleep(SCENARIOS[run.name]["timeout"] + 2)
+        time.sleep(run.spec["timeout"] + 2)
         hung = [p for p in ps[1:] if p.poll() is None]
         run.notes.append("still blocked after rank 0 failed, SIGTERMed by the harness: "
                          + (", ".join(p.label for p in hung) or "none"))
@@ -907,6 +911,8 @@ CLIENT_DELAY_S = 3
 
 
 def sc_transient_recv(h, run):
+    if h.torch_major >= 2:
+        return sc_transient_recv_retried(h, run)
     store_port = run.port            # rank 0 hosts the real store here
     proxy_port = free_port()         # ranks 1-3 use the proxy as MASTER_PORT
     ports = (store_port, proxy_port)
@@ -947,6 +953,49 @@ def sc_transient_recv(h, run):
     return errors
 
 
+def sc_transient_recv_retried(h, run):
+    """PyTorch 2.x: the same closed connection, with the clients on time. The client whose
+    connection the proxy closed fails its connect/validate step and TCPStore retries it (with
+    backoff): the close is absorbed and the job succeeds."""
+    store_port, proxy_port = run.port, free_port()
+    ports = (store_port, proxy_port)
+    proxy = ClosingProxy(proxy_port, store_port)
+    try:
+        p0 = h.launch(run, 0, ports=ports)
+        h.wait_for_line([p0], "e2e: torch imported", 15)
+        time.sleep(0.3)
+        for r in (1, 2, 3):
+            h.launch(run, r, port=proxy_port, ports=ports)
+        h.wait_all(run)
+    finally:
+        proxy.close()
+    errors = []
+    run.notes.append(f"store on {store_port}, proxy on {proxy_port}; the proxy closed the "
+                     f"connection from {proxy.closed_peer}")
+    expect(proxy.closed_peer is not None, "the proxy never closed a connection", errors)
+    for r in range(WORLD):
+        expect_exit(run, f"rank{r}", 0, errors)
+    retried = [p.label for p in run.procs if "failed to connect/validate" in p.text()]
+    expect(len(retried) == 1, f"expected one rank to retry its connect/validate, got {retried}", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    zero = {rank_of(f) for f, ev in events(files) if ev.get("kind") in ("recv", "read")
+            and "zero_read" in (ev.get("flags") or []) and port_of(ev.get("peer")) == proxy_port}
+    expect(len(zero) == 1, f"ranks with a 0-byte store read from the proxy: {sorted(zero)}", errors)
+    return errors
+
+
+# Where a scenario plays out differently on PyTorch 2.x with ranks started by hand.
+HAND_2X = {
+    "transient_recv": dict(
+        cls="healthy", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks="any",
+        fault="as on 1.13 but the clients on time: the closed connection fails one client's "
+              "connect/validate, TCPStore retries it with backoff, and the job succeeds"),
+}
+
+
 RUNNERS = {
     "healthy": sc_healthy,
     "straggler": sc_straggler,
@@ -963,6 +1012,186 @@ RUNNERS = {
 assert set(RUNNERS) == set(SCENARIOS)
 
 
+# --------------------------------------------------------------------------- torchrun modes
+# PyTorch 2.x under torchrun: one agent (label "agent", its log holds every worker's output)
+# starts the 4 workers; a per-rank fault reaches one worker through E2E_RANK_ENV. With the c10d
+# backend the agent hosts the rendezvous store on the endpoint port and, for the workers, a
+# second TCPStore on a port it picks at run time (MASTER_PORT in the workers' environment);
+# with the static backend the agent hosts the workers' store on --master-port. Either way,
+# once one worker fails, the agent SIGTERMs the others.
+TORCHRUN_SCENARIOS = {
+    "healthy": dict(
+        cls="healthy", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks=(None,),
+        timeout=5, fault="none: 4 workers join, all_reduce, exit 0; the agent exits 0"),
+    "straggler": dict(
+        cls="straggler_timeout", rank=2, cause=None, log_cls=ANY_FAILURE, log_ranks="any",
+        timeout=3,
+        fault="worker 2 sleeps 9 s before init (T=3 s): workers 0,1,3 time out at the init "
+              "barrier (`wait timeout after 3000ms` / `waiting for clients`), the agent then "
+              "SIGTERMs worker 2 before it ever made a socket call"),
+    "name_resolution_one": dict(
+        cls="name_resolution", rank=3, cause=None, log_cls="name_resolution", log_ranks="any",
+        timeout=3,
+        fault=f"worker 3 alone has MASTER_ADDR={BOGUS_HOST} (a worker-side fault): its lookups "
+              f"fail (gai error: -2) until its connect timeout; the agent stops the others"),
+    "store_killed": dict(
+        cls="broken_pipe", rank=None, cause="peer_died", log_cls="broken_pipe", log_ranks="any",
+        timeout=5,
+        fault="after init every worker loops on store set/get; the harness SIGKILLs the agent, "
+              "which hosts the store: the orphaned workers fail on their next store op"),
+}
+
+
+class WorkerView:
+    """One torchrun worker, seen through the agent's log (its lines carry "[rankN]")."""
+
+    def __init__(self, rank, agent):
+        self.label, self.rank, self.agent = f"rank{rank}", rank, agent
+        self.killed_by_bound = False
+        self.cmd = agent.cmd
+
+    def text(self):
+        tag = f"[rank{self.rank}]"
+        return "".join(l for l in self.agent.text().splitlines(True) if tag in l)
+
+    @property
+    def pid(self):
+        for line in self.text().splitlines():
+            if "e2e: start pid " in line:
+                return int(line.split("e2e: start pid ")[1].split()[0])
+        return None
+
+    @property
+    def rc(self):
+        t = self.text()
+        return 0 if "e2e: done" in t else 1 if "e2e: FAILED" in t else None
+
+    def poll(self):
+        return self.rc
+
+
+def torchrun_cmd(python):
+    """The torchrun of `python`'s installation (its bin/torchrun), else `python -m torch.distributed.run`."""
+    exe = os.path.join(os.path.dirname(python), "torchrun")
+    return [exe] if os.access(exe, os.X_OK) else [python, "-m", "torch.distributed.run"]
+
+
+def launch_torchrun(h, run, *, rank_env=None, env=None, label="agent"):
+    backend = run.launch.split("-", 1)[1]
+    args = ["--nnodes", "1", "--nproc-per-node", str(WORLD), "--max-restarts", "0",
+            "--monitor-interval", "0.2"]
+    if backend == "c10d":
+        args += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{run.port}",
+                 "--rdzv-id", f"e2e-{run.name}"]
+    else:
+        args += ["--rdzv-backend", "static", "--node-rank", "0", "--master-addr", "127.0.0.1",
+                 "--master-port", str(run.port)]
+    e = {"E2E_RANK_ENV": json.dumps({str(r): v for r, v in (rank_env or {}).items()})}
+    e.update(env or {})
+    # launch() sets the variables of a hand-started rank; torchrun overrides the rank ones.
+    p = h.launch(run, 0, env=e, label=label, ports=(run.port,),
+                 command=torchrun_cmd(h.python) + args + [RANK_SCRIPT])
+    run.agent = p
+    run.views = [WorkerView(r, p) for r in range(WORLD)]
+    return p
+
+
+def tr_done(run, ranks, errors, what="e2e: done"):
+    for r in ranks:
+        expect_text(run, f"rank{r}", what, errors)
+
+
+def tr_healthy(h, run):
+    agent = launch_torchrun(h, run)
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, agent.label, 0, errors)
+    tr_done(run, range(WORLD), errors)
+    expect_traces(h.dump(run), range(WORLD), errors)
+    return errors
+
+
+def tr_straggler(h, run):
+    agent = launch_torchrun(h, run, rank_env={2: {"E2E_DELAY_S": str(STRAGGLER_DELAY_S)}})
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, agent.label, 1, errors)
+    for r in (0, 1, 3):
+        expect_any_text(run, f"rank{r}", said(h, "store_wait_timeout") + ("e2e: FAILED",), errors)
+    expect_text(run, "rank2", f"sleeping {STRAGGLER_DELAY_S}s", errors)
+    expect("e2e: FAILED" not in run.by_label("rank2").text(),
+           "worker 2 failed on its own: it should have been stopped while sleeping", errors)
+    expect(any(m in agent.text() for m in said(h, "store_wait_timeout")),
+           "no worker timed out at the init barrier", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    expect(not any("store" in (ev.get("flags") or []) for _, ev in events(files, "connect", rank=2)),
+           "worker 2 reached the store", errors)
+    return errors
+
+
+def tr_name_resolution_one(h, run):
+    agent = launch_torchrun(h, run, rank_env={3: {"MASTER_ADDR": BOGUS_HOST}})
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, agent.label, 1, errors)
+    expect("gai error: -2" in agent.text(), "no `gai error: -2` in the agent's log", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    bad = {rank_of(f) for f, _ in failed_resolves(files, BOGUS_HOST)}
+    expect(bad == {3}, f"failed resolves of {BOGUS_HOST} in the traces of ranks {sorted(bad)}, "
+                       f"expected [3]", errors)
+    return errors
+
+
+def tr_store_killed(h, run):
+    agent = launch_torchrun(h, run, env={"E2E_MODE": "store_loop", "E2E_LOOP_S": "10"})
+    errors = []
+    if not h.wait_for_line(run.views, "e2e: store loop running", 20):
+        errors.append("not every worker reached the store loop")
+    time.sleep(0.5)
+    pids = [v.pid for v in run.views]
+    os.kill(agent.pid, signal.SIGKILL)   # the agent's session: the workers are in it too
+    killed_at = time.monotonic()
+    # The orphaned workers are not our children: wait for their pids to go.
+    deadline = killed_at + 8
+    while time.monotonic() < deadline and any(p and os.path.exists(f"/proc/{p}") for p in pids):
+        time.sleep(0.05)
+    left = [p for p in pids if p and os.path.exists(f"/proc/{p}")]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    h.wait_all(run)
+    run.notes.append(f"SIGKILLed the agent; workers {pids}; still running 8 s later: {left}")
+    expect(not left, f"workers {left} still ran 8 s after the agent was killed", errors)
+    for r in range(WORLD):
+        expect_any_text(run, f"rank{r}", ["Broken pipe", "Connection reset by peer"], errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    return errors
+
+
+TORCHRUN_RUNNERS = {
+    "healthy": tr_healthy,
+    "straggler": tr_straggler,
+    "name_resolution_one": tr_name_resolution_one,
+    "store_killed": tr_store_killed,
+}
+assert set(TORCHRUN_RUNNERS) == set(TORCHRUN_SCENARIOS)
+
+# launch mode -> (expectations, runners)
+MODES = {
+    "hand": (SCENARIOS, RUNNERS),
+    "torchrun-c10d": (TORCHRUN_SCENARIOS, TORCHRUN_RUNNERS),
+    "torchrun-static": (TORCHRUN_SCENARIOS, TORCHRUN_RUNNERS),
+}
+
+
 # --------------------------------------------------------------------------- driver
 
 def port_stolen(name, run):
@@ -971,15 +1200,20 @@ def port_stolen(name, run):
     return any(m in run.all_text() for m in MESSAGES["port_in_use"][1] + MESSAGES["port_in_use"][2])
 
 
-def run_scenario(h, name):
-    """Run the job of scenario `name` (retried once when its port was stolen).
-    Returns (run, errors): errors empty when the fault happened as designed."""
+def run_scenario(h, name, launch="hand"):
+    """Run the job of scenario `name` in launch mode `launch` (retried once when its port was
+    stolen). Returns (run, errors): errors empty when the fault happened as designed."""
+    specs, runners = MODES[launch]
+    spec = dict(specs[name])
+    if launch == "hand" and h.torch_major >= 2:
+        spec.update(HAND_2X.get(name, {}))
     for attempt in (1, 2):
-        run = Run(name, h.work, attempt)
+        run = Run(name, h.work, attempt, spec)
+        run.launch = launch
         run.port = free_port()
         log(f"[{name}] attempt {attempt}: MASTER_PORT={run.port}, dir {run.dir}")
         try:
-            errors = RUNNERS[name](h, run)
+            errors = runners[name](h, run)
         finally:
             h.wait_all(run)    # never leave a rank behind
         log(f"[{name}] job took {time.monotonic() - run.t0:.1f}s\n{run.summary()}")
@@ -1027,17 +1261,21 @@ def main():
     ap.add_argument("--work", help="scratch directory (default: a new temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument("--list", action="store_true", help="print the scenario table and exit")
+    ap.add_argument("--launch", choices=sorted(MODES), default="hand",
+                    help="how the ranks are started: by hand (env://), or by torchrun with the "
+                         "c10d or the static rendezvous backend (PyTorch 2.x)")
     ap.add_argument("--untraced", action="store_true",
                     help="the traces-absent variant: ranks run without `rdzvscope run`, and only "
                          "the log-only analysis is asserted")
     args = ap.parse_args()
 
+    specs = MODES[args.launch][0]
     if args.list:
-        for name, s in SCENARIOS.items():
+        for name, s in specs.items():
             print(f"{name:22} {s['cls']:18} initiating={s['rank']!s:9} {s['fault']}")
         return 0
-    if args.scenario not in SCENARIOS or not args.rdzvscope:
-        ap.error("give --rdzvscope and one scenario: " + ", ".join(SCENARIOS))
+    if args.scenario not in specs or not args.rdzvscope:
+        ap.error(f"give --rdzvscope and one scenario of launch mode {args.launch}: " + ", ".join(specs))
     for what, path in (("rdzvscope CLI", args.rdzvscope), ("python", args.python)):
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             log(f"FAIL: {what} not found or not executable: {path}")
@@ -1050,11 +1288,16 @@ def main():
         work = tempfile.mkdtemp(prefix=f"rdzvscope-e2e-{args.scenario}-")
     h = Harness(os.path.abspath(args.rdzvscope), args.python, work, args.keep,
                 traced=not args.untraced)
-    spec = SCENARIOS[args.scenario]
     name = args.scenario
     t_start = time.monotonic()
+    if args.launch != "hand" and h.torch_major < 2:
+        log(f"FAIL [{name}]: --launch {args.launch} needs PyTorch 2.x ({args.python} has "
+            f"{h.torch_version}, whose torchrun does not start under Python 3.11)")
+        return 1
+    log(f"[{name}] PyTorch {h.torch_version}, launch {args.launch}")
 
-    run, errors = run_scenario(h, name)
+    run, errors = run_scenario(h, name, args.launch)
+    spec = run.spec
     for n in run.notes:
         log(f"[{name}] {n}")
     if errors:
@@ -1062,7 +1305,7 @@ def main():
         for e in errors:
             log(f"  - {e}")
         for p in run.procs:
-            log(f"\n--- {p.label}: exit {p.rc}; {' '.join(p.cmd)}\n{p.text()[-6000:]}")
+            log(f"\n--- {p.label}: exit {p.rc}; {' '.join(p.cmd)}\n{p.text()[-12000:]}")
         log(f"\n(scratch kept in {work})")
         return 1
     log(f"[{name}] fault reproduced: {spec['fault']}")

@@ -13,6 +13,8 @@ Environment (all optional but RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
                     "store_loop": after init, set/get on the default store (and a barrier
                                   every 10 rounds with E2E_LOOP_BARRIER=1) for E2E_LOOP_S seconds
     E2E_LOOP_S      length of the store loop (default 8)
+    E2E_RANK_ENV    JSON {"RANK": {"VAR": "value"}}: variables set for that rank only, before
+                    anything else (torchrun starts every worker with the same environment)
 
 It prints (the harness waits for these lines):
     "[rankN] e2e: torch imported"           before the delay
@@ -22,6 +24,7 @@ It prints (the harness waits for these lines):
     "[rankN] e2e: FAILED <Type>: <msg>"     then the traceback, exit 1
 """
 import datetime
+import json
 import os
 import sys
 import time
@@ -35,7 +38,13 @@ def say(msg):
     print(f"{TAG} e2e: {msg}", flush=True)
 
 
+def apply_rank_env():
+    per_rank = json.loads(os.environ.get("E2E_RANK_ENV") or "{}")
+    os.environ.update(per_rank.get(os.environ.get("RANK", ""), {}))
+
+
 def main():
+    apply_rank_env()
     rank = int(os.environ["RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
     timeout_s = float(os.environ.get("E2E_TIMEOUT_S") or 3)

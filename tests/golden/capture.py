@@ -58,8 +58,8 @@ def compact(src, dst):
     return used, HEADER_SIZE + len(records)
 
 
-def capture(h, name, out_root):
-    run, errors = harness.run_scenario(h, name)
+def capture(h, name, out_root, launch="hand", tag=""):
+    run, errors = harness.run_scenario(h, name, launch)
     for n in run.notes:
         harness.log(f"[{name}] {n}")
     if errors:
@@ -67,7 +67,7 @@ def capture(h, name, out_root):
             harness.log(f"  - {e}")
         raise harness.Failure(f"{name}: the fault did not happen as designed; nothing stored")
 
-    dest = os.path.join(out_root, name)
+    dest = os.path.join(out_root, f"{tag}{name}")
     tmp = dest + ".new"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(os.path.join(tmp, "traces"))
@@ -82,7 +82,7 @@ def capture(h, name, out_root):
     for path in run.logs():
         shutil.copyfile(path, os.path.join(tmp, "logs", os.path.basename(path)))
         total += os.path.getsize(path)
-    spec = harness.SCENARIOS[name]
+    spec = run.spec
     meta = {
         "scenario": name,
         "fault": spec["fault"],
@@ -93,7 +93,7 @@ def capture(h, name, out_root):
         "processes": [{"label": p.label, "rank": p.rank, "pid": p.pid, "exit": p.rc,
                        "killed_by_harness": p.killed_by_bound} for p in run.procs],
         "notes": run.notes,
-        "captured_with": "tests/golden/capture.py (torch 1.13, Debian python3-torch)",
+        "captured_with": f"tests/golden/capture.py (torch {h.torch_version}, launch {launch})",
     }
     with open(os.path.join(tmp, "scenario.json"), "w") as f:
         json.dump(meta, f, indent=2)
@@ -115,17 +115,22 @@ def main():
     ap.add_argument("--rdzvscope", required=True, help="path of the rdzvscope CLI")
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter that has torch")
     ap.add_argument("--out", default=HERE, help="golden root (default: this directory)")
+    ap.add_argument("--launch", choices=sorted(harness.MODES), default="hand",
+                    help="how the ranks are started (harness.py --launch)")
+    ap.add_argument("--tag", default="",
+                    help="prefix of the stored directory's name, e.g. torch2.13-")
     args = ap.parse_args()
-    unknown = [s for s in args.scenarios if s not in harness.SCENARIOS]
+    specs = harness.MODES[args.launch][0]
+    unknown = [s for s in args.scenarios if s not in specs]
     if unknown:
-        ap.error(f"unknown scenario(s) {unknown}; known: {', '.join(harness.SCENARIOS)}")
+        ap.error(f"unknown scenario(s) {unknown}; known: {', '.join(specs)}")
     work = tempfile.mkdtemp(prefix="rdzvscope-golden-")
     h = harness.Harness(os.path.abspath(args.rdzvscope), args.python, work)
     rc = 0
     try:
         for name in args.scenarios:
             try:
-                capture(h, name, os.path.abspath(args.out))
+                capture(h, name, os.path.abspath(args.out), args.launch, args.tag)
             except harness.Failure as e:
                 harness.log(f"FAIL: {e}")
                 rc = 1
