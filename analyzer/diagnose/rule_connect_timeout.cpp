@@ -121,7 +121,12 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
     }
   } else {
     const LogEvent* e = log_hits.front();
-    dest = e->host + (e->port ? ":" + std::to_string(*e->port) : "");
+    for (const LogEvent* x : log_hits)  // the first line that names the endpoint
+      if (!x->host.empty()) {
+        e = x;
+        break;
+      }
+    dest = e->host.empty() ? std::string("the store") : e->host + (e->port ? ":" + std::to_string(*e->port) : "");
     v.confidence = "medium";
     v.summary = "connects to " + dest + " timed out (errno 110), from the logs";
     v.next_step = "nc -vz -w 5 " + (e->host.empty() ? std::string("<host>") : e->host) + " " +

@@ -47,12 +47,14 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
   v.cls = "name_resolution";
   std::string name;
   std::vector<int> bad_ranks;
+  std::vector<std::string> bad_others;  // processes without a rank: a torchrun agent, say
   std::set<std::string> bad_hosts;
   if (!hits.empty()) {
     const Hit* first = &hits.front();
     for (const Hit& h : hits) {
       if (h.e->wall_ns < first->e->wall_ns) first = &h;
       if (h.f->proc->rank >= 0) bad_ranks.push_back(h.f->proc->rank);
+      else bad_others.push_back(h.f->proc->label() + (h.f->proc->role == Role::Agent ? " (torchrun agent)" : ""));
       bad_hosts.insert(h.f->proc->host);
       Finding fd = finding_for("name_resolution", *h.f, h.e->wall_ns);
       fd.evidence.push_back(h.f->proc->label() + ": " + describe(*h.e) + " at " + rel(c, h.e->wall_ns) +
@@ -82,8 +84,10 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
   } else if (!hits.empty()) {
     elsewhere = "; it resolved nowhere";
   }
-  v.summary = "\"" + name + "\" did not resolve on " +
-              (bad_ranks.empty() ? std::string("some ranks") : "rank(s) " + rank_list(bad_ranks)) + elsewhere;
+  std::string where_failed = bad_ranks.empty() ? std::string() : "rank(s) " + rank_list(bad_ranks);
+  for (const std::string& o : bad_others) where_failed += (where_failed.empty() ? "" : ", ") + o;
+  v.summary = "\"" + name + "\" did not resolve on " + (where_failed.empty() ? std::string("some ranks") : where_failed) +
+              elsewhere;
   std::string where = v.initiating_host ? *v.initiating_host : std::string("the failing node");
   v.next_step = "from " + where + ": getent hosts " + (name.empty() ? std::string("<rendezvous host>") : name) +
                 " ; if it prints nothing while the IP works, fix the node's resolver (/etc/hosts, DNS search "

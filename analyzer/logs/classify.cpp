@@ -494,7 +494,9 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
   else if (ev.family == Family::HostNotFound || ev.family == Family::ReverseLookupFailed) {
     if (auto e = number_after(body, "err=")) ev.gai_code = static_cast<int>(*e);
   }
-  find_host_port(body, ev.host, ev.port);
+  // 2.x prints uninitialised memory as the address of "The server socket on [...] has timed
+  // out, will retry" (seen on 2.13: [c440:0:1193:0:5655::]:3175 for 127.0.0.1): not an address.
+  if (ev.family != Family::ServerTimedOutRetry) find_host_port(body, ev.host, ev.port);
   ev.wall_time = find_wall_time(body, tc);
 
   switch (ev.family) {

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """End-to-end scenarios: real PyTorch rendezvous failures, traced and diagnosed.
 
-Each scenario launches a real job (Debian's python3-torch 1.13 under /usr/bin/python3, gloo,
-static rendezvous over TCPStore through RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR /
-MASTER_PORT), every rank started through `rdzvscope run --out TRACEDIR --` (rank script:
-tests/e2e/rank.py), every rank's stdout+stderr in LOGDIR/rank{N}.log. It injects one real
-fault, waits for every rank (bounded), then
+Each scenario launches a real 4-rank gloo job under the interpreter given by --python (any
+PyTorch from 1.13 to 2.x; the messages each version prints are in MESSAGES), either with
+every rank started by hand (--launch hand: RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR /
+MASTER_PORT, static rendezvous over TCPStore, each rank through `rdzvscope run --out TRACEDIR
+--`, its stdout+stderr in LOGDIR/rank{N}.log), or under torchrun (--launch torchrun-c10d or
+torchrun-static, PyTorch 2.x: one agent per node under `rdzvscope run`, LOGDIR/agent.log holds
+every worker's output). The rank script is tests/e2e/rank.py. It injects one real fault,
+waits for every process (bounded), then
 
   1. checks that the fault REALLY happened: exit codes, the error lines each rank must have
      printed, the trace files that must exist (and, where the scenario needs it, what they
@@ -18,8 +21,9 @@ fault, waits for every rank (bounded), then
 Until `rdzvscope analyze` exists, step 1 still runs and the test then FAILS with "analyzer
 not available" (exit 1): a scenario is never reported as passed without a diagnosis.
 
-    harness.py --rdzvscope build/bin/rdzvscope SCENARIO [--work DIR] [--keep] [--untraced]
-    harness.py --list
+    harness.py --rdzvscope build/bin/rdzvscope SCENARIO [--launch MODE] [--python PY]
+               [--work DIR] [--keep] [--untraced]
+    harness.py --list [--launch MODE]
 
 --untraced is the traces-absent variant: the ranks run without `rdzvscope run`, the fault is
 checked from exit codes and logs only, and only step 3 (log-only analysis) is asserted.
@@ -29,6 +33,7 @@ Standard library only; runs under any python3 >= 3.8 (the ranks run under --pyth
 `ip` and `iptables` (it makes and always deletes a network namespace).
 """
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -569,13 +574,18 @@ def sc_name_resolution_all(h, run):
             first[rank_of(f)] = t
     expect(sorted(first) == list(range(WORLD)),
            f"ranks with a failed resolve of {BOGUS_HOST}: {sorted(first)}", errors)
+    note_first_failed_resolve(run, first)
+    return errors
+
+
+def note_first_failed_resolve(run, first):
+    """The initiating rank of a lookup failing everywhere: the earliest (first: rank -> time)."""
     if first:
         run.expect_rank = min(first, key=first.get)
         order = sorted(first, key=first.get)
         t0 = first[order[0]]
         run.notes.append("first failed resolve per rank: " + ", ".join(
             f"rank {r} +{(first[r] - t0) / 1e6:.1f}ms" for r in order))
-    return errors
 
 
 def sc_store_killed(h, run):
@@ -699,9 +709,13 @@ def sc_port_conflict(h, run):
     return errors
 
 
-def sc_connect_timeout(h, run):
+@contextlib.contextmanager
+def syn_dropping_netns(run):
+    """A network namespace (its own loopback, tcp_syn_retries=1) whose iptables drop SYNs to
+    127.0.0.1:run.port; yields the command prefix that runs a program inside it. The
+    namespace is always deleted; its name is returned in run.netns."""
     ns = f"rdzve2e-{os.getpid()}"
-    errors = []
+    run.netns = ns
 
     def sh(*cmd):
         p = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -731,11 +745,18 @@ def sc_connect_timeout(h, run):
         sh(*inns, "iptables", "-A", "INPUT", "-p", "tcp", "-d", "127.0.0.1", "--dport",
            str(run.port), "--syn", "-j", "DROP")
         run.notes.append(f"namespace {ns}: " + sh(*inns, "iptables", "-S", "INPUT").strip().replace("\n", "; "))
+        yield inns
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+
+
+def sc_connect_timeout(h, run):
+    errors = []
+    with syn_dropping_netns(run) as inns:
         for r in range(WORLD):
             h.launch(run, r, prefix=inns)
         h.wait_all(run)
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    ns = run.netns
     expect(not os.path.exists(f"/run/netns/{ns}"), f"namespace {ns} still exists", errors)
     for r in range(WORLD):
         expect_exit(run, f"rank{r}", 1, errors)
@@ -1034,11 +1055,39 @@ TORCHRUN_SCENARIOS = {
         timeout=3,
         fault=f"worker 3 alone has MASTER_ADDR={BOGUS_HOST} (a worker-side fault): its lookups "
               f"fail (gai error: -2) until its connect timeout; the agent stops the others"),
+    "name_resolution_all": dict(
+        cls="name_resolution", rank="computed", cause=None, log_cls="name_resolution",
+        log_ranks="any", timeout=3,
+        fault=f"every worker has MASTER_ADDR={BOGUS_HOST}: the first to fail its lookups "
+              f"initiated it; the agent stops the others"),
+    "name_resolution_agent": dict(
+        cls="name_resolution", rank=None, cause=None, log_cls="name_resolution", log_ranks="any",
+        timeout=3,
+        fault=f"two nodes (agents, 2 workers each); node 1's endpoint / master address is "
+              f"{BOGUS_HOST}: its agent retries the lookup, node 0's agent times out waiting "
+              f"for it"),
     "store_killed": dict(
         cls="broken_pipe", rank=None, cause="peer_died", log_cls="broken_pipe", log_ranks="any",
         timeout=5,
         fault="after init every worker loops on store set/get; the harness SIGKILLs the agent, "
               "which hosts the store: the orphaned workers fail on their next store op"),
+    "port_conflict": dict(
+        cls="port_conflict", rank=None, cause=None, log_cls="port_conflict", log_ranks="any",
+        timeout=3,
+        fault="the harness listens on the store port before torchrun starts: the agent's "
+              "bind fails with EADDRINUSE (static: it exits; c10d: it joins the holder as a "
+              "client and hangs until SIGTERM)"),
+    "connect_timeout": dict(
+        cls="connect_timeout", rank=None, cause=None, log_cls=ANY_FAILURE, log_ranks="any",
+        timeout=3,
+        fault="torchrun runs in a network namespace that drops SYNs to the store port: the "
+              "agent listens, but its own store client's connects time out"),
+}
+
+# Where the c10d backend plays a scenario out differently from the static one.
+TORCHRUN_C10D = {
+    # the agent hangs silently as a client of whatever holds the port: nothing in the logs
+    "port_conflict": dict(log_cls=("healthy", "unknown")),
 }
 
 
@@ -1076,23 +1125,28 @@ def torchrun_cmd(python):
     return [exe] if os.access(exe, os.X_OK) else [python, "-m", "torch.distributed.run"]
 
 
-def launch_torchrun(h, run, *, rank_env=None, env=None, label="agent"):
+def launch_torchrun(h, run, *, rank_env=None, env=None, label="agent", nnodes=1, node_rank=0,
+                    host="127.0.0.1", prefix=()):
+    """One torchrun agent with WORLD // nnodes workers; with nnodes > 1, call it once per node
+    (node_rank is used by the static backend; c10d assigns ranks itself)."""
     backend = run.launch.split("-", 1)[1]
-    args = ["--nnodes", "1", "--nproc-per-node", str(WORLD), "--max-restarts", "0",
+    args = ["--nnodes", str(nnodes), "--nproc-per-node", str(WORLD // nnodes), "--max-restarts", "0",
             "--monitor-interval", "0.2"]
     if backend == "c10d":
-        args += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{run.port}",
-                 "--rdzv-id", f"e2e-{run.name}"]
+        # join_timeout: how long an agent waits for the other nodes (default 600 s)
+        args += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{host}:{run.port}",
+                 "--rdzv-id", f"e2e-{run.name}", "--rdzv-conf", "join_timeout=6"]
     else:
-        args += ["--rdzv-backend", "static", "--node-rank", "0", "--master-addr", "127.0.0.1",
+        args += ["--rdzv-backend", "static", "--node-rank", str(node_rank), "--master-addr", host,
                  "--master-port", str(run.port)]
     e = {"E2E_RANK_ENV": json.dumps({str(r): v for r, v in (rank_env or {}).items()})}
     e.update(env or {})
     # launch() sets the variables of a hand-started rank; torchrun overrides the rank ones.
-    p = h.launch(run, 0, env=e, label=label, ports=(run.port,),
+    p = h.launch(run, 0, env=e, label=label, ports=(run.port,), prefix=prefix,
                  command=torchrun_cmd(h.python) + args + [RANK_SCRIPT])
-    run.agent = p
-    run.views = [WorkerView(r, p) for r in range(WORLD)]
+    if nnodes == 1:
+        run.agent = p
+        run.views = [WorkerView(r, p) for r in range(WORLD)]
     return p
 
 
@@ -1176,11 +1230,106 @@ def tr_store_killed(h, run):
     return errors
 
 
+def tr_name_resolution_all(h, run):
+    agent = launch_torchrun(h, run, rank_env={r: {"MASTER_ADDR": BOGUS_HOST} for r in range(WORLD)})
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, agent.label, 1, errors)
+    expect("gai error: -2" in agent.text(), "no `gai error: -2` in the agent's log", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    first = {}
+    for f, ev in failed_resolves(files, BOGUS_HOST):
+        first[rank_of(f)] = min(first.get(rank_of(f), wall_ns(f, ev)), wall_ns(f, ev))
+    # torchrun stops the others once the first worker fails: not every worker gets as far.
+    expect(first, f"no failed resolve of {BOGUS_HOST}", errors)
+    note_first_failed_resolve(run, first)
+    return errors
+
+
+def tr_name_resolution_agent(h, run):
+    """Two nodes (agents), the second one's rendezvous endpoint (c10d) or master address
+    (static) does not resolve: an agent-side fault, before any worker starts there."""
+    good = launch_torchrun(h, run, label="agent0", nnodes=2, node_rank=0)
+    h.wait_for_line([good], "rdzvscope: tracing", 10)
+    bad = launch_torchrun(h, run, label="agent1", nnodes=2, node_rank=1, host=BOGUS_HOST)
+    # The good agent gives up waiting for the other node (c10d: join_timeout 6 s; static: its
+    # store waits for the other node's workers); the bad one retries its lookups far longer.
+    h.wait_for_exit([good], 25)
+    h.wait_for_exit([bad], 3)
+    run.notes.append(f"agent0 exit {good.poll()}; agent1 still running: {bad.poll() is None}")
+    h.terminate([p for p in run.procs if p.poll() is None])
+    h.wait_all(run)
+    errors = []
+    expect("gai error: -2" in bad.text(), "agent1's log has no `gai error: -2`", errors)
+    expect(good.poll() not in (0, None), f"agent0 exited {good.poll()}", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect(failed_resolves(files, BOGUS_HOST), f"no failed resolve of {BOGUS_HOST} in the traces", errors)
+    return errors
+
+
+def tr_port_conflict(h, run):
+    """The store port is taken before the job starts. static: the agent fails to host the
+    store (EADDRINUSE) and exits; c10d: the agent falls back to joining what listens there as a
+    client and hangs, until the harness plays the scheduler."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("0.0.0.0", run.port))
+    holder.listen(64)
+    try:
+        agent = launch_torchrun(h, run)
+        h.wait_for_exit([agent], 10)
+        run.notes.append(f"agent exit after 10 s: {agent.poll()} (None: hung, SIGTERMed)")
+        h.terminate([agent])
+        h.wait_all(run)
+    finally:
+        holder.close()
+    errors = []
+    expect(agent.rc not in (0, None), f"the agent exited {agent.rc}", errors)
+    if run.launch == "torchrun-static":
+        expect_any_text(run, agent.label, said(h, "bind_in_use", run), errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    binds = [ev for _, ev in events(files, "bind")
+             if port_of(ev.get("local")) == run.port and ev.get("errno_name") == "EADDRINUSE"]
+    expect(bool(binds), "no EADDRINUSE bind on the store port in the traces", errors)
+    return errors
+
+
+def tr_connect_timeout(h, run):
+    """The agent runs in a namespace that drops SYNs to the store port: the agent, which
+    hosts the store, cannot reach it through its own client connection."""
+    with syn_dropping_netns(run) as inns:
+        agent = launch_torchrun(h, run, prefix=inns)
+        h.wait_for_exit([agent], 25)
+        h.terminate([agent])
+        h.wait_all(run)
+    errors = []
+    expect(not os.path.exists(f"/run/netns/{run.netns}"), f"namespace {run.netns} still exists", errors)
+    expect(agent.rc not in (0, None), f"the agent exited {agent.rc}", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    timed_out = [ev for _, ev in events(files) if ev.get("kind") in ("connect", "connect_done", "poll", "close")
+                 and port_of(ev.get("peer")) == run.port
+                 and (ev.get("errno_name") == "ETIMEDOUT" or "timeout" in (ev.get("flags") or []))]
+    expect(bool(timed_out), "no timed-out store connect in the traces", errors)
+    return errors
+
+
 TORCHRUN_RUNNERS = {
     "healthy": tr_healthy,
     "straggler": tr_straggler,
     "name_resolution_one": tr_name_resolution_one,
+    "name_resolution_all": tr_name_resolution_all,
+    "name_resolution_agent": tr_name_resolution_agent,
     "store_killed": tr_store_killed,
+    "port_conflict": tr_port_conflict,
+    "connect_timeout": tr_connect_timeout,
 }
 assert set(TORCHRUN_RUNNERS) == set(TORCHRUN_SCENARIOS)
 
@@ -1207,6 +1356,8 @@ def run_scenario(h, name, launch="hand"):
     spec = dict(specs[name])
     if launch == "hand" and h.torch_major >= 2:
         spec.update(HAND_2X.get(name, {}))
+    if launch == "torchrun-c10d":
+        spec.update(TORCHRUN_C10D.get(name, {}))
     for attempt in (1, 2):
         run = Run(name, h.work, attempt, spec)
         run.launch = launch

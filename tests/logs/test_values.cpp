@@ -220,3 +220,12 @@ TEST_CASE("version hint from message styles", "[values]") {
   known.torch_version = "2.7.1";
   CHECK(version_hint(known).empty());  // the version is known
 }
+
+TEST_CASE("2.x's 'server socket ... has timed out, will retry' carries no usable address", "[values]") {
+  // PyTorch 2.13 printed uninitialised memory as the address (the store was 127.0.0.1).
+  auto e = ev_of("[W1201 10:06:23.948169601 socket.cpp:938] [c10d] The server socket on "
+                 "[c440:0:1193:0:5655::]:3175 has timed out, will retry.");
+  CHECK(e.family == Family::ServerTimedOutRetry);
+  CHECK(e.host.empty());
+  CHECK_FALSE(e.port.has_value());
+}
