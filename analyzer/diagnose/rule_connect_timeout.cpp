@@ -121,16 +121,20 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
     }
   } else {
     const LogEvent* e = log_hits.front();
-    for (const LogEvent* x : log_hits)  // the first line that names the endpoint
-      if (!x->host.empty()) {
+    // The first line that names the endpoint. Not "The server socket on [...] has timed out,
+    // will retry": 2.13 printed uninitialised memory there ([c440:0:1193:0:5655::]:3175 for
+    // 127.0.0.1), where 2.6 printed the address.
+    for (const LogEvent* x : log_hits)
+      if (!x->host.empty() && x->family != LogFamily::ServerTimedOutRetry) {
         e = x;
         break;
       }
-    dest = e->host.empty() ? std::string("the store") : e->host + (e->port ? ":" + std::to_string(*e->port) : "");
+    const bool named = !e->host.empty() && e->family != LogFamily::ServerTimedOutRetry;
+    dest = named ? e->host + (e->port ? ":" + std::to_string(*e->port) : "") : std::string("the store");
     v.confidence = "medium";
     v.summary = "connects to " + dest + " timed out (errno 110), from the logs";
-    v.next_step = "nc -vz -w 5 " + (e->host.empty() ? std::string("<host>") : e->host) + " " +
-                  (e->port ? std::to_string(*e->port) : std::string("<port>")) +
+    v.next_step = "nc -vz -w 5 " + (named ? e->host : std::string("<host>")) + " " +
+                  (named && e->port ? std::to_string(*e->port) : std::string("<port>")) +
                   " from the failing node; check firewall rules and routes";
     out.findings.push_back(log_finding("connect_timeout", *e));
   }

@@ -133,11 +133,27 @@ std::optional<Candidate> rule_straggler(const Context& c) {
     if (std::find(timed_out.begin(), timed_out.end(), r) == timed_out.end()) others.push_back(r);
   std::sort(others.begin(), others.end());
   others.erase(std::unique(others.begin(), others.end()), others.end());
+  // 2.x names the key a rank waited for ("keys: /default_pg/0//cpu//0/2"): the rank that had
+  // not published it. A rank that timed out itself was waiting too (the store host of a
+  // hand-started job sits in "waiting for clients", and the others wait for its key), so it
+  // is no candidate. Under torchrun every worker's output is in one file without rank
+  // prefixes, and the awaited key is the only name of the late rank in it.
+  std::vector<int> awaited;
+  for (const auto* e : timeouts)
+    if (e->awaited_rank && std::find(timed_out.begin(), timed_out.end(), *e->awaited_rank) == timed_out.end())
+      awaited.push_back(*e->awaited_rank);
+  std::sort(awaited.begin(), awaited.end());
+  awaited.erase(std::unique(awaited.begin(), awaited.end()), awaited.end());
+  const bool by_key = awaited.size() == 1 && (others.empty() || others == awaited);
+  if (by_key) others = awaited;
   v.confidence = others.size() == 1 ? "medium" : "low";
   if (others.size() == 1) v.initiating_rank = others.front();
   v.summary = (timed_out.empty() ? std::string("ranks (the logs do not say which)") : "rank(s) " + rank_list(timed_out)) +
               " timed out waiting at the init barrier" +
-              (others.size() == 1 ? "; rank " + std::to_string(others.front()) + " did not, so it was probably the late one" : std::string()) +
+              (others.size() != 1 ? std::string()
+               : by_key ? "; they waited for the key of rank " + std::to_string(others.front()) +
+                              ", which had not joined: probably the late one"
+                        : "; rank " + std::to_string(others.front()) + " did not, so it was probably the late one") +
               "; logs cannot tell how late: trace the job with rdzvscope run";
   v.next_step = "rerun under rdzvscope run to measure each rank's arrival; meanwhile raise init_process_group(timeout=...)";
   out.findings.push_back(log_finding("straggler_timeout", *timeouts.front()));

@@ -494,9 +494,7 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
   else if (ev.family == Family::HostNotFound || ev.family == Family::ReverseLookupFailed) {
     if (auto e = number_after(body, "err=")) ev.gai_code = static_cast<int>(*e);
   }
-  // 2.x prints uninitialised memory as the address of "The server socket on [...] has timed
-  // out, will retry" (seen on 2.13: [c440:0:1193:0:5655::]:3175 for 127.0.0.1): not an address.
-  if (ev.family != Family::ServerTimedOutRetry) find_host_port(body, ev.host, ev.port);
+  find_host_port(body, ev.host, ev.port);
   ev.wall_time = find_wall_time(body, tc);
 
   switch (ev.family) {
@@ -522,6 +520,17 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
       }
       break;
     }
+    case Family::WaitTimeout:
+      if (size_t p = body.find("keys: /"); p != npos) {
+        size_t end = body.find_first_of(", \t", p + 7);
+        sv key = body.substr(p + 6, end == npos ? npos : end - (p + 6));
+        if (size_t slash = key.rfind('/'); slash != npos && slash + 1 < key.size()) {
+          size_t after = 0;
+          auto r = number_at(key, slash + 1, &after);
+          if (r && *r >= 0 && after == key.size()) ev.awaited_rank = static_cast<int>(*r);
+        }
+      }
+      break;
     case Family::StoreBarrierTimeout:
       if (auto w = number_after(body, "world_size=")) ev.expected = static_cast<int>(*w);
       if (auto c = number_after(body, "worker_count=")) ev.joined = static_cast<int>(*c);

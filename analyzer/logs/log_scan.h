@@ -74,6 +74,9 @@ struct LogEvent {
   std::string reason;                  // the error text after "...: " / "got error: " / "with error: "
   std::optional<int> joined;           // "1/3 clients joined" -> 1; store barrier worker_count
   std::optional<int> expected;         // "1/3 clients joined" -> 3; store barrier world_size
+  // "wait timeout after 3000ms, keys: /default_pg/0//cpu//0/2" (2.x, a gloo group's address
+  // exchange): the rank whose key was awaited, 2; the first key's last path element.
+  std::optional<int> awaited_rank;
   bool has(Family f) const { return family == f || (also >> static_cast<int>(f)) & 1u; }
 };
 

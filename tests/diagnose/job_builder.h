@@ -141,6 +141,17 @@ class Job {
     procs_.push_back(std::make_unique<Proc>(rank, pid, host, job));
     return *procs_.back();
   }
+  // A log line of rank `rank` (-1: none), classified as the log reader would.
+  Job& log_line(const std::string& text, int rank = -1) {
+    auto ev = rdzv::logs::classify_line(text, rank, 2026);
+    if (ev) {
+      ev->file = "job.log";
+      ev->line = ++log_lines_;
+      logs_.events.push_back(*ev);
+    }
+    ++logs_.lines;
+    return *this;
+  }
   Diagnosis diagnose_it() {
     int n = 0;
     for (const auto& p : procs_) p->write(dir_.file("p" + std::to_string(n++) + ".rzt"));
@@ -154,6 +165,7 @@ class Job {
   std::vector<std::unique_ptr<Proc>> procs_;
   TraceInputs traces_;
   LogFacts logs_;
+  std::uint64_t log_lines_ = 0;
 };
 
 }  // namespace rdzvscope::test

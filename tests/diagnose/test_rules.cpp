@@ -93,6 +93,42 @@ TEST_CASE("a program a rank started inherits its RANK: a helper, not a second ra
   CHECK(d.ranks.size() == 4);
 }
 
+TEST_CASE("logs only, 2.13 with SYNs dropped: the store's address comes from a line that has it") {
+  // 2.13 printed uninitialised memory as the address of its 'server socket ... will retry'.
+  Job job;
+  job.log_line("[W1201 10:06:23.948169601 socket.cpp:938] [c10d] The server socket on "
+               "[c440:0:1193:0:5655::]:3175 has timed out, will retry.", 0);
+  job.log_line("[E1201 10:06:24.880266656 socket.cpp:1028] [c10d] The client socket has timed out after "
+               "4000ms while trying to connect to (127.0.0.1, 58135).", 0);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "connect_timeout");
+  CHECK(d.verdict.summary.find("c440") == std::string::npos);
+}
+
+TEST_CASE("logs only, 2.x under torchrun: the key the others waited for names the late rank") {
+  Job job;
+  for (int r : {0, 1, 3})
+    job.log_line("torch.distributed.DistStoreError: wait timeout after 3000ms, keys: /default_pg/0//cpu//0/2", r);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "straggler_timeout");
+  REQUIRE(d.verdict.initiating_rank);
+  CHECK(*d.verdict.initiating_rank == 2);
+}
+
+TEST_CASE("logs only, 2.x by hand: ranks waiting for the store host's key do not make it late") {
+  // rank 0 hosts the store and waits for clients; 1 and 3 wait for rank 0's key; 2 is late
+  Job job;
+  job.log_line("torch.distributed.DistStoreError: Timed out after 4 seconds waiting for clients. 3/4 clients joined.", 0);
+  for (int r : {1, 3})
+    job.log_line("torch.distributed.DistStoreError: wait timeout after 3000ms, keys: /default_pg/0//cpu//0/0", r);
+  job.log_line("[rank2] e2e: sleeping 9s before the rendezvous", 2);
+  job.log_line("torch.distributed.DistNetworkError: The client socket has timed out after 3000ms while trying to connect to (127.0.0.1, 1).", 2);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "straggler_timeout");
+  REQUIRE(d.verdict.initiating_rank);
+  CHECK(*d.verdict.initiating_rank == 2);
+}
+
 TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' timeouts") {
   Job job;
   job.proc(0, 1000).bind(0.9, EADDRINUSE).exit(1.0, 1);

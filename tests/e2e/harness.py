@@ -1045,7 +1045,7 @@ TORCHRUN_SCENARIOS = {
         cls="healthy", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks=(None,),
         timeout=5, fault="none: 4 workers join, all_reduce, exit 0; the agent exits 0"),
     "straggler": dict(
-        cls="straggler_timeout", rank=2, cause=None, log_cls=ANY_FAILURE, log_ranks="any",
+        cls="straggler_timeout", rank=2, cause=None, log_cls="straggler_timeout", log_ranks=(2,),
         timeout=3,
         fault="worker 2 sleeps 9 s before init (T=3 s): workers 0,1,3 time out at the init "
               "barrier (`wait timeout after 3000ms` / `waiting for clients`), the agent then "

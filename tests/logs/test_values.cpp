@@ -221,11 +221,12 @@ TEST_CASE("version hint from message styles", "[values]") {
   CHECK(version_hint(known).empty());  // the version is known
 }
 
-TEST_CASE("2.x's 'server socket ... has timed out, will retry' carries no usable address", "[values]") {
-  // PyTorch 2.13 printed uninitialised memory as the address (the store was 127.0.0.1).
-  auto e = ev_of("[W1201 10:06:23.948169601 socket.cpp:938] [c10d] The server socket on "
-                 "[c440:0:1193:0:5655::]:3175 has timed out, will retry.");
-  CHECK(e.family == Family::ServerTimedOutRetry);
-  CHECK(e.host.empty());
-  CHECK_FALSE(e.port.has_value());
+TEST_CASE("2.x's wait timeout names the rank whose key was awaited", "[values]") {
+  // as printed by PyTorch 2.13 under torchrun, rank 2 the straggler
+  auto e = ev_of("[rank0] e2e: FAILED DistStoreError: wait timeout after 3000ms, keys: /default_pg/0//cpu//0/2");
+  CHECK(e.family == Family::WaitTimeout);
+  REQUIRE(e.awaited_rank.has_value());
+  CHECK(*e.awaited_rank == 2);
+  CHECK_FALSE(ev_of("wait timeout after 3000ms, keys: /default_pg/0//cpu//0/x").awaited_rank.has_value());
+  CHECK_FALSE(ev_of("RuntimeError: wait timeout after 30000ms").awaited_rank.has_value());
 }
