@@ -90,11 +90,20 @@ struct Recorder {
   }
 };
 
+// The store ports of `pid`'s environment (MASTER_PORT, ...) count from now on for every
+// target's sockets (learnt_ports in rdzv_maps.bpf.h).
+void learn_ports(rdzv_bpf* skel, int pid, const std::vector<std::uint16_t>& extra) {
+  const std::uint8_t one = 1;
+  for (std::uint16_t port : store_ports_of(pid, extra))
+    bpf_map__update_elem(skel->maps.learnt_ports, &port, sizeof port, &one, sizeof one, BPF_ANY);
+}
+
 int on_event(void* ctx, void* data, size_t size) {
   auto* rec = static_cast<Recorder*>(ctx);
   if (size < sizeof(rdzv_bpf_event)) return 0;
   const auto* ev = static_cast<const rdzv_bpf_event*>(data);
   const int pid = static_cast<int>(ev->tgid);
+  if (ev->rec.kind == RDZV_EV_EXEC) learn_ports(rec->skel, pid, rec->opt->ports);
   TraceFile* f = rec->file_for(pid);
   if (!f) return 0;
   f->append(ev->rec);

@@ -387,6 +387,20 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(rdzv_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm) {
   __u32 tgid = BPF_CORE_READ(task, tgid);
   if (bpf_map_lookup_elem(&has_store, &tgid)) bpf_for_each_map_elem(&store_socks, drop_if_closed, &tgid, 0);
+  if (!known_target(tgid)) return 0;
+  /* The new image's environment may name a store port (MASTER_PORT): the loader reads it
+   * from /proc at once (woken now) into learnt_ports, long before a Python rank's first
+   * connect; a connect that still beats it is classified by the analyzer from the header. */
+  struct rdzv_record *r = scratch_record();
+  if (!r) return 0;
+  r->kind = RDZV_EV_EXEC;
+  r->op = RDZV_OP_KERNEL;
+  r->tid = tgid;
+  r->ts_ns = bpf_ktime_get_ns();
+  r->fd = -1;
+  r->u.proc.child_pid = -1;
+  bpf_probe_read_kernel_str(r->u.proc.path, sizeof(r->u.proc.path), BPF_CORE_READ(bprm, filename));
+  emit_wake(tgid, r, true);
   return 0;
 }
 

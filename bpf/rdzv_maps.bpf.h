@@ -72,6 +72,15 @@ const volatile __u32 io_failures = 16;
 #define TCP_CLOSE 7
 #define TCP_CLOSE_WAIT 8
 
+/* port -> 1: store ports the loader learnt after load, from the environment of a process it
+ * saw exec (torchrun's c10d agent gives its workers a MASTER_PORT picked at run time). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 256);
+  __type(key, __u16);
+  __type(value, __u8);
+} learnt_ports SEC(".maps");
+
 /* tgid -> 1. The explicit targets (--pid, --comm), their children, and with --all every
  * process the loader has already seen. */
 struct {

@@ -30,7 +30,7 @@ static __always_inline bool is_store_port(__u16 port) {
   for (int i = 0; i < RDZV_BPF_MAX_PORTS; i++) {
     if (ports[i] == port) return true;
   }
-  return false;
+  return bpf_map_lookup_elem(&learnt_ports, &port) != NULL;
 }
 
 /* Per-call events: with --port, only those on the given ports. */
@@ -44,7 +44,9 @@ static __always_inline void count_lost(void) {
   if (n) __sync_fetch_and_add(n, 1);
 }
 
-static __always_inline void emit(__u32 tgid, const struct rdzv_record *rec) {
+/* `urgent`: wake the loader now (it must act before the process goes on, e.g. read the
+ * environment of an exec'd image). */
+static __always_inline void emit_wake(__u32 tgid, const struct rdzv_record *rec, bool urgent) {
   struct rdzv_bpf_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
   if (!ev) {
     count_lost();
@@ -58,8 +60,10 @@ static __always_inline void emit(__u32 tgid, const struct rdzv_record *rec) {
    * at 50k events/s): wake it only when the buffer fills up; it also drains every poll
    * interval by itself (loader.cpp). */
   __u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-  bpf_ringbuf_submit(ev, pending > RDZV_BPF_RINGBUF_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+  bpf_ringbuf_submit(ev, urgent || pending > RDZV_BPF_RINGBUF_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
+
+static __always_inline void emit(__u32 tgid, const struct rdzv_record *rec) { emit_wake(tgid, rec, false); }
 
 static __always_inline struct rdzv_record *scratch_record(void) {
   __u32 zero = 0;

@@ -12,6 +12,11 @@ is SIGKILLed; rank 1 fails on its next store op. Checked: rank 1's trace has its
 connection found at attach time and a send or recv failing with EPIPE or ECONNRESET (what
 the rank printed) on that descriptor; rank 0's has its store listener; `rdzvscope analyze --format json`
 on attach's traces says broken_pipe, initiated by rank 0, which died.
+
+With --torchrun (PyTorch 2.x): 4 workers under `torchrun --rdzv-backend c10d`, whose agent
+hosts their store (on a port it picked at run time); attach --pid on the agent and every
+worker once they are in their store loop; the agent is SIGKILLed: analyze says broken_pipe,
+cause peer_died, from the agent (no initiating rank: the agent has none).
 Exit status 0 = pass, 1 = fail (with the reason on stderr).
 """
 import json
@@ -100,6 +105,71 @@ def run(opts):
     return trace_dir
 
 
+def run_torchrun(opts):
+    port = free_port()
+    trace_dir, logs = os.path.join(opts.work, "traces"), os.path.join(opts.work, "logs")
+    os.makedirs(logs)
+    env = job_env(opts, port, logs)
+    env.update(E2E_TIMEOUT_S=str(TIMEOUT_S), E2E_MODE="store_loop", E2E_LOOP_S="40", E2E_RANK_ENV="{}")
+    for k in ("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k, None)
+    log = open(os.path.join(logs, "agent.log"), "w")
+    agent = subprocess.Popen([os.path.join(os.path.dirname(opts.python), "torchrun"), "--nnodes", "1",
+                              "--nproc-per-node", "4", "--max-restarts", "0", "--rdzv-backend", "c10d",
+                              "--rdzv-endpoint", "127.0.0.1:%d" % port, "--rdzv-id", "store_killed",
+                              opts.rank_script], stdout=log, stderr=subprocess.STDOUT, env=env,
+                             start_new_session=True)
+    attach = None
+
+    def text():
+        with open(os.path.join(logs, "agent.log"), errors="replace") as f:
+            return f.read()
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and text().count("e2e: store loop running") < 4:
+            time.sleep(0.1)
+        workers = [int(l.split("e2e: start pid ")[1].split()[0]) for l in text().splitlines()
+                   if "e2e: start pid " in l]
+        if text().count("e2e: store loop running") < 4 or len(workers) != 4:
+            raise Fail("the workers did not reach their store loop:\n" + text()[-3000:])
+        cmd = [opts.rdzvscope, "attach", "--out", trace_dir]
+        for pid in [agent.pid] + workers:
+            cmd += ["--pid", str(pid)]
+        attach = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        line = attach.stderr.readline()
+        if "recording" not in line:
+            raise Fail("attach did not start: %s%s" % (line, attach.stderr.read()))
+        time.sleep(0.5)
+        agent.send_signal(signal.SIGKILL)
+        agent.wait()
+        end = time.monotonic() + 20
+        while time.monotonic() < end and any(os.path.exists("/proc/%d" % w) for w in workers):
+            time.sleep(0.1)
+        if any(os.path.exists("/proc/%d" % w) for w in workers):
+            raise Fail("the workers did not fail within 20 s of the agent's SIGKILL")
+        if text().count("Connection reset by peer") + text().count("Broken pipe") < 1:
+            raise Fail("no worker failed on the store:\n" + text()[-3000:])
+        stop_attach(attach)
+    finally:
+        if agent.poll() is None:
+            os.killpg(agent.pid, signal.SIGKILL)
+            agent.wait()
+        if attach and attach.poll() is None:
+            attach.kill()
+            attach.wait()
+    r = subprocess.run([opts.rdzvscope, "analyze", trace_dir, "--format", "json"], capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode != 0:
+        raise Fail("analyze exited %d: %s" % (r.returncode, r.stderr))
+    v = json.loads(r.stdout)["verdict"]
+    print("analyze: %s, initiating rank %s, cause %s: %s" % (v["class"], v["initiating_rank"], v.get("cause"),
+                                                            v["summary"]))
+    if (v["class"], v.get("cause"), v["initiating_rank"]) != ("broken_pipe", "peer_died", None) \
+            or "pid %d" % agent.pid not in v["summary"]:
+        raise Fail("attach's traces give %s/%s from rank %s, want broken_pipe/peer_died from the agent (pid %d)"
+                   % (v["class"], v.get("cause"), v["initiating_rank"], agent.pid))
+
+
 def check_traces(opts, trace_dir):
     by_rank = dump_by_rank(opts, trace_dir)
     if sorted(by_rank) != [0, 1]:
@@ -133,11 +203,15 @@ def main():
     if not opts:
         return 1
     try:
-        check_traces(opts, run(opts))
+        if opts.torchrun:
+            run_torchrun(opts)
+        else:
+            check_traces(opts, run(opts))
     except Fail as f:
         print("FAIL store_killed: %s" % f, file=sys.stderr)
         return 1
-    print("ok store_killed: broken_pipe from rank 0 on attach's traces of a running job")
+    print("ok store_killed: broken_pipe from %s on attach's traces of a running job"
+          % ("the torchrun agent" if opts.torchrun else "rank 0"))
     return 0
 
 
