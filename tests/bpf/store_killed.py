@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from straggler import Fail, free_port, job_env, stop_attach, torch_test_options
+from straggler import Fail, free_port, job_env, stop_attach, torch_test_options, verdict
 
 WORLD = 2
 TIMEOUT_S = 5
@@ -157,11 +157,7 @@ def run_torchrun(opts):
         if attach and attach.poll() is None:
             attach.kill()
             attach.wait()
-    r = subprocess.run([opts.rdzvscope, "analyze", trace_dir, "--format", "json"], capture_output=True,
-                       text=True, timeout=120)
-    if r.returncode != 0:
-        raise Fail("analyze exited %d: %s" % (r.returncode, r.stderr))
-    v = json.loads(r.stdout)["verdict"]
+    v = verdict(opts, trace_dir)["verdict"]
     print("analyze: %s, initiating rank %s, cause %s: %s" % (v["class"], v["initiating_rank"], v.get("cause"),
                                                             v["summary"]))
     if (v["class"], v.get("cause"), v["initiating_rank"]) != ("broken_pipe", "peer_died", None) \
@@ -187,11 +183,7 @@ def check_traces(opts, trace_dir):
                                                             failures[0]["fd"], sorted(fds)))
     if not [e for e in by_rank[0] if e["kind"] == "listen" and "preexisting" in e["flags"]]:
         raise Fail("rank 0: its store listener was not found at attach time")
-    r = subprocess.run([opts.rdzvscope, "analyze", trace_dir, "--format", "json"], capture_output=True,
-                       text=True, timeout=120)
-    if r.returncode != 0:
-        raise Fail("analyze exited %d: %s" % (r.returncode, r.stderr))
-    v = json.loads(r.stdout)["verdict"]
+    v = verdict(opts, trace_dir)["verdict"]
     print("analyze: %s, initiating rank %s, cause %s: %s" % (v["class"], v["initiating_rank"], v.get("cause"),
                                                             v["summary"]))
     if (v["class"], v["initiating_rank"]) != ("broken_pipe", 0):
