@@ -89,6 +89,18 @@ void common_discriminators(const Context& c, Diagnosis& d) {
 
 }  // namespace
 
+namespace {
+
+// A torchrun agent that exited non-zero or vanished: with no worker at fault, its failure is
+// still a failure (a rendezvous that never completed, say), never "healthy".
+const ProcessFacts* failed_agent(const Context& c) {
+  for (const auto& f : c.facts)
+    if (f.proc->role == Role::Agent && (f.proc->vanished() || f.proc->exit_status.value_or(0) != 0)) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
 Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
   Context c(traces, logs);
   Diagnosis d;
@@ -122,7 +134,7 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
       also.evidence.push_back("also consistent with " + candidates[i].verdict.cls + ": " + candidates[i].verdict.summary);
       d.findings.push_back(also);
     }
-  } else if (c.has_traces() && !any_failed) {
+  } else if (c.has_traces() && !any_failed && !failed_agent(c)) {
     d.verdict.cls = "healthy";
     d.verdict.confidence = "high";
     d.verdict.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0";
@@ -140,6 +152,12 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     if (logs.files == 0) missing += "no logs (--log); ";
     else if (logs.matched == 0) missing += "no c10d/TCPStore line in the logs; ";
     if (any_failed) missing += "rank(s) " + rank_list(failed_ranks) + " failed without a rendezvous error in their traces; ";
+    if (const ProcessFacts* a = failed_agent(c))
+      missing += "the launcher agent " + a->proc->label() + " failed" +
+                 (c.ranks().empty() ? std::string(" before any worker started") : std::string()) + "; ";
+    if (logs.any({LogFamily::RendezvousTimeout}))
+      missing += "the agents' rendezvous never completed (RendezvousTimeoutError: not every node joined "
+                 "within the join timeout); the nodes that did not join hold the cause: add their traces and logs; ";
     d.verdict.summary = "no failure class fits: " + (missing.empty() ? std::string("nothing went wrong that rdzvscope can see") : missing.substr(0, missing.size() - 2));
     d.verdict.next_step = "rerun with rdzvscope run --out DIR and pass every rank's log with --log";
   }

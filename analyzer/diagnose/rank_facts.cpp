@@ -110,6 +110,9 @@ void derive_one(ProcessFacts& f) {
       case RDZV_EV_RECV:
         if (!store) break;
         if (r.flags & RDZV_F_ZERO_READ) {
+          // The store's end of a client's connection reading 0 bytes is that client hanging
+          // up (a torchrun agent closing its own client at its end, say): the client's story.
+          if (f.listens_on(r.u.net.local.port)) break;
           f.zero_reads.push_back(&e);
           note_error(f, &e);
         } else if (r.ret < 0 && (r.flags & RDZV_F_TIMEOUT)) {

@@ -440,6 +440,7 @@ const Detector kDetectors[] = {
      [](sv s) {
        return contains(s, "host not found");
      }},
+    {Family::RendezvousTimeout, [](sv s) { return contains(s, "RendezvousTimeoutError"); }},
     {Family::ReverseLookupFailed,
      [](sv s) { return contains(s, "hostname of the client socket cannot be retrieved"); }},
     {Family::ServerTimedOutRetry, [](sv s) { return contains(s, "has timed out, will retry"); }},
@@ -615,6 +616,7 @@ const char* family_name(Family f) {
     case Family::NcclUniqueIdStoreError: return "nccl_unique_id_store_error";
     case Family::WatchdogTimeout: return "watchdog_timeout";
     case Family::ReverseLookupFailed: return "reverse_lookup_failed";
+    case Family::RendezvousTimeout: return "rendezvous_timeout";
   }
   return "unknown";
 }

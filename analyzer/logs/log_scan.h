@@ -50,8 +50,11 @@ enum class Family {
   // of a connected socket's own address failed. A resolver that answers no reverse queries (no
   // DNS server in reach) prints it beside any failure; it says nothing about the rendezvous host.
   ReverseLookupFailed,
+  // "RendezvousTimeoutError" (torchelastic): the agents' rendezvous did not complete within its
+  // join timeout, i.e. not every node joined; the cause is on the nodes that did not.
+  RendezvousTimeout,
 };
-inline constexpr int kFamilyCount = static_cast<int>(Family::ReverseLookupFailed) + 1;
+inline constexpr int kFamilyCount = static_cast<int>(Family::RendezvousTimeout) + 1;
 
 struct LogEvent {
   std::string file;          // path as given

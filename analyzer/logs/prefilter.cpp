@@ -83,7 +83,7 @@ const std::vector<std::string_view>& anchors() {
       "Address already in use",  // BindFailed
       "failed to bind",       // BindFailed
       "failed to listen",     // ListenFailed
-      "Rendezvous",           // RendezvousClosed (…ClosedError, …ConnectionError)
+      "Rendezvous",           // RendezvousClosed (…ClosedError, …ConnectionError), RendezvousTimeout
       "failed to shutdown",   // RendezvousClosed
       "ncclUniqueId",         // NcclUniqueIdStoreError
       "Watchdog caught",      // WatchdogTimeout

@@ -129,6 +129,25 @@ TEST_CASE("logs only, 2.x by hand: ranks waiting for the store host's key do not
   CHECK(*d.verdict.initiating_rank == 2);
 }
 
+TEST_CASE("a torchrun agent whose rendezvous never completed: unknown, not healthy, not transient_recv") {
+  // 2.13, node 0's agent alone (node 1 never joined): it hosts the rendezvous store, its own
+  // client closes at the end (the store's end reads 0 bytes), and it exits 1.
+  Job job;
+  Proc& agent = job.proc(-1, 900);
+  std::strcpy(agent.header().cmdline, "/usr/bin/python3 /usr/local/bin/torchrun --nnodes 2 --rdzv-backend c10d x.py");
+  agent.bind(0.5, 0, 29400).listen(0.5, 29400).accept(0.6, 41000, 29400).connect(0.6, 0, 29400, 0.001, 41000);
+  rdzv_record zero = make_record(RDZV_EV_RECV, RDZV_OP_READ, 7.3);
+  zero.flags = RDZV_F_STORE | RDZV_F_ZERO_READ;
+  zero.u.net.peer = ipv4(10, 0, 0, 2, 41000);
+  zero.u.net.local = ipv4(10, 0, 0, 1, 29400);
+  agent.add(zero).exit(7.6, 1);
+  job.log_line("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError");
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "unknown");
+  CHECK(d.verdict.summary.find("launcher agent pid 900") != std::string::npos);
+  CHECK(d.verdict.summary.find("RendezvousTimeoutError") != std::string::npos);
+}
+
 TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' timeouts") {
   Job job;
   job.proc(0, 1000).bind(0.9, EADDRINUSE).exit(1.0, 1);

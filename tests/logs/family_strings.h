@@ -16,6 +16,8 @@ inline constexpr FamilyString kFamilyStrings[] = {
      "[rank3]:[W1129 10:00:00.123456 123 socket.cpp:767] [c10d] The IPv6 network addresses of (node0, 29500) "
      "cannot be retrieved (gai error: -2 - Name or service not known)."},
     {rdzv::logs::Family::HostNotFound, "ValueError: host not found: Name or service not known"},
+    {rdzv::logs::Family::RendezvousTimeout,
+     "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"},  // 2.13, a node never joined
     {rdzv::logs::Family::ReverseLookupFailed,
      "[W1201 10:06:20.880618784 socket.cpp:207] [c10d] The hostname of the client socket cannot be "
      "retrieved. err=-3"},
