@@ -103,8 +103,12 @@ int on_event(void* ctx, void* data, size_t size) {
   if (size < sizeof(rdzv_bpf_event)) return 0;
   const auto* ev = static_cast<const rdzv_bpf_event*>(data);
   const int pid = static_cast<int>(ev->tgid);
-  if (ev->rec.kind == RDZV_EV_EXEC) learn_ports(rec->skel, pid, rec->opt->ports);
   TraceFile* f = rec->file_for(pid);
+  if (ev->rec.kind == RDZV_EV_EXEC) {
+    learn_ports(rec->skel, pid, rec->opt->ports);
+    // A file made before the exec (a vfork child's first calls) has the launcher's identity.
+    if (f) f->after_exec(store_ports_of(pid, rec->opt->ports));
+  }
   if (!f) return 0;
   f->append(ev->rec);
   if (auto reason = rec->snapshots[pid].after(ev->rec, mono_ns())) {

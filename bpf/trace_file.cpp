@@ -92,6 +92,17 @@ std::string TraceFile::create(const std::string& dir, int pid,
   return {};
 }
 
+void TraceFile::after_exec(const std::vector<std::uint16_t>& store_ports) {
+  if (!header_) return;
+  rdzv_file_header fresh{};
+  if (!fill_header_from_proc(pid_, &fresh)) return;  // gone already: keep what we had
+  header_->ident = fresh.ident;
+  std::memcpy(header_->exe, fresh.exe, sizeof header_->exe);
+  std::memcpy(header_->cmdline, fresh.cmdline, sizeof header_->cmdline);
+  std::memset(header_->store_ports, 0, sizeof header_->store_ports);
+  for (std::size_t i = 0; i < store_ports.size() && i < RDZV_MAX_STORE_PORTS; ++i) header_->store_ports[i] = store_ports[i];
+}
+
 void TraceFile::append(const rdzv_record& rec) {
   if (!header_) return;
   const std::uint64_t slot = header_->next_slot;

@@ -23,6 +23,11 @@ class TraceFile {
   std::string create(const std::string& dir, int pid, const std::vector<std::uint16_t>& store_ports,
                      std::uint64_t max_bytes);
 
+  // The process exec'd: the header takes the new image's identity, executable, command line
+  // and store ports (the analyzer reads a header as the newest image's, as for the shim's
+  // files, of which there is one per image).
+  void after_exec(const std::vector<std::uint16_t>& store_ports);
+
   // Stores one record in the next slot and seals it (or counts it in header.dropped).
   void append(const rdzv_record& rec);
   void set_lost(std::uint64_t lost);

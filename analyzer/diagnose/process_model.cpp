@@ -194,6 +194,7 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
         p.header = trace.header;
         newest_generation[key] = trace.header.exec_generation;
       }
+      p.cut_short |= trace.damage.has_value();
       p.torn += trace.torn;
       p.invalid += trace.invalid;
       p.dropped += trace.dropped();

@@ -37,6 +37,7 @@ struct Process {
   std::int64_t launched_ns = 0;  // process start on the wall clock (file creation if unknown)
   std::vector<Event> events;     // merged, in time order
   std::uint64_t torn = 0, invalid = 0, dropped = 0, lost = 0;
+  bool cut_short = false;  // a file of it was truncated: what it did after the cut is unknown
 
   // How it ended: exit record, or nothing (killed by a signal, or still running).
   std::optional<std::int64_t> exit_ns;

@@ -388,7 +388,11 @@ std::string diagnosis_html(const Diagnosis& d) {
   s += "</dl>\n<div class=\"next\" id=\"next-step\"><b>Next step</b> &nbsp;" + esc(v.next_step) + "</div>\n</header>\n";
 
   s += "<section id=\"arrival\">\n<h2>Arrival at the store</h2>\n";
-  if (d.ranks.empty()) {
+  if (d.ranks.empty() && d.inputs.trace_files > 0) {
+    s += "<p class=\"note\" id=\"no-workers\">The traces hold no worker (rank): none started, as when a "
+         "launcher's rendezvous never completed, so there is no per-rank time line; the verdict above comes "
+         "from the other processes' traces.</p>\n";
+  } else if (d.ranks.empty()) {
     s += "<p class=\"note\">No traces were given, so there is no per-rank time line: rerun the job under "
          "<code>rdzvscope run --out DIR</code> and pass DIR to <code>rdzvscope analyze</code>.</p>\n";
   } else {

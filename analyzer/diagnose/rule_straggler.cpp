@@ -51,6 +51,8 @@ std::optional<Candidate> rule_straggler(const Context& c) {
     for (const ProcessFacts* f : c.ranks()) {
       if (waited_set.count(f)) continue;
       auto a = f->arrival_ns();
+      // A trace cut short says nothing of a later arrival: no evidence of lateness.
+      if (!a && f->proc->cut_short) continue;
       if (!a || *a >= diff_ns(100'000'000, first_timeout)) late.push_back(f);
     }
     if (late.empty()) return std::nullopt;

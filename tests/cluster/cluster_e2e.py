@@ -85,7 +85,24 @@ SCENARIOS = {
         fault="node1 drops its own SYNs to the store port (iptables OUTPUT, tcp_syn_retries=1 in "
               "its namespace): node1's ranks print `errno: 110 - Connection timed out`; the "
               "others connect and time out waiting for them"),
+    # PyTorch 2.x: one `torchrun --nnodes 4 --rdzv-backend c10d --rdzv-endpoint store.rdzv:29400`
+    # agent per host, 2 workers each; node0's agent hosts the rendezvous store (the endpoint
+    # names its address) and its workers' store.
+    "torchrun_name_resolution": dict(
+        cls="name_resolution", pattern="same_host", timeout=3, launch="torchrun",
+        fault=f"{STORE_NAME} is missing from node3's /etc/hosts: node3's agent cannot resolve the "
+              f"rendezvous endpoint (`gai error: -2`) and never joins; the other agents give up "
+              f"at their join timeout (RendezvousTimeoutError); no worker starts anywhere"),
+    "torchrun_straggler_host": dict(
+        cls="straggler_timeout", pattern="same_host", timeout=3, launch="torchrun",
+        fault="node2's workers sleep 12 s before init_process_group: the others time out at the "
+              "init barrier and their agents stop them; node2's agent stops its own"),
+    "torchrun_dropped_host": dict(
+        cls="connect_timeout", pattern="same_host", timeout=3, launch="torchrun",
+        fault="node1 drops its own SYNs to the rendezvous port 29400: its agent never joins; the "
+              "other agents give up at their join timeout"),
 }
+RDZV_PORT = 29400       # the torchrun scenarios' rendezvous endpoint (node0's agent hosts it)
 
 
 class Interrupted(Exception):
@@ -219,6 +236,37 @@ class Job:
 
     def launch_all(self, run, timeout_s, env_of=lambda r: None, ports=(STORE_PORT,)):
         return [self.launch(run, r, timeout_s, env_of(r), ports) for r in range(self.world)]
+
+    def launch_agent(self, run, host, timeout_s, env=None):
+        """A torchrun agent on `host` with per_host workers, its log run.dir/agent-HOST.log;
+        the workers' RANKs are given by the c10d rendezvous, not by us."""
+        e = dict(os.environ)
+        for var in ("RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "LD_PRELOAD", "TORCHELASTIC_RUN_ID",
+                    "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NODEID",
+                    "E2E_DELAY_S", "E2E_MODE", "E2E_LOOP_S", "PET_RDZV_ENDPOINT", "E2E_RANK_ENV",
+                    "RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+            e.pop(var, None)
+        e.update(E2E_TIMEOUT_S=str(timeout_s), GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1",
+                 PYTHONUNBUFFERED="1")
+        e.update(env or {})
+        cmd = self.cluster.exec_prefix(host) + [
+            self.rdzvscope, "run", "--out", run.dir, "--ports", str(RDZV_PORT), "--"] + \
+            harness.torchrun_cmd(self.python) + [
+            "--nnodes", str(self.cluster.n), "--nproc-per-node", str(self.per_host),
+            "--max-restarts", "0", "--monitor-interval", "0.2", "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"{STORE_NAME}:{RDZV_PORT}", "--rdzv-id", f"cluster-{run.id}",
+            "--rdzv-conf", "join_timeout=10", harness.RANK_SCRIPT]
+        log_path = os.path.join(run.dir, f"agent-{host}.log")
+        with open(log_path, "w") as out:
+            popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        p = Proc(f"agent-{host}", None, popen, log_path, cmd, time.monotonic())
+        p.host = host
+        run.procs.append(p)
+        return p
+
+    def launch_agents(self, run, timeout_s, env_of=lambda host: None):
+        return {h: self.launch_agent(run, h, timeout_s, env_of(h)) for h in self.cluster.hosts}
 
 
 # --------------------------------------------------------------------------- checks
@@ -483,8 +531,100 @@ def dr_run(job, run):
     return errors
 
 
+# --------------------------------------------------------------------------- torchrun (2.x)
+
+def agent_stopped(job, run, agents, stuck, bound_s):
+    """Waits for every agent but `stuck` (one that keeps retrying) to exit, gives `stuck` 2 s,
+    then plays the scheduler and SIGTERMs what is left."""
+    job.h.wait_for_exit([p for h, p in agents.items() if h != stuck], bound_s)
+    job.h.wait_for_exit([agents[stuck]], 2)
+    left = [p for p in run.procs if p.poll() is None]
+    run.notes.append("SIGTERMed by the harness: " + (", ".join(p.label for p in left) or "none"))
+    job.h.terminate(left)
+    job.h.wait_all(run, 0)
+
+
+def ranks_by_trace_host(files):
+    """rank -> host name of its trace (c10d assigns the ranks: which host got which is only in
+    the traces)."""
+    return {rank_of(f): f["header"].get("host") for f in files if rank_of(f) is not None}
+
+
+def tr_nr_setup(job):
+    nr_setup(job)
+
+
+def tr_nr_run(job, run):
+    spec = SCENARIOS["torchrun_name_resolution"]
+    agents = job.launch_agents(run, spec["timeout"])
+    agent_stopped(job, run, agents, job.bad, 40)
+    errors = []
+    expect("gai error: -2" in agents[job.bad].text(), f"agent-{job.bad}: no `gai error: -2`", errors)
+    for h, p in agents.items():
+        expect(p.rc not in (0, None), f"agent-{h}: exit {p.rc}", errors)
+        if h != job.bad:
+            expect("RendezvousTimeoutError" in p.text(), f"agent-{h}: no RendezvousTimeoutError", errors)
+    files = job.h.dump(run)
+    bad_hosts = {f["header"].get("host") for f, _ in failed_resolves(files, STORE_NAME)}
+    expect(bad_hosts == {job.bad}, f"failed resolves of {STORE_NAME} on {sorted(bad_hosts)}", errors)
+    expect(not ranks_by_trace_host(files), "a worker started, though the rendezvous never completed", errors)
+    run.expect_host = job.bad
+    run.expect_ranks = {None}
+    return errors
+
+
+def tr_st_run(job, run):
+    spec = SCENARIOS["torchrun_straggler_host"]
+    agents = job.launch_agents(run, spec["timeout"], lambda h: {"E2E_DELAY_S": str(job.straggler_delay)}
+                               if h == STRAGGLER_HOST else None)
+    job.h.wait_all(run, RUN_BOUND_S)
+    errors = []
+    for h, p in agents.items():
+        expect(p.rc not in (0, None), f"agent-{h}: exit {p.rc}", errors)
+    expect(f"sleeping {job.straggler_delay}s" in agents[STRAGGLER_HOST].text(),
+           f"agent-{STRAGGLER_HOST}: its workers did not sleep", errors)
+    expect(any(m in "".join(p.text() for p in agents.values())
+               for m in ("wait timeout after", "waiting for clients")),
+           "no worker timed out at the init barrier", errors)
+    files = job.h.dump(run)
+    hosts = ranks_by_trace_host(files)
+    late = {r for r, h in hosts.items() if h == STRAGGLER_HOST}
+    expect(len(hosts) == job.world and len(late) == job.per_host,
+           f"workers traced per host: {hosts}", errors)
+    run.expect_host = STRAGGLER_HOST
+    run.expect_ranks = late
+    return errors
+
+
+def tr_dr_setup(job):
+    job.cluster.sh("addname", STORE_NAME, "node0", "all")
+    job.cluster.run_on(DROP_HOST, "sysctl", "-q", "-w", "net.ipv4.tcp_syn_retries=1")
+    job.cluster.run_on(DROP_HOST, "iptables", "-A", "OUTPUT", "-p", "tcp", "--dport",
+                       str(RDZV_PORT), "--syn", "-j", "DROP")
+
+
+def tr_dr_run(job, run):
+    spec = SCENARIOS["torchrun_dropped_host"]
+    agents = job.launch_agents(run, spec["timeout"])
+    agent_stopped(job, run, agents, DROP_HOST, 40)
+    errors = []
+    for h, p in agents.items():
+        expect(p.rc not in (0, None), f"agent-{h}: exit {p.rc}", errors)
+    files = job.h.dump(run)
+    timed_out = {f["header"].get("host") for f, ev in events(files)
+                 if port_of(ev.get("peer")) == RDZV_PORT and (ev.get("errno_name") == "ETIMEDOUT"
+                                                             or "timeout" in (ev.get("flags") or []))}
+    expect(timed_out == {DROP_HOST}, f"hosts with timed-out connects to {RDZV_PORT}: {sorted(timed_out)}", errors)
+    run.expect_host = DROP_HOST
+    run.expect_ranks = {None}
+    return errors
+
+
 RUNNERS = {
     "name_resolution": (nr_setup, nr_run),
+    "torchrun_name_resolution": (tr_nr_setup, tr_nr_run),
+    "torchrun_straggler_host": (st_setup, tr_st_run),
+    "torchrun_dropped_host": (tr_dr_setup, tr_dr_run),
     "broken_pipe_moving": (bp_setup, bp_run),
     "straggler_host": (st_setup, st_run),
     "dropped_host": (dr_setup, dr_run),

@@ -235,8 +235,10 @@ def check_page(dom_text, diag, where):
     if diag["verdict"]["next_step"] not in "".join(e["text"] for e in dom.by_id("next-step")):
         fail(f"{where}: the next step is missing")
     rows = dom.with_class("row")
-    if not rows:
+    if diag["ranks"] and not rows:
         fail(f"{where}: no chart rows")
+    if not diag["ranks"] and not dom.by_id("no-workers"):
+        fail(f"{where}: no worker in the traces, and the page does not say so")
     for r in diag["ranks"]:
         if r["late"]:
             late = [e for e in dom.with_class("late") if e["tag"] == "g" and f"rank {r['rank']} " in e["text"]]
