@@ -181,6 +181,9 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
   }
 
   d.clocks = traces.clocks;
+  for (const Process& p : traces.processes)
+    if (std::find(d.hosts.begin(), d.hosts.end(), p.host) == d.hosts.end()) d.hosts.push_back(p.host);
+  std::sort(d.hosts.begin(), d.hosts.end());
   InputStats& in = d.inputs;
   in.trace_files = traces.files;
   in.damaged_files = traces.damaged_files;

@@ -63,6 +63,7 @@ struct Diagnosis {
   std::string store_endpoint;  // "node1:29500 hosted by rank 0 (pid 4242)" when known
   std::optional<std::int64_t> t0_ns;  // the earliest launch: the report's +0.00 s
   std::vector<ClockEstimate> clocks;  // the reference host first; empty on one host
+  std::vector<std::string> hosts;     // every traced process's host (agents too), sorted
 };
 
 }  // namespace rdzvscope

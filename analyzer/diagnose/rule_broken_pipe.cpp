@@ -27,6 +27,17 @@ const ProcessFacts* peer_of(const Context& c, const ProcessFacts& self, const Ev
   return nullptr;
 }
 
+// A torchrun agent that exited (not killed) before it started any worker ended its own
+// rendezvous: its join timeout ran out (RendezvousTimeoutError) because a node never joined.
+// Closing the rendezvous store then is its orderly end, a consequence of whatever kept that
+// node away, not a death to blame.
+bool gave_up_its_rendezvous(const Process& p) {
+  if (p.role != Role::Agent || p.vanished()) return false;
+  return std::none_of(p.events.begin(), p.events.end(), [](const Event& e) {
+    return e.rec.kind == RDZV_EV_SPAWN || e.rec.kind == RDZV_EV_FORK;
+  });
+}
+
 bool older_or_equal(const std::string& version, int major, int minor) {
   int a = 0, b = 0;
   if (std::sscanf(version.c_str(), "%d.%d", &a, &b) != 2) return false;
@@ -77,7 +88,8 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
     std::int64_t end = p.exit_ns ? *p.exit_ns : p.last_event_ns();
     // A peer that died of its own rendezvous error (it timed out waiting, say) is a
     // consequence of that error, which another rule names; only an unexplained death counts.
-    const bool unexplained = p.vanished() || (h.peer->failed() && !h.peer->first_error);
+    const bool unexplained =
+        (p.vanished() || (h.peer->failed() && !h.peer->first_error)) && !gave_up_its_rendezvous(p);
     bool ended_first = unexplained && end <= h.e->wall_ns + 50'000'000;
     if (ended_first && (!dead || end < died_at)) {
       dead = h.peer;

@@ -47,6 +47,7 @@ std::string host_list(const std::set<std::string>& hosts) {
 std::optional<Candidate> rule_connect_timeout(const Context& c) {
   const ProcessFacts* first = nullptr;
   std::vector<const ProcessFacts*> failing;
+  std::vector<std::string> others;  // processes without a rank (a torchrun agent)
   std::vector<int> ranks;
   Candidate out;
   out.priority = priority::kConnectTimeout;
@@ -58,6 +59,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
     if (!first || e->wall_ns < first->connect_timeouts.front()->wall_ns) first = &f;
     failing.push_back(&f);
     if (f.proc->rank >= 0) ranks.push_back(f.proc->rank);
+    else others.push_back(f.proc->label());
     Finding fd = finding_for("connect_timeout", f, e->wall_ns);
     fd.evidence.push_back(f.proc->label() + ": " + describe(*e) + " at " + rel(c, e->wall_ns) + " (" +
                           std::to_string(f.connect_timeouts.size()) + " timed-out attempt(s))");
@@ -70,6 +72,12 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
   });
   if (!first && log_hits.empty()) return std::nullopt;
 
+  // Who timed out, in words: "rank(s) 2, 3", or the processes without a rank.
+  auto who = [&] {
+    std::string w = ranks.empty() ? std::string() : "rank(s) " + rank_list(ranks);
+    for (const std::string& o : others) w += (w.empty() ? "" : ", ") + o;
+    return w;
+  };
   Verdict& v = out.verdict;
   v.cls = "connect_timeout";
   std::string dest;
@@ -92,8 +100,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
       for (std::size_t i = last.size() > 3 ? last.size() - 3 : 0; i < last.size(); ++i)
         fd.evidence.push_back("  its last events: " + last[i]);
       out.findings.insert(out.findings.begin(), fd);
-      v.summary = "connects to " + dest + ", the store of " + owner->proc->label() + ", timed out on rank(s) " +
-                  rank_list(ranks) + ": SYNs went unanswered while the store was listening (a firewall, a "
+      v.summary = "connects to " + dest + ", the store of " + owner->proc->label() + ", timed out on " + who() + ": SYNs went unanswered while the store was listening (a firewall, a "
                   "dropped route, or a host too busy to answer)";
       v.next_step = "from a failing node: nc -vz -w 5 " + owner->proc->host + " " + std::to_string(port) +
                     " ; then check firewall rules (iptables -S) and routes on both ends";
@@ -102,7 +109,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
         v.initiating_rank = rank_of(*first);
         v.initiating_host = first->proc->host;
         v.summary = "connects to " + dest + ", the store of " + owner->proc->label() + ", timed out from " +
-                    host_list(reach.timed_out) + " only (rank(s) " + rank_list(ranks) + "), while " +
+                    host_list(reach.timed_out) + " only (" + who() + "), while " +
                     host_list(reach.reached) + " reached the same store: the path from " +
                     host_list(reach.timed_out) + " drops the SYNs (a firewall rule or a route there, "
                     "or a rule on the store host against that address)";
@@ -114,7 +121,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
             std::vector<std::string>(reach.reached.begin(), reach.reached.end());
       }
     } else {
-      v.summary = "connects to " + dest + " timed out on rank(s) " + rank_list(ranks) +
+      v.summary = "connects to " + dest + " timed out on " + who() +
                   "; the process owning that endpoint was not traced";
       v.next_step = "check that the store host is up and reachable: nc -vz -w 5 <host> " + std::to_string(port) +
                     " from a failing node; trace the store host too";

@@ -94,6 +94,8 @@ RunOutcome outcome_of(const Diagnosis& d) {
       hosts.insert(row.host);
   }
   o.failed_hosts.assign(hosts.begin(), hosts.end());
+  // Agents count too: a torchrun rendezvous that never completed has no rank anywhere.
+  all_hosts.insert(d.hosts.begin(), d.hosts.end());
   o.multi_host = all_hosts.size() > 1;
   const auto& s = d.discriminators.contains("seconds_from_launch_to_first_failure")
                       ? d.discriminators["seconds_from_launch_to_first_failure"]

@@ -148,6 +148,28 @@ TEST_CASE("a torchrun agent whose rendezvous never completed: unknown, not healt
   CHECK(d.verdict.summary.find("RendezvousTimeoutError") != std::string::npos);
 }
 
+TEST_CASE("torchrun nodes: one node's SYNs dropped, and the store host's agent giving up its rendezvous is no peer death") {
+  // 2.13, --nnodes 3 (the cluster test has 4): node1 cannot reach node0's rendezvous store;
+  // node0's agent times out waiting (RendezvousTimeoutError), exits 1 and closes the store
+  // under node2's agent, which sees a reset. The cause is node1's path, not node0's exit.
+  const char* cmd = "/usr/bin/python3 /usr/local/bin/torchrun --nnodes 3 --rdzv-backend c10d x.py";
+  Job job;
+  Proc& a0 = job.proc(-1, 900, "node0");
+  std::strcpy(a0.header().cmdline, cmd);
+  a0.bind(0.5, 0, 29400).listen(0.5, 29400).exit(10.0, 1);
+  Proc& a1 = job.proc(-1, 901, "node1");
+  std::strcpy(a1.header().cmdline, cmd);
+  a1.connect(1.0, ETIMEDOUT, 29400, 3.0).connect(4.5, ETIMEDOUT, 29400, 3.0).exit(11.0, 1);
+  Proc& a2 = job.proc(-1, 902, "node2");
+  std::strcpy(a2.header().cmdline, cmd);
+  a2.connect(1.0, 0, 29400, 0.001, 40002).io(RDZV_EV_RECV, 10.01, -1, ECONNRESET, 0, 40002, 29400).exit(10.2, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "connect_timeout");
+  REQUIRE(d.verdict.initiating_host);
+  CHECK(*d.verdict.initiating_host == "node1");
+  CHECK(d.verdict.summary.find("pid 901 on node1") != std::string::npos);
+}
+
 TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' timeouts") {
   Job job;
   job.proc(0, 1000).bind(0.9, EADDRINUSE).exit(1.0, 1);

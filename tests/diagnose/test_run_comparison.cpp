@@ -159,3 +159,21 @@ TEST_CASE("sequential runs in one directory are found, runs at the same time are
   one.diagnose_it();
   CHECK(sequential_runs(one.traces()).empty());
 }
+
+TEST_CASE("runs: torchrun agents only (the rendezvous never completed), the same node each time: same_host") {
+  // No worker started anywhere: no rank rows; the agents' hosts are the job's hosts.
+  auto agents_only = [](const std::string& id) {
+    RunResult r;
+    r.id = id;
+    r.path = "/runs/" + id;
+    r.diagnosis.verdict.cls = "connect_timeout";
+    r.diagnosis.verdict.initiating_host = "node1";
+    r.diagnosis.verdict.next_step = "the run's own next step";
+    r.diagnosis.hosts = {"node0", "node1", "node2", "node3"};
+    r.diagnosis.discriminators["which_ranks_failed"] = std::vector<int>{};
+    return r;
+  };
+  const RunComparison c = compare_runs({agents_only("a"), agents_only("b"), agents_only("c")});
+  CHECK(c.pattern == "same_host");
+  CHECK(has(c.summary, "host node1"));
+}
