@@ -162,6 +162,18 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     d.verdict.next_step = "rerun with rdzvscope run --out DIR and pass every rank's log with --log";
   }
   common_discriminators(c, d);
+  if (traces.attempts > 1) {
+    d.discriminators["attempts"] = traces.attempts;
+    Finding f;
+    f.cls = d.verdict.cls;
+    f.evidence.push_back("torchrun restarted the workers " + std::to_string(traces.attempts - 1) +
+                         " time(s) (TORCHELASTIC_RESTART_COUNT 0-" + std::to_string(traces.attempts - 1) +
+                         "): this is the last attempt's diagnosis; the earlier attempts' workers are left out "
+                         "(analyze them with --runs on one directory per attempt to compare)");
+    d.findings.insert(d.findings.begin(), f);
+    if (d.verdict.cls != "healthy")
+      d.verdict.summary += " (attempt " + std::to_string(traces.attempts) + " of " + std::to_string(traces.attempts) + ")";
+  }
 
   for (const ProcessFacts* f : c.ranks()) {
     RankRow row = row_for(c, *f);

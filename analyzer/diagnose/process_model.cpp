@@ -22,6 +22,7 @@ const char* role_name(Role r) {
     case Role::StoreServer: return "store server";
     case Role::Agent: return "launcher agent";
     case Role::Helper: return "helper of a rank";
+    case Role::EarlierAttempt: return "worker of an earlier attempt";
     case Role::Worker: break;
   }
   return "worker";
@@ -72,6 +73,7 @@ void finish(Process& p) {
   p.pid = h.pid;
   p.rank = h.ident.rank >= 0 ? h.ident.rank : h.ident.slurm_procid;
   p.world_size = h.ident.world_size;
+  p.restart_count = h.ident.restart_count;
   p.job_key = bounded_string(h.ident.run_id);
   if (p.job_key.empty()) p.job_key = bounded_string(h.ident.slurm_job_id);
   p.launched_ns = (h.features & RDZV_FEAT_PROC_START) && h.start_realtime_ns &&
@@ -130,6 +132,22 @@ void mark_helpers(std::vector<Process>& procs) {
     const Process& q = *parent->second;
     if (q.rank == p.rank && q.job_key == p.job_key && q.launched_ns <= p.launched_ns) p.role = Role::Helper;
   }
+}
+
+// torchrun --max-restarts: the agent restarts every worker, and the new ones carry the next
+// TORCHELASTIC_RESTART_COUNT. One rank then appears once per attempt in one trace directory;
+// the last attempt of each job is what finally failed, and the one diagnosed. Returns the
+// number of attempts seen.
+int mark_earlier_attempts(std::vector<Process>& procs) {
+  std::map<std::string, std::int32_t> last;  // job key -> highest restart count
+  for (const Process& p : procs)
+    if (p.rank >= 0 && p.restart_count >= 0) last[p.job_key] = std::max(last[p.job_key], p.restart_count);
+  int attempts = 1;
+  for (const auto& [job, n] : last) attempts = std::max(attempts, n + 1);
+  for (Process& p : procs)
+    if (p.rank >= 0 && p.role != Role::Agent && p.restart_count >= 0 && p.restart_count < last[p.job_key])
+      p.role = Role::EarlierAttempt;
+  return attempts;
 }
 
 }  // namespace
@@ -215,6 +233,7 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
     in.processes.push_back(std::move(p));
   }
   mark_helpers(in.processes);
+  in.attempts = mark_earlier_attempts(in.processes);
   in.clocks = align_clocks(in.processes);
   return in;
 }

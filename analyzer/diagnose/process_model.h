@@ -16,7 +16,9 @@ namespace rdzvscope {
 
 // Helper: a process started by a rank that inherited its RANK (a compiler worker, a tool the
 // rank ran) and never touched the store; it is not that rank.
-enum class Role { Worker, StoreServer, Agent, Helper };
+// EarlierAttempt: a worker of an attempt that torchrun restarted (--max-restarts): a later
+// attempt of the same job (TORCHELASTIC_RESTART_COUNT) is the one diagnosed.
+enum class Role { Worker, StoreServer, Agent, Helper, EarlierAttempt };
 const char* role_name(Role r);
 
 // An event with its time on the wall clock (CLOCK_REALTIME ns).
@@ -32,6 +34,7 @@ struct Process {
   std::int32_t pid = 0;
   std::int32_t rank = -1;     // RANK, else SLURM_PROCID; -1 when neither
   std::int32_t world_size = -1;
+  std::int32_t restart_count = -1;  // TORCHELASTIC_RESTART_COUNT: torchrun's attempt, from 0
   std::string job_key;        // TORCHELASTIC_RUN_ID or SLURM_JOB_ID ("" when neither)
   Role role = Role::Worker;
   std::int64_t launched_ns = 0;  // process start on the wall clock (file creation if unknown)
@@ -51,6 +54,7 @@ struct TraceInputs {
   std::vector<Process> processes;
   std::vector<Error> errors;  // unreadable or damaged files: reported, analysis goes on
   std::size_t files = 0, damaged_files = 0;
+  int attempts = 1;  // torchrun attempts in these traces (the highest restart count + 1)
   std::uint64_t events = 0, lost_events = 0;
   // Hosts' clocks against the store host's (clock_alignment.h); the processes' times are
   // already moved onto it. Empty for a one-host job, or when no host could be placed.

@@ -144,6 +144,8 @@ std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes) {
   std::vector<ProcessFacts> out;
   out.reserve(processes.size());
   for (const Process& p : processes) {
+    // Workers of an attempt torchrun restarted are not part of the attempt diagnosed.
+    if (p.role == Role::EarlierAttempt) continue;
     ProcessFacts f;
     f.proc = &p;
     derive_one(f);

@@ -170,6 +170,28 @@ TEST_CASE("torchrun nodes: one node's SYNs dropped, and the store host's agent g
   CHECK(d.verdict.summary.find("pid 901 on node1") != std::string::npos);
 }
 
+TEST_CASE("torchrun --max-restarts: two attempts in one directory are not one rank twice, the last is diagnosed") {
+  Job job;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const double t0 = attempt * 20.0;
+    for (int r = 0; r < 4; ++r) {
+      Proc& p = job.proc(r, 1000 + 10 * attempt + r, "node0", "job-7");
+      p.header().ident.restart_count = attempt;
+      p.shift_clock(t0);
+      if (r == 2) continue;  // the straggler, stopped by the agent before its first call
+      p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + 10 * attempt + r)).rcvtimeo(1.01, 3000);
+      p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + 10 * attempt + r)).exit(4.1, 1);
+    }
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "straggler_timeout");
+  REQUIRE(d.verdict.initiating_rank);
+  CHECK(*d.verdict.initiating_rank == 2);
+  CHECK(d.discriminators["attempts"] == 2);
+  CHECK(d.verdict.summary.find("(attempt 2 of 2)") != std::string::npos);
+  CHECK(d.ranks.size() == 4);
+}
+
 TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' timeouts") {
   Job job;
   job.proc(0, 1000).bind(0.9, EADDRINUSE).exit(1.0, 1);
