@@ -27,15 +27,20 @@ const ProcessFacts* peer_of(const Context& c, const ProcessFacts& self, const Ev
   return nullptr;
 }
 
-// A torchrun agent that exited (not killed) before it started any worker ended its own
-// rendezvous: its join timeout ran out (RendezvousTimeoutError) because a node never joined.
-// Closing the rendezvous store then is its orderly end, a consequence of whatever kept that
-// node away, not a death to blame.
-bool gave_up_its_rendezvous(const Process& p) {
+// A torchrun agent that exited before it started any worker ended its own rendezvous: its
+// join timeout ran out (RendezvousTimeoutError) because a node never joined. Closing the
+// rendezvous store then is its orderly end, a consequence of whatever kept that node away,
+// not a death to blame. Workers it started show as its spawns, or (when attach came later)
+// as traced processes whose parent it is.
+bool gave_up_its_rendezvous(const Context& c, const Process& p) {
   if (p.role != Role::Agent || p.vanished()) return false;
-  return std::none_of(p.events.begin(), p.events.end(), [](const Event& e) {
+  const bool spawned = std::any_of(p.events.begin(), p.events.end(), [](const Event& e) {
     return e.rec.kind == RDZV_EV_SPAWN || e.rec.kind == RDZV_EV_FORK;
   });
+  const bool has_children = std::any_of(c.traces.processes.begin(), c.traces.processes.end(), [&](const Process& q) {
+    return q.host == p.host && q.header.ppid == p.pid;
+  });
+  return !spawned && !has_children;
 }
 
 bool older_or_equal(const std::string& version, int major, int minor) {
@@ -89,7 +94,7 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
     // A peer that died of its own rendezvous error (it timed out waiting, say) is a
     // consequence of that error, which another rule names; only an unexplained death counts.
     const bool unexplained =
-        (p.vanished() || (h.peer->failed() && !h.peer->first_error)) && !gave_up_its_rendezvous(p);
+        (p.vanished() || (h.peer->failed() && !h.peer->first_error)) && !gave_up_its_rendezvous(c, p);
     bool ended_first = unexplained && end <= h.e->wall_ns + 50'000'000;
     if (ended_first && (!dead || end < died_at)) {
       dead = h.peer;

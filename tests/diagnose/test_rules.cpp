@@ -192,6 +192,26 @@ TEST_CASE("torchrun --max-restarts: two attempts in one directory are not one ra
   CHECK(d.ranks.size() == 4);
 }
 
+TEST_CASE("attach on a running torchrun job: the agent killed under its workers is peer_died, though its trace has no spawn") {
+  // attach started after the workers existed: the agent's trace has no spawn records, and the
+  // kernel recorded its exit (status 9: killed). Its traced children are its workers.
+  Job job;
+  Proc& agent = job.proc(-1, 900);
+  std::strcpy(agent.header().cmdline, "/usr/bin/python3 /usr/local/bin/torchrun --rdzv-backend c10d x.py");
+  agent.listen(0.5, 41000).exit(3.0, 9);
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    p.header().ppid = 900;
+    p.header().store_ports[0] = 41000;
+    p.connect(1.0, 0, 41000, 0.001, 40000 + r);
+    p.io(RDZV_EV_RECV, 3.01, -1, ECONNRESET, 0, 40000 + r, 41000).exit(3.1, 1);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cause == "peer_died");
+  CHECK(d.verdict.summary.find("pid 900") != std::string::npos);
+}
+
 TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' timeouts") {
   Job job;
   job.proc(0, 1000).bind(0.9, EADDRINUSE).exit(1.0, 1);

@@ -1064,6 +1064,12 @@ TORCHRUN_SCENARIOS = {
         fault="worker 2 sleeps 9 s before init (T=3 s): workers 0,1,3 time out at the init "
               "barrier (`wait timeout after 3000ms` / `waiting for clients`), the agent then "
               "SIGTERMs worker 2 before it ever made a socket call"),
+    "straggler_restarted": dict(
+        cls="straggler_timeout", rank=2, cause=None, log_cls="straggler_timeout", log_ranks=(2,),
+        timeout=3,
+        fault="as straggler, with --max-restarts 1: torchrun restarts all 4 workers once "
+              "(TORCHELASTIC_RESTART_COUNT=1), worker 2 is late again, the job fails after the "
+              "second attempt; both attempts' traces in one directory"),
     "name_resolution_one": dict(
         cls="name_resolution", rank=3, cause=None, log_cls="name_resolution", log_ranks="any",
         timeout=3,
@@ -1140,11 +1146,11 @@ def torchrun_cmd(python):
 
 
 def launch_torchrun(h, run, *, rank_env=None, env=None, label="agent", nnodes=1, node_rank=0,
-                    host="127.0.0.1", prefix=()):
+                    host="127.0.0.1", prefix=(), max_restarts=0):
     """One torchrun agent with WORLD // nnodes workers; with nnodes > 1, call it once per node
     (node_rank is used by the static backend; c10d assigns ranks itself)."""
     backend = run.launch.split("-", 1)[1]
-    args = ["--nnodes", str(nnodes), "--nproc-per-node", str(WORLD // nnodes), "--max-restarts", "0",
+    args = ["--nnodes", str(nnodes), "--nproc-per-node", str(WORLD // nnodes), "--max-restarts", str(max_restarts),
             "--monitor-interval", "0.2"]
     if backend == "c10d":
         # join_timeout: how long an agent waits for the other nodes (default 600 s)
@@ -1198,6 +1204,24 @@ def tr_straggler(h, run):
     expect_traces(files, range(WORLD), errors)
     expect(not any("store" in (ev.get("flags") or []) for _, ev in events(files, "connect", rank=2)),
            "worker 2 reached the store", errors)
+    return errors
+
+
+def tr_straggler_restarted(h, run):
+    """As tr_straggler, with --max-restarts 1: the agent restarts every worker once, rank 2 is
+    late again, and the second attempt fails as the first: two attempts in one trace dir."""
+    agent = launch_torchrun(h, run, rank_env={2: {"E2E_DELAY_S": str(STRAGGLER_DELAY_S)}}, max_restarts=1)
+    h.wait_all(run, JOB_BOUND_S + 15)
+    errors = []
+    expect_exit(run, agent.label, 1, errors)
+    expect(run.by_label("rank2").text().count(f"sleeping {STRAGGLER_DELAY_S}s") == 2,
+           "worker 2 did not sleep in both attempts", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    counts = sorted({(f["header"].get("identity") or {}).get("restart_count") for f in files
+                     if rank_of(f) is not None})
+    expect(counts == [0, 1], f"restart counts of the workers' traces: {counts}", errors)
     return errors
 
 
@@ -1339,6 +1363,7 @@ def tr_connect_timeout(h, run):
 TORCHRUN_RUNNERS = {
     "healthy": tr_healthy,
     "straggler": tr_straggler,
+    "straggler_restarted": tr_straggler_restarted,
     "name_resolution_one": tr_name_resolution_one,
     "name_resolution_all": tr_name_resolution_all,
     "name_resolution_agent": tr_name_resolution_agent,
