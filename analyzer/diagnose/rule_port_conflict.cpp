@@ -12,6 +12,10 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
   const ProcessFacts* first = nullptr;
   for (const auto& f : c.facts) {
     if (!f.bind_failure || f.bind_failure->rec.err != EADDRINUSE) continue;
+    // torchrun's c10d agent that cannot host the rendezvous store joins the one on that port
+    // as a client: when it then ran to a clean end, the bind failure did no harm (two jobs
+    // sharing an endpoint under different --rdzv-ids both succeed; seen on 2.13).
+    if (f.proc->role == Role::Agent && f.proc->exit_status == 0) continue;
     if (!first || f.bind_failure->wall_ns < first->bind_failure->wall_ns) first = &f;
     Finding fd = finding_for("port_conflict", f, f.bind_failure->wall_ns);
     fd.evidence.push_back(f.proc->label() + ": " + describe(*f.bind_failure) + " at " + rel(c, f.bind_failure->wall_ns));

@@ -212,6 +212,21 @@ TEST_CASE("attach on a running torchrun job: the agent killed under its workers 
   CHECK(d.verdict.summary.find("pid 900") != std::string::npos);
 }
 
+TEST_CASE("torchrun c10d: an agent that could not bind the endpoint joined it as a client and ended cleanly: no port conflict") {
+  // Two jobs on one endpoint under different --rdzv-ids both complete on 2.13.
+  Job job;
+  const char* cmd = "/usr/bin/python3 /usr/local/bin/torchrun --rdzv-backend c10d --rdzv-id job-b x.py";
+  Proc& holder = job.proc(-1, 900);
+  std::strcpy(holder.header().cmdline, cmd);
+  holder.bind(0.5, 0).listen(0.5).exit(5.0, 0);
+  Proc& second = job.proc(-1, 901);
+  std::strcpy(second.header().cmdline, cmd);
+  second.bind(0.6, EADDRINUSE).connect(0.7, 0, kPort, 0.001, 41000).exit(5.1, 0);
+  for (int r = 0; r < 4; ++r) healthy_rank(job, r, 1.0);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == "healthy");
+}
+
 TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' timeouts") {
   Job job;
   job.proc(0, 1000).bind(0.9, EADDRINUSE).exit(1.0, 1);

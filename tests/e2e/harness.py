@@ -1091,6 +1091,13 @@ TORCHRUN_SCENARIOS = {
         timeout=5,
         fault="after init every worker loops on store set/get; the harness SIGKILLs the agent, "
               "which hosts the store: the orphaned workers fail on their next store op"),
+    "rdzv_collision": dict(
+        cls="port_conflict", rank=None, cause=None, log_cls="port_conflict", log_ranks="any",
+        timeout=4,
+        fault="two torchrun jobs (2 workers each, rdzv ids e2e-job-a and e2e-job-b) on one "
+              "endpoint port: static: the second agent cannot host the store (EADDRINUSE) and "
+              "fails; c10d: the second agent joins the first one's store as a client and both "
+              "jobs complete"),
     "port_conflict": dict(
         cls="port_conflict", rank=None, cause=None, log_cls="port_conflict", log_ranks="any",
         timeout=3,
@@ -1106,6 +1113,8 @@ TORCHRUN_SCENARIOS = {
 
 # Where the c10d backend plays a scenario out differently from the static one.
 TORCHRUN_C10D = {
+    # both jobs complete: the second agent joins the first one's store, keys apart by run id
+    "rdzv_collision": dict(cls="healthy", log_cls=("healthy", "unknown", "broken_pipe")),
     # the agent hangs silently as a client of whatever holds the port: nothing in the logs
     "port_conflict": dict(log_cls=("healthy", "unknown")),
 }
@@ -1146,16 +1155,17 @@ def torchrun_cmd(python):
 
 
 def launch_torchrun(h, run, *, rank_env=None, env=None, label="agent", nnodes=1, node_rank=0,
-                    host="127.0.0.1", prefix=(), max_restarts=0):
+                    host="127.0.0.1", prefix=(), max_restarts=0, rdzv_id=None, nproc=None):
     """One torchrun agent with WORLD // nnodes workers; with nnodes > 1, call it once per node
     (node_rank is used by the static backend; c10d assigns ranks itself)."""
     backend = run.launch.split("-", 1)[1]
-    args = ["--nnodes", str(nnodes), "--nproc-per-node", str(WORLD // nnodes), "--max-restarts", str(max_restarts),
+    args = ["--nnodes", str(nnodes), "--nproc-per-node", str(nproc or WORLD // nnodes),
+            "--max-restarts", str(max_restarts),
             "--monitor-interval", "0.2"]
     if backend == "c10d":
         # join_timeout: how long an agent waits for the other nodes (default 600 s)
         args += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{host}:{run.port}",
-                 "--rdzv-id", f"e2e-{run.name}", "--rdzv-conf", "join_timeout=6"]
+                 "--rdzv-id", rdzv_id or f"e2e-{run.name}", "--rdzv-conf", "join_timeout=6"]
     else:
         args += ["--rdzv-backend", "static", "--node-rank", str(node_rank), "--master-addr", host,
                  "--master-port", str(run.port)]
@@ -1222,6 +1232,31 @@ def tr_straggler_restarted(h, run):
     counts = sorted({(f["header"].get("identity") or {}).get("restart_count") for f in files
                      if rank_of(f) is not None})
     expect(counts == [0, 1], f"restart counts of the workers' traces: {counts}", errors)
+    return errors
+
+
+def tr_rdzv_collision(h, run):
+    """Two jobs (2 workers each, --rdzv-id e2e-job-a / e2e-job-b) on one endpoint port. c10d:
+    the second agent cannot bind it and joins the first one's store as a client; the
+    rendezvous keys carry the run id, so both jobs complete (seen on 2.13). static: the
+    second agent cannot host the store and fails."""
+    agents = [launch_torchrun(h, run, label=f"agent-{j}", rdzv_id=f"e2e-job-{j}", nproc=2,
+                              env={"E2E_MODE": "store_loop", "E2E_LOOP_S": "3"}) for j in "ab"]
+    h.wait_all(run)
+    errors = []
+    rcs = sorted(p.rc for p in agents)
+    run.notes.append(f"agents exited {[p.rc for p in agents]}")
+    if run.launch == "torchrun-c10d":
+        expect(rcs == [0, 0], f"the agents exited {rcs}, expected both 0", errors)
+    else:
+        expect(rcs[0] == 0 and rcs[1] not in (0, None), f"the agents exited {rcs}, expected 0 and a failure", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    losers = {f["header"]["pid"] for f, ev in events(files, "bind")
+              if port_of(ev.get("local")) == run.port and ev.get("errno_name") == "EADDRINUSE"}
+    expect(len(losers) == 1, f"processes with an EADDRINUSE bind on the endpoint port: {sorted(losers)}, "
+                             f"expected one agent", errors)
     return errors
 
 
@@ -1366,6 +1401,7 @@ TORCHRUN_RUNNERS = {
     "straggler_restarted": tr_straggler_restarted,
     "name_resolution_one": tr_name_resolution_one,
     "name_resolution_all": tr_name_resolution_all,
+    "rdzv_collision": tr_rdzv_collision,
     "name_resolution_agent": tr_name_resolution_agent,
     "store_killed": tr_store_killed,
     "port_conflict": tr_port_conflict,
