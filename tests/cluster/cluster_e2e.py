@@ -211,11 +211,7 @@ class Job:
 
     def launch(self, run, rank, timeout_s, env=None, ports=(STORE_PORT,)):
         host = self.host_of(rank)
-        e = dict(os.environ)
-        for var in ("RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "LD_PRELOAD", "TORCHELASTIC_RUN_ID",
-                    "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID", "SLURM_PROCID",
-                    "SLURM_NODEID", "E2E_DELAY_S", "E2E_MODE", "E2E_LOOP_S", "PET_RDZV_ENDPOINT"):
-            e.pop(var, None)
+        e = harness.job_env()
         e.update(RANK=str(rank), LOCAL_RANK=str(rank % self.per_host),
                  GROUP_RANK=str(rank // self.per_host), WORLD_SIZE=str(self.world),
                  MASTER_ADDR=STORE_NAME, MASTER_PORT=str(STORE_PORT),
@@ -240,12 +236,7 @@ class Job:
     def launch_agent(self, run, host, timeout_s, env=None):
         """A torchrun agent on `host` with per_host workers, its log run.dir/agent-HOST.log;
         the workers' RANKs are given by the c10d rendezvous, not by us."""
-        e = dict(os.environ)
-        for var in ("RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "LD_PRELOAD", "TORCHELASTIC_RUN_ID",
-                    "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NODEID",
-                    "E2E_DELAY_S", "E2E_MODE", "E2E_LOOP_S", "PET_RDZV_ENDPOINT", "E2E_RANK_ENV",
-                    "RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-            e.pop(var, None)
+        e = harness.job_env()
         e.update(E2E_TIMEOUT_S=str(timeout_s), GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1",
                  PYTHONUNBUFFERED="1")
         e.update(env or {})
