@@ -1,6 +1,6 @@
 // rdzvscope analyze PATH... [--log FILE...] [--format text|json|markdown] [--timeline FILE]
 //                   [--html FILE] [--fail-on-problem]:
-// what broke, where it started, the evidence and the next command (architecture.md).
+// what broke, where it started, the evidence and the next command (docs/commands.md).
 // rdzvscope analyze --runs RUN_DIR... [--format ...] [--fail-on-problem]: several runs of one
 // job compared (analyze_runs.h).
 // Exit: 0 when the analysis ran (whatever it found), 2 for bad usage or when no input could be

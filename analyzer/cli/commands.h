@@ -8,7 +8,7 @@
 
 namespace rdzvscope::cli {
 
-// Exit status: 0 done, 2 bad usage or unreadable input (architecture.md), 127 exec failed.
+// Exit status: 0 done, 2 bad usage or unreadable input (docs/commands.md), 127 exec failed.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitExecFailed = 127;

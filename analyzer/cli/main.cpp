@@ -1,4 +1,4 @@
-// rdzvscope: diagnose PyTorch distributed rendezvous failures. See the architecture notes
+// rdzvscope: diagnose PyTorch distributed rendezvous failures. See docs/architecture.md
 // for the parts; this file only dispatches to the subcommands (cmd_*.cpp).
 #include <cstdio>
 #include <exception>
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" to CLI11 with exit code 0; anything else is bad
-    // usage, and the architecture promises exit status 2 for that.
+    // usage, and docs/commands.md promises exit status 2 for that.
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }

@@ -1,5 +1,5 @@
 // The analysis: facts -> every rule -> the strongest candidate, or healthy / unknown; then
-// the per-rank table and the seed's discriminators that every verdict carries.
+// the per-rank table and the discriminators that every verdict carries (docs/classes.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,7 +11,7 @@ namespace rdzvscope {
 
 namespace {
 
-// The internal c10d/elastic timeouts that users did not set (c10d-notes.md, section 3).
+// The internal c10d/elastic timeouts that users did not set (docs/c10d-notes.md, section 4).
 const char* internal_default_name(std::int64_t ms) {
   switch (ms) {
     case 60000: return "the elastic rendezvous store's read_timeout (60 s), not init_process_group's";
@@ -76,7 +76,7 @@ void common_discriminators(const Context& c, Diagnosis& d) {
   } else {
     j["timeout"] = nullptr;
   }
-  // Name-resolution warnings above a timeout: the seed's "read the lines above it".
+  // Name-resolution warnings above a timeout: the lines above a timeout may explain it.
   std::vector<std::string> above;
   for (const auto& e : c.logs.events)
     if (e.family == LogFamily::GaiError || e.family == LogFamily::HostNotFound)

@@ -1,4 +1,4 @@
-// The result of an analysis, shaped like the rdzvscope.diagnosis/1 JSON (architecture.md).
+// The result of an analysis, shaped like the rdzvscope.diagnosis/1 JSON (docs/commands.md).
 #pragma once
 
 #include <cstdint>

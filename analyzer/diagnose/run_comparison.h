@@ -1,7 +1,7 @@
 // Several runs of one job (retries), each diagnosed on its own, then compared: did the failure
 // stay on one node (that node's configuration), on one rank, or move from run to run (the
-// TCPStore bug of PyTorch <= 2.7, or a transient)? The seed's first discriminator, "which rank
-// fails: random, node-dependent, different each run", needs more than one run to answer.
+// TCPStore bug of PyTorch <= 2.7, or a transient)? Whether the failing rank is random, tied to
+// a node, or different each run needs more than one run to answer (docs/commands.md: --runs).
 #pragma once
 
 #include <optional>

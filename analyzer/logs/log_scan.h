@@ -1,8 +1,7 @@
 // Streaming reader of job logs: finds the c10d / TCPStore / elastic / NCCL-watchdog message
-// families of PyTorch 1.13 through 2.9 (shared/design/c10d-notes.md section 2 and
-// error-strings.md) in rank logs, one file per rank or one merged file, and turns each
-// matching line into a LogEvent with the values the rules need (timeout, errno, gai code,
-// host, port, rank, time).
+// families of PyTorch 1.13 through 2.9 (docs/c10d-notes.md, section 6) in rank logs, one file
+// per rank or one merged file, and turns each matching line into a LogEvent with the values
+// the rules need (timeout, errno, gai code, host, port, rank, time).
 //
 // How it is fast: the file is read in fixed-size chunks (never whole) and a multi-literal
 // prefilter (prefilter.h) looks for a small set of anchor strings over each chunk; only the

@@ -1,4 +1,4 @@
-// One exact string per family (error-strings.md / c10d-notes.md), shared by the family and
+// One exact string per family (docs/c10d-notes.md, section 6), shared by the family and
 // the whole-file tests.
 #pragma once
 

@@ -1,5 +1,5 @@
-// Every family, matched from the exact strings of shared/design/error-strings.md and
-// c10d-notes.md section 2, for the PyTorch versions they were seen in (1.x through 2.9).
+// Every family, matched from exact strings as PyTorch printed them (docs/c10d-notes.md,
+// section 6: the message families), for the PyTorch versions they were seen in (1.x through 2.9).
 #include <catch2/catch.hpp>
 
 #include <cerrno>
