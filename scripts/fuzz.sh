@@ -20,10 +20,8 @@ TARGETS=${FUZZ_TARGETS:-fuzz_trace_reader fuzz_log_reader fuzz_analyzer}
 CC_=${FUZZ_CC:-clang}
 CXX_=${FUZZ_CXX:-clang++}
 
-# -Werror off: the project's warning set is tuned for GCC; clang's extra warnings are not what
-# this build is for.
 cmake -S . -B "$FUZZ_DIR" -DCMAKE_C_COMPILER="$CC_" -DCMAKE_CXX_COMPILER="$CXX_" \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDZVSCOPE_FUZZ=ON -DRDZVSCOPE_WERROR=OFF \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDZVSCOPE_FUZZ=ON -DRDZVSCOPE_WERROR=ON \
       -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_BUILD_BPF=OFF >/dev/null
 # shellcheck disable=SC2086
 cmake --build "$FUZZ_DIR" -j"$(nproc)" --target $TARGETS

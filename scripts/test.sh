@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Install what is missing, build, and run every test (ctest). .ci/run calls this.
 # Extra arguments go to the main ctest run, e.g. `bash scripts/test.sh -L torch` or `-LE torch`.
-# Then the unit tests run again in an ASan+UBSan build (build-asan); RDZVSCOPE_SKIP_SANITIZE=1
+# Then the unit tests and the CLI tests (ctest names unit.* and cli.*: the CLI tests run the
+# sanitized rdzvscope end to end) run again in an ASan+UBSan build (build-asan); RDZVSCOPE_SKIP_SANITIZE=1
 # skips that second pass for a quick local run. Then the fuzzers run for a bounded time in a
 # clang build (build-fuzz, scripts/fuzz.sh; RDZVSCOPE_SKIP_FUZZ=1 skips) and the shim's stress
-# test under ThreadSanitizer (build-tsan; RDZVSCOPE_SKIP_TSAN=1 skips).
+# test under ThreadSanitizer (build-tsan; RDZVSCOPE_SKIP_TSAN=1 skips). Last, the other builds a
+# user may do, GCC Release and clang, and `cmake --install` (scripts/build-matrix.sh;
+# RDZVSCOPE_SKIP_MATRIX=1 skips). Every build here treats warnings as errors; users' builds
+# do not (RDZVSCOPE_WERROR is off by default).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/install-deps.sh
-bash scripts/build.sh
+bash scripts/build.sh -DRDZVSCOPE_WERROR=ON
 BUILD_DIR=${BUILD_DIR:-build}
 echo "test: ctest --test-dir $BUILD_DIR --output-on-failure -j2 $*"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 "$@"
@@ -20,11 +24,11 @@ if [ "${RDZVSCOPE_SKIP_SANITIZE:-0}" != 1 ]; then
   ASAN_DIR=${ASAN_DIR:-build-asan}
   echo "test: sanitizer build in $ASAN_DIR (address,undefined)"
   cmake -S . -B "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Debug -DRDZVSCOPE_SANITIZE=address,undefined \
-        -DRDZVSCOPE_BUILD_BENCH=OFF
+        -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_WERROR=ON
   cmake --build "$ASAN_DIR" -j"$(nproc)" --target rdzvscope rdzvscope_unit_tests make_test_trace \
         rdzvscope_logs_tests rdzvscope_diagnose_tests
-  echo "test: ctest --test-dir $ASAN_DIR -R '^unit\\.' --output-on-failure -j2"
-  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$ASAN_DIR" -R '^unit\.' --output-on-failure -j2
+  echo "test: ctest --test-dir $ASAN_DIR -R '^(unit|cli)\\.' --output-on-failure -j2"
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$ASAN_DIR" -R '^(unit|cli)\.' --output-on-failure -j2
 fi
 
 if [ "${RDZVSCOPE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
@@ -47,7 +51,12 @@ if [ "${RDZVSCOPE_SKIP_TSAN:-0}" != 1 ]; then
   # -fsanitize=thread (tests/stress/); TSan must report nothing.
   TSAN_DIR=${TSAN_DIR:-build-tsan}
   echo "test: TSan stress test in $TSAN_DIR"
-  cmake -S . -B "$TSAN_DIR" -DRDZVSCOPE_TSAN=ON -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_BUILD_BPF=OFF >/dev/null
+  cmake -S . -B "$TSAN_DIR" -DRDZVSCOPE_TSAN=ON -DRDZVSCOPE_WERROR=ON -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_BUILD_BPF=OFF >/dev/null
   cmake --build "$TSAN_DIR" -j"$(nproc)" --target rdzvscope rdzvscope_shim_tsan rdzvscope_stress_tsan
   ctest --test-dir "$TSAN_DIR" -R '^stress\.tsan$' --output-on-failure
+fi
+
+if [ "${RDZVSCOPE_SKIP_MATRIX:-0}" != 1 ]; then
+  echo "test: build matrix (GCC Release, clang) and cmake --install"
+  bash scripts/build-matrix.sh
 fi

@@ -64,7 +64,7 @@ int run_analyze_runs(const std::vector<std::string>& paths, const std::string& f
     return kExitUsage;
   }
   bool problem = false;
-  for (const auto& r : results) problem |= r.diagnosis.verdict.cls != "healthy";
+  for (const auto& r : results) problem |= r.diagnosis.verdict.cls != FailureClass::Healthy;
   return fail_on_problem && problem ? kExitProblem : kExitOk;
 }
 

@@ -123,7 +123,7 @@ int run_analyze(const AnalyzeOptions& opt) {
     std::fprintf(stderr, "rdzvscope analyze: writing the report: %s\n", std::strerror(errno));
     return kExitUsage;
   }
-  return opt.fail_on_problem && d.verdict.cls != "healthy" ? kExitProblem : kExitOk;
+  return opt.fail_on_problem && d.verdict.cls != FailureClass::Healthy ? kExitProblem : kExitOk;
 }
 
 }  // namespace

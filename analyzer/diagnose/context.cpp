@@ -92,7 +92,7 @@ std::optional<int> rank_of(const ProcessFacts& f) {
 
 std::optional<int> rank_of(const LogEvent& e) { return e.rank >= 0 ? std::optional<int>(e.rank) : std::nullopt; }
 
-Finding log_finding(const std::string& cls, const LogEvent& e) {
+Finding log_finding(FailureClass cls, const LogEvent& e) {
   Finding out;
   out.cls = cls;
   out.rank = rank_of(e);
@@ -100,7 +100,7 @@ Finding log_finding(const std::string& cls, const LogEvent& e) {
   return out;
 }
 
-Finding finding_for(const std::string& cls, const ProcessFacts& f, std::optional<std::int64_t> t) {
+Finding finding_for(FailureClass cls, const ProcessFacts& f, std::optional<std::int64_t> t) {
   Finding out;
   out.cls = cls;
   out.rank = rank_of(f);

@@ -31,10 +31,13 @@ struct Context {
   bool any_rank_failed() const;
 };
 
-// A rule's answer: a verdict it stands behind, and how strongly it outranks the others.
+// A rule's answer: a verdict it stands behind. Its class's row in the registry says how it
+// ranks against the others.
 struct Candidate {
-  int priority = 0;
   Verdict verdict;
+  // False when the evidence fits the class but does not show its cause (a broken pipe with no
+  // dead peer): the candidate then yields to classes that can explain it (ClassRow).
+  bool cause_shown = true;
   std::vector<Finding> findings;
   nlohmann::ordered_json discriminators = nlohmann::ordered_json::object();
 };
@@ -43,9 +46,9 @@ struct Candidate {
 std::string rel(const Context& c, std::int64_t wall_ns);
 std::string fmt_seconds(double s);
 std::string rank_list(const std::vector<int>& ranks);  // "0-2, 5"
-Finding finding_for(const std::string& cls, const ProcessFacts& f, std::optional<std::int64_t> t);
+Finding finding_for(FailureClass cls, const ProcessFacts& f, std::optional<std::int64_t> t);
 // A finding whose evidence is one log line ("FILE:LINE: text"), for the log-only paths.
-Finding log_finding(const std::string& cls, const LogEvent& e);
+Finding log_finding(FailureClass cls, const LogEvent& e);
 std::optional<int> rank_of(const ProcessFacts& f);
 std::optional<int> rank_of(const LogEvent& e);
 

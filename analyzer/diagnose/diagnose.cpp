@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "reader/names.h"
+#include "class_registry.h"
 #include "rules.h"
 
 namespace rdzvscope {
@@ -107,11 +108,10 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
   d.t0_ns = c.t0();
 
   std::vector<Candidate> candidates;
-  for (auto rule : {rule_rdzv_collision, rule_port_conflict, rule_name_resolution, rule_broken_pipe,
-                    rule_connect_timeout, rule_straggler, rule_store_not_ready, rule_transient_recv})
-    if (auto cand = rule(c)) candidates.push_back(std::move(*cand));
+  for (const ClassRow& row : class_registry())
+    if (auto cand = row.rule(c)) candidates.push_back(std::move(*cand));
   std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
+                   [](const Candidate& a, const Candidate& b) { return precedence_of(a) > precedence_of(b); });
 
   std::vector<int> failed_ranks;
   bool any_failed = false;
@@ -128,25 +128,26 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     d.discriminators = best.discriminators;
     for (std::size_t i = 1; i < candidates.size(); ++i) {
       // transient_recv means "no other cause": beside another verdict it says nothing.
-      if (candidates[i].verdict.cls == "transient_recv") continue;
+      if (candidates[i].verdict.cls == FailureClass::TransientRecv) continue;
       Finding also;
       also.cls = candidates[i].verdict.cls;
-      also.evidence.push_back("also consistent with " + candidates[i].verdict.cls + ": " + candidates[i].verdict.summary);
+      also.evidence.push_back("also consistent with " + std::string(name_of(also.cls)) + ": " +
+                              candidates[i].verdict.summary);
       d.findings.push_back(also);
     }
   } else if (c.has_traces() && !any_failed && !failed_agent(c)) {
-    d.verdict.cls = "healthy";
+    d.verdict.cls = FailureClass::Healthy;
     d.verdict.confidence = "high";
     d.verdict.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0";
     d.verdict.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
   } else if (!c.has_traces() && logs.files > logs.errors.size() && logs.events.empty()) {
-    d.verdict.cls = "healthy";
+    d.verdict.cls = FailureClass::Healthy;
     d.verdict.confidence = "low";
     d.verdict.summary = "no c10d / TCPStore error in " + std::to_string(logs.lines) +
                         " log lines; logs alone cannot show a hang or a late rank";
     d.verdict.next_step = "if the job still hung, rerun under rdzvscope run to trace every rank";
   } else {
-    d.verdict.cls = "unknown";
+    d.verdict.cls = FailureClass::Unknown;
     std::string missing;
     if (!c.has_traces()) missing += "no traces (rerun under rdzvscope run); ";
     if (logs.files == 0) missing += "no logs (--log); ";
@@ -171,13 +172,13 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
                          "): this is the last attempt's diagnosis; the earlier attempts' workers are left out "
                          "(analyze them with --runs on one directory per attempt to compare)");
     d.findings.insert(d.findings.begin(), f);
-    if (d.verdict.cls != "healthy")
+    if (d.verdict.cls != FailureClass::Healthy)
       d.verdict.summary += " (attempt " + std::to_string(traces.attempts) + " of " + std::to_string(traces.attempts) + ")";
   }
 
   for (const ProcessFacts* f : c.ranks()) {
     RankRow row = row_for(c, *f);
-    row.late = d.verdict.cls == "straggler_timeout" && d.discriminators.contains("late_ranks") &&
+    row.late = d.verdict.cls == FailureClass::StragglerTimeout && d.discriminators.contains("late_ranks") &&
                std::find(d.discriminators["late_ranks"].begin(), d.discriminators["late_ranks"].end(),
                          f->proc->rank) != d.discriminators["late_ranks"].end();
     d.ranks.push_back(row);

@@ -9,11 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "clock_estimate.h"
+#include "failure_class.h"
 
 namespace rdzvscope {
 
 struct Verdict {
-  std::string cls = "unknown";
+  FailureClass cls = FailureClass::Unknown;
   std::optional<std::string> cause;
   std::optional<int> initiating_rank;
   std::optional<std::string> initiating_host;
@@ -23,7 +24,7 @@ struct Verdict {
 };
 
 struct Finding {
-  std::string cls;
+  FailureClass cls = FailureClass::Unknown;
   std::optional<int> rank;
   std::string host;
   std::optional<int> pid;

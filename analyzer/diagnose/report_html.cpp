@@ -371,14 +371,14 @@ std::string stat(const std::string& value, const char* what, bool warn = false) 
 
 std::string diagnosis_html(const Diagnosis& d) {
   const Verdict& v = d.verdict;
-  const bool healthy = v.cls == "healthy";
+  const bool healthy = v.cls == FailureClass::Healthy;
   std::string s = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rdzvscope: " +
-                  esc(v.cls) + "</title>\n<style>" + kCss + "</style>\n</head>\n<body>\n<main>\n";
+                  esc(std::string(name_of(v.cls))) + "</title>\n<style>" + kCss + "</style>\n</head>\n<body>\n<main>\n";
 
   s += std::string("<header class=\"verdict") + (healthy ? " healthy" : "") + "\" id=\"verdict\">\n"
        "<div class=\"kicker\">rdzvscope &middot; rendezvous diagnosis</div>\n";
-  s += "<h1><span class=\"cls\">" + esc(v.cls) + "</span>" + (v.cause ? " <small>(" + esc(*v.cause) + ")</small>" : "") + "</h1>\n";
+  s += "<h1><span class=\"cls\">" + esc(std::string(name_of(v.cls))) + "</span>" + (v.cause ? " <small>(" + esc(*v.cause) + ")</small>" : "") + "</h1>\n";
   s += "<p class=\"summary\">" + esc(v.summary) + "</p>\n<dl class=\"facts\">";
   auto fact = [&](const char* k, const std::string& val) { s += "<div><dt>" + std::string(k) + "</dt><dd>" + esc(val) + "</dd></div>"; };
   fact("initiating rank", v.initiating_rank ? std::to_string(*v.initiating_rank) + (v.initiating_host ? " (" + *v.initiating_host + ")" : "")

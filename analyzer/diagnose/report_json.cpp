@@ -19,7 +19,7 @@ ojson diagnosis_json(const Diagnosis& d) {
   ojson j;
   j["schema"] = "rdzvscope.diagnosis/1";
   const Verdict& v = d.verdict;
-  j["verdict"] = {{"class", v.cls},
+  j["verdict"] = {{"class", name_of(v.cls)},
                   {"cause", json_opt(v.cause)},
                   {"initiating_rank", json_opt(v.initiating_rank)},
                   {"initiating_host", json_opt(v.initiating_host)},
@@ -28,7 +28,7 @@ ojson diagnosis_json(const Diagnosis& d) {
                   {"next_step", v.next_step}};
   ojson findings = ojson::array();
   for (const Finding& f : d.findings)
-    findings.push_back({{"class", f.cls},
+    findings.push_back({{"class", name_of(f.cls)},
                         {"rank", json_opt(f.rank)},
                         {"host", f.host.empty() ? ojson(nullptr) : ojson(f.host)},
                         {"pid", json_opt(f.pid)},

@@ -99,7 +99,7 @@ std::vector<std::string> rdzv_flags(const std::string& cmdline) {
 
 std::string diagnosis_markdown(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs) {
   const Verdict& v = d.verdict;
-  std::string s = "## Rendezvous failure report: `" + v.cls + "`" + (v.cause ? " (" + *v.cause + ")" : "") + "\n\n";
+  std::string s = "## Rendezvous failure report: `" + std::string(name_of(v.cls)) + "`" + (v.cause ? " (" + *v.cause + ")" : "") + "\n\n";
   s += "**Verdict:** " + md_inline(v.summary) + " (confidence: " + v.confidence + ")\n\n";
   s += "**Next step:** " + md_inline(v.next_step) + "\n\n";
 

@@ -14,7 +14,7 @@ ojson runs_json(const std::vector<RunResult>& runs, const RunComparison& c, cons
                      {"initiating_host", json_opt(runs[i].diagnosis.verdict.initiating_host)},
                      {"failed_hosts", c.outcomes[i].failed_hosts}});
   j["comparison"] = {{"pattern", c.pattern},
-                     {"class", json_opt(c.cls)},
+                     {"class", c.cls ? nlohmann::ordered_json(name_of(*c.cls)) : nlohmann::ordered_json(nullptr)},
                      {"summary", c.summary},
                      {"next_step", c.next_step},
                      {"hosts", hosts}};

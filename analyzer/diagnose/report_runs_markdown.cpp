@@ -30,7 +30,7 @@ std::string runs_markdown(const std::vector<RunResult>& runs, const RunCompariso
   for (std::size_t i = 0; i < runs.size() && i < c.outcomes.size(); ++i) {
     const Verdict& v = runs[i].diagnosis.verdict;
     const RunOutcome& o = c.outcomes[i];
-    s += "| " + md_inline(runs[i].id) + " | " + md_inline(v.cls + (v.cause ? " (" + *v.cause + ")" : "")) + " | " +
+    s += "| " + md_inline(runs[i].id) + " | " + md_inline(std::string(name_of(v.cls)) + (v.cause ? " (" + *v.cause + ")" : "")) + " | " +
          (v.initiating_rank ? std::to_string(*v.initiating_rank) : std::string("-")) + " | " +
          md_inline(v.initiating_host.value_or("-")) + " | " +
          (o.failed_ranks.empty() ? std::string("-") : rank_list(o.failed_ranks)) + " | " +

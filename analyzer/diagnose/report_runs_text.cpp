@@ -46,7 +46,7 @@ std::string runs_text(const std::vector<RunResult>& runs, const RunComparison& c
   for (std::size_t i = 0; i < runs.size() && i < c.outcomes.size(); ++i) {
     const Verdict& v = runs[i].diagnosis.verdict;
     const RunOutcome& o = c.outcomes[i];
-    const std::string cls = v.cls + (v.cause ? " (" + *v.cause + ")" : "");
+    const std::string cls = std::string(name_of(v.cls)) + (v.cause ? " (" + *v.cause + ")" : "");
     const std::string failed = o.failed_ranks.empty() ? "-" : rank_list(o.failed_ranks);
     std::string after = "-";
     if (o.seconds_to_failure) after = fmt_seconds(*o.seconds_to_failure);

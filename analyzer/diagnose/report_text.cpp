@@ -41,7 +41,7 @@ std::string at(const Diagnosis& d, const std::optional<std::int64_t>& ns) {
 std::string diagnosis_text(const Diagnosis& d) {
   const Verdict& v = d.verdict;
   std::string s;
-  std::string head = v.cls + (v.cause ? " (" + *v.cause + ")" : "") + ": " + v.summary;
+  std::string head = std::string(name_of(v.cls)) + (v.cause ? " (" + *v.cause + ")" : "") + ": " + v.summary;
   s += "VERDICT  " + wrap(head, 80, 9) + "\n";
   s += "         initiating rank: " + (v.initiating_rank ? std::to_string(*v.initiating_rank) : std::string("-")) +
        (v.initiating_host ? " (" + *v.initiating_host + ")" : "") + "    confidence: " + v.confidence + "\n";

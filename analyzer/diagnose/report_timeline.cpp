@@ -244,7 +244,7 @@ class TimelineWriter {
     std::optional<std::int64_t> at;
     for (const RankRow& r : d_.ranks)
       if (r.first_error_ns && (!at || *r.first_error_ns < *at)) at = r.first_error_ns;
-    std::string name = "verdict: " + v.cls;
+    std::string name = "verdict: " + std::string(name_of(v.cls));
     if (v.initiating_rank) name += " (rank " + std::to_string(*v.initiating_rank) + ")";
     instant(verdict_track_, name, "verdict", at.value_or(t0_), {{"summary", v.summary}, {"next_step", v.next_step}}, "g");
   }
@@ -254,7 +254,7 @@ class TimelineWriter {
     auto opt = [](const auto& o) { return o ? ojson(*o) : ojson(nullptr); };
     return {{"rdzvscope", {{"schema", "rdzvscope.timeline/1"},
                            {"t0", d_.t0_ns ? ojson(iso8601_utc(*d_.t0_ns)) : ojson(nullptr)},
-                           {"verdict", {{"class", v.cls}, {"cause", opt(v.cause)},
+                           {"verdict", {{"class", name_of(v.cls)}, {"cause", opt(v.cause)},
                                         {"initiating_rank", opt(v.initiating_rank)},
                                         {"initiating_host", opt(v.initiating_host)},
                                         {"confidence", v.confidence}, {"summary", v.summary},

@@ -83,7 +83,7 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
 
   Candidate out;
   Verdict& v = out.verdict;
-  v.cls = "broken_pipe";
+  v.cls = FailureClass::BrokenPipe;
   // Did the other end die first? The earliest such death is where the problem started.
   const ProcessFacts* dead = nullptr;
   std::int64_t died_at = 0;
@@ -110,13 +110,12 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
   for (const Hit& h : hits)
     if (!first || h.e->wall_ns < first->e->wall_ns) first = &h;
   for (const Hit& h : hits) {
-    Finding fd = finding_for("broken_pipe", *h.f, h.e->wall_ns);
+    Finding fd = finding_for(FailureClass::BrokenPipe, *h.f, h.e->wall_ns);
     fd.evidence.push_back(h.f->proc->label() + ": " + describe(*h.e) + " at " + rel(c, h.e->wall_ns));
     out.findings.push_back(fd);
   }
   const std::string version = c.logs.torch_version;
   if (dead) {
-    out.priority = priority::kPeerDied;
     v.cause = "peer_died";
     v.initiating_rank = rank_of(*dead);
     v.initiating_host = dead->proc->host;
@@ -129,23 +128,23 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
                 " rank(s) then saw their store connection break";
     v.next_step = "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
                   p.host + " around " + iso8601_utc(died_at);
-    Finding fd = finding_for("broken_pipe", *dead, died_at);
+    Finding fd = finding_for(FailureClass::BrokenPipe, *dead, died_at);
     fd.evidence.push_back(p.label() + " " + how + " at " + rel(c, died_at) + ", before the first broken pipe at " +
                           (first ? rel(c, first->e->wall_ns) : std::string("?")));
     out.findings.insert(out.findings.begin(), fd);
   } else if (!c.has_traces() && !version.empty() && !older_or_equal(version, 2, 7)) {
     // Logs alone cannot say whether the other end died, and this PyTorch is past the bug.
-    out.priority = priority::kTcpStoreBug;
+    out.cause_shown = false;
     v.confidence = "low";
     const LogEvent* e = log_hits.front();
-    out.findings.push_back(log_finding("broken_pipe", *e));
+    out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
     v.summary = "a store connection broke (PyTorch " + version +
                 ", past the TCPStore bug of 2.7 and older): the store host or a peer most likely died or "
                 "closed it; the logs do not say which";
     v.next_step = "look at the store host's log (rank 0, or the torchrun agent of the first node) for its "
                   "end; rerun under rdzvscope run to see which process went first";
   } else {
-    out.priority = priority::kTcpStoreBug;
+    out.cause_shown = false;
     v.cause = "tcpstore_bug_suspected";
     v.confidence = (!version.empty() && older_or_equal(version, 2, 7)) ? "medium" : "low";
     if (first) {
@@ -156,7 +155,7 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
       for (const LogEvent* x : log_hits)
         if (x->rank >= 0 && (e->rank < 0 || x->rank < e->rank)) e = x;
       v.initiating_rank = rank_of(*e);
-      out.findings.push_back(log_finding("broken_pipe", *e));
+      out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
     }
     v.summary = "a store connection broke while the store stayed up" +
                 std::string(version.empty() ? "" : " (PyTorch " + version + ")") +

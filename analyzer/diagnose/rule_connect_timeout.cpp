@@ -50,7 +50,6 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
   std::vector<std::string> others;  // processes without a rank (a torchrun agent)
   std::vector<int> ranks;
   Candidate out;
-  out.priority = priority::kConnectTimeout;
   for (const auto& f : c.facts) {
     if (f.connect_timeouts.empty()) continue;
     // A socket given up while others connected fine is a retry, not the failure.
@@ -60,7 +59,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
     failing.push_back(&f);
     if (f.proc->rank >= 0) ranks.push_back(f.proc->rank);
     else others.push_back(f.proc->label());
-    Finding fd = finding_for("connect_timeout", f, e->wall_ns);
+    Finding fd = finding_for(FailureClass::ConnectTimeout, f, e->wall_ns);
     fd.evidence.push_back(f.proc->label() + ": " + describe(*e) + " at " + rel(c, e->wall_ns) + " (" +
                           std::to_string(f.connect_timeouts.size()) + " timed-out attempt(s))");
     out.findings.push_back(fd);
@@ -79,7 +78,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
     return w;
   };
   Verdict& v = out.verdict;
-  v.cls = "connect_timeout";
+  v.cls = FailureClass::ConnectTimeout;
   std::string dest;
   if (first) {
     const Event* e = first->connect_timeouts.front();
@@ -93,7 +92,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
       std::vector<std::string> last;
       for (const Event& x : owner->proc->events)
         if (x.wall_ns <= e->wall_ns) last.push_back(rel(c, x.wall_ns) + " " + describe(x));
-      Finding fd = finding_for("connect_timeout", *owner, e->wall_ns);
+      Finding fd = finding_for(FailureClass::ConnectTimeout, *owner, e->wall_ns);
       fd.evidence.push_back(owner->proc->label() + " owns " + dest + " (listening since " +
                             rel(c, *owner->listen_ns) + ", " + std::to_string(owner->accepts) +
                             " connections accepted)");
@@ -143,7 +142,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
     v.next_step = "nc -vz -w 5 " + (named ? e->host : std::string("<host>")) + " " +
                   (named && e->port ? std::to_string(*e->port) : std::string("<port>")) +
                   " from the failing node; check firewall rules and routes";
-    out.findings.push_back(log_finding("connect_timeout", *e));
+    out.findings.push_back(log_finding(FailureClass::ConnectTimeout, *e));
   }
   out.discriminators["destination"] = dest;
   out.discriminators["ranks_timed_out"] = ranks;

@@ -10,7 +10,6 @@ namespace rdzvscope {
 
 std::optional<Candidate> rule_name_resolution(const Context& c) {
   Candidate out;
-  out.priority = priority::kNameResolution;
   struct Hit {
     const ProcessFacts* f;
     const Event* e;
@@ -44,7 +43,7 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
   if (hits.empty() && log_hits.empty()) return std::nullopt;
 
   Verdict& v = out.verdict;
-  v.cls = "name_resolution";
+  v.cls = FailureClass::NameResolution;
   std::string name;
   std::vector<int> bad_ranks;
   std::vector<std::string> bad_others;  // processes without a rank: a torchrun agent, say
@@ -56,7 +55,7 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
       if (h.f->proc->rank >= 0) bad_ranks.push_back(h.f->proc->rank);
       else bad_others.push_back(h.f->proc->label() + (h.f->proc->role == Role::Agent ? " (torchrun agent)" : ""));
       bad_hosts.insert(h.f->proc->host);
-      Finding fd = finding_for("name_resolution", *h.f, h.e->wall_ns);
+      Finding fd = finding_for(FailureClass::NameResolution, *h.f, h.e->wall_ns);
       fd.evidence.push_back(h.f->proc->label() + ": " + describe(*h.e) + " at " + rel(c, h.e->wall_ns) +
                             " (" + std::to_string(h.f->failed_resolves.size()) + " failed lookups, " +
                             (h.f->connected_ns ? "connected later" : "never reached the store") + ")");
@@ -75,7 +74,7 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
     name = first->host;
     v.initiating_rank = rank_of(*first);
     v.confidence = "medium";
-    out.findings.push_back(log_finding("name_resolution", *first));
+    out.findings.push_back(log_finding(FailureClass::NameResolution, *first));
   }
   std::string elsewhere;
   if (auto it = resolved_on.find(name); it != resolved_on.end() && !it->second.empty()) {

@@ -8,7 +8,6 @@ namespace rdzvscope {
 
 std::optional<Candidate> rule_port_conflict(const Context& c) {
   Candidate out;
-  out.priority = priority::kPortConflict;
   const ProcessFacts* first = nullptr;
   for (const auto& f : c.facts) {
     if (!f.bind_failure || f.bind_failure->rec.err != EADDRINUSE) continue;
@@ -17,7 +16,7 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
     // sharing an endpoint under different --rdzv-ids both succeed; seen on 2.13).
     if (f.proc->role == Role::Agent && f.proc->exit_status == 0) continue;
     if (!first || f.bind_failure->wall_ns < first->bind_failure->wall_ns) first = &f;
-    Finding fd = finding_for("port_conflict", f, f.bind_failure->wall_ns);
+    Finding fd = finding_for(FailureClass::PortConflict, f, f.bind_failure->wall_ns);
     fd.evidence.push_back(f.proc->label() + ": " + describe(*f.bind_failure) + " at " + rel(c, f.bind_failure->wall_ns));
     out.findings.push_back(fd);
   }
@@ -31,7 +30,7 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
 
   std::uint16_t port = first ? first->bind_failure->rec.u.net.local.port : 0;
   Verdict& v = out.verdict;
-  v.cls = "port_conflict";
+  v.cls = FailureClass::PortConflict;
   v.confidence = first ? "high" : "medium";
   if (first) {
     v.initiating_rank = rank_of(*first);
@@ -51,7 +50,7 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
     v.initiating_rank = rank_of(*log_hit);
     v.summary = "the store could not bind its port (Address already in use), from the logs";
     v.next_step = "ss -ltnp on the store host to see who holds the port; derive the port from the job id";
-    out.findings.push_back(log_finding("port_conflict", *log_hit));
+    out.findings.push_back(log_finding(FailureClass::PortConflict, *log_hit));
   }
   return out;
 }

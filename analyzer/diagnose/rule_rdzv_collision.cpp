@@ -41,14 +41,13 @@ std::optional<Candidate> rule_rdzv_collision(const Context& c) {
     if (named.size() < 2 && !dup_rank) continue;
 
     Candidate out;
-    out.priority = priority::kRdzvCollision;
     Verdict& v = out.verdict;
-    v.cls = "rdzv_collision";
+    v.cls = FailureClass::RdzvCollision;
     v.confidence = named.size() >= 2 ? "high" : "medium";
     std::string job_list;
     for (const auto& [k, members] : jobs) {
       Finding fd;
-      fd.cls = "rdzv_collision";
+      fd.cls = FailureClass::RdzvCollision;
       std::vector<int> ranks;
       for (const ProcessFacts* f : members) ranks.push_back(f->proc->rank);
       fd.evidence.push_back("job " + (k.empty() ? std::string("(no id)") : k) + ": ranks " + rank_list(ranks) +
@@ -73,13 +72,12 @@ std::optional<Candidate> rule_rdzv_collision(const Context& c) {
     long wc = std::strtol(e->text.c_str() + k + 13, nullptr, 10);
     if (wc <= ws) continue;
     Candidate out;
-    out.priority = priority::kRdzvCollision;
-    out.verdict.cls = "rdzv_collision";
+    out.verdict.cls = FailureClass::RdzvCollision;
     out.verdict.confidence = "medium";
     out.verdict.summary = "the store barrier counted " + std::to_string(wc) + " workers for a world of " +
                           std::to_string(ws) + ": two launches share one store";
     out.verdict.next_step = "give each job its own rendezvous id and port (derive them from the job id)";
-    out.findings.push_back(log_finding("rdzv_collision", *e));
+    out.findings.push_back(log_finding(FailureClass::RdzvCollision, *e));
     return out;
   }
   return std::nullopt;

@@ -45,15 +45,14 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
   if (!traced_case && !log_case) return std::nullopt;
 
   Candidate out;
-  out.priority = priority::kStoreNotReady;
   Verdict& v = out.verdict;
-  v.cls = "store_not_ready";
+  v.cls = FailureClass::StoreNotReady;
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   if (traced_case) {
     v.confidence = "high";
     Finding fd;
-    fd.cls = "store_not_ready";
+    fd.cls = FailureClass::StoreNotReady;
     fd.evidence.push_back(std::to_string(refused) + " refused connect(s) to port " + std::to_string(port) +
                           " from rank(s) " + rank_list(ranks) + " between " + rel(c, first_refused) + " and " +
                           rel(c, last_refused));
@@ -80,7 +79,7 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
     v.initiating_rank = std::nullopt;
     v.summary = "clients timed out connecting to the store (" + e->host + ") without another error: the store was not up; c10d retries refused connects silently, so only a trace can prove it";
     v.next_step = "rerun with rdzvscope run to trace; check that the store host started before its timeout";
-    out.findings.push_back(log_finding("store_not_ready", *e));
+    out.findings.push_back(log_finding(FailureClass::StoreNotReady, *e));
   }
   out.discriminators["refused_connects"] = refused;
   out.discriminators["seconds_refused_before_listen"] = server && refused ? seconds(first_refused, *server->listen_ns) : 0.0;

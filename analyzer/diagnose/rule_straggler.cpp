@@ -36,9 +36,8 @@ std::optional<Candidate> rule_straggler(const Context& c) {
       if (!first_timeout || t < first_timeout) first_timeout = t;
     }
   Candidate out;
-  out.priority = priority::kStraggler;
   Verdict& v = out.verdict;
-  v.cls = "straggler_timeout";
+  v.cls = FailureClass::StragglerTimeout;
   const auto timeout = c.timeout_ms();
 
   if (!waited.empty()) {
@@ -86,7 +85,7 @@ std::optional<Candidate> rule_straggler(const Context& c) {
                   worst->proc->host + ")." + why + " Or raise init_process_group(timeout=...) above " +
                   fmt_seconds(raise_to) + ".";
     for (auto* f : late) {
-      Finding fd = finding_for("straggler_timeout", *f, f->arrival_ns());
+      Finding fd = finding_for(FailureClass::StragglerTimeout, *f, f->arrival_ns());
       fd.evidence.push_back(f->proc->label() + ": launched at " + rel(c, f->proc->launched_ns) + ", " +
                             (f->arrival_ns() ? "first store connect at " + rel(c, *f->arrival_ns()) + ", " +
                                                    fmt_seconds(lateness(f) / 1e9) + " after the usual arrival"
@@ -102,7 +101,7 @@ std::optional<Candidate> rule_straggler(const Context& c) {
       const Process& sp = *store->proc;
       const std::int64_t gone = sp.exit_ns ? *sp.exit_ns : sp.last_event_ns();
       if (gone < *worst->arrival_ns()) {
-        Finding fd = finding_for("straggler_timeout", *store, gone);
+        Finding fd = finding_for(FailureClass::StragglerTimeout, *store, gone);
         fd.evidence.push_back(sp.label() + " (the store host) " + (sp.exit_ns ? "exited" : "was last seen") + " at " +
                               rel(c, gone) + ", " + fmt_seconds(seconds(gone, *worst->arrival_ns())) + " before " +
                               worst->proc->label() + " tried to connect: its error is a consequence, the store was already gone");
@@ -110,7 +109,7 @@ std::optional<Candidate> rule_straggler(const Context& c) {
       }
     }
     Finding fast;
-    fast.cls = "straggler_timeout";
+    fast.cls = FailureClass::StragglerTimeout;
     fast.evidence.push_back("rank(s) " + rank_list(fast_ranks) + " connected by " + rel(c, usual) +
                             " and timed out waiting from " + rel(c, first_timeout) + " (" +
                             describe(*waited.front()->wait_timeouts.front()) + ")");
@@ -158,7 +157,7 @@ std::optional<Candidate> rule_straggler(const Context& c) {
                         : "; rank " + std::to_string(others.front()) + " did not, so it was probably the late one") +
               "; logs cannot tell how late: trace the job with rdzvscope run";
   v.next_step = "rerun under rdzvscope run to measure each rank's arrival; meanwhile raise init_process_group(timeout=...)";
-  out.findings.push_back(log_finding("straggler_timeout", *timeouts.front()));
+  out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *timeouts.front()));
   return out;
 }
 

@@ -29,9 +29,8 @@ std::optional<Candidate> rule_transient_recv(const Context& c) {
   });
   if (!first && log_hits.empty()) return std::nullopt;
   Candidate out;
-  out.priority = priority::kTransientRecv;
   Verdict& v = out.verdict;
-  v.cls = "transient_recv";
+  v.cls = FailureClass::TransientRecv;
   v.next_step = "relaunch the job; investigate only if it reproduces (then trace the store host as well)";
   if (first) {
     const Event* e = first->zero_reads.front();
@@ -40,7 +39,7 @@ std::optional<Candidate> rule_transient_recv(const Context& c) {
     v.confidence = "medium";
     v.summary = first->proc->label() + " read 0 bytes from its store connection at " + rel(c, e->wall_ns) +
                 " (the other end closed it) with no other failure: a transient close during bootstrap";
-    Finding fd = finding_for("transient_recv", *first, e->wall_ns);
+    Finding fd = finding_for(FailureClass::TransientRecv, *first, e->wall_ns);
     fd.evidence.push_back(first->proc->label() + ": " + describe(*e));
     out.findings.push_back(fd);
   } else {
@@ -48,7 +47,7 @@ std::optional<Candidate> rule_transient_recv(const Context& c) {
     v.initiating_rank = rank_of(*e);
     v.confidence = "low";
     v.summary = "a store read got 0 bytes (the other end closed the connection), from the logs";
-    out.findings.push_back(log_finding("transient_recv", *e));
+    out.findings.push_back(log_finding(FailureClass::TransientRecv, *e));
   }
   return out;
 }

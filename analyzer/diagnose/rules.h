@@ -1,7 +1,6 @@
 // One rule per failure class (rule_<class>.cpp). Each looks at the whole context and answers
-// with a candidate verdict or nothing; diagnose() keeps the one with the highest priority.
-// Priorities follow causality: a cause outranks the symptoms it produces (a port conflict
-// makes clients time out; a collision makes pipes break; a dead store makes stragglers).
+// with a candidate verdict or nothing; diagnose() keeps the one whose class has the highest
+// precedence in the registry (class_registry.h).
 #pragma once
 
 #include <optional>
@@ -9,18 +8,6 @@
 #include "context.h"
 
 namespace rdzvscope {
-
-namespace priority {
-inline constexpr int kRdzvCollision = 95;
-inline constexpr int kPortConflict = 90;
-inline constexpr int kNameResolution = 85;
-inline constexpr int kPeerDied = 80;
-inline constexpr int kConnectTimeout = 75;
-inline constexpr int kStraggler = 70;
-inline constexpr int kStoreNotReady = 65;
-inline constexpr int kTcpStoreBug = 60;
-inline constexpr int kTransientRecv = 40;
-}  // namespace priority
 
 std::optional<Candidate> rule_rdzv_collision(const Context& c);
 std::optional<Candidate> rule_port_conflict(const Context& c);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "class_registry.h"
+
 namespace rdzvscope {
 
 namespace {
@@ -17,10 +19,6 @@ std::string ids_of(const std::vector<RunResult>& runs) {
   std::vector<std::string> ids;
   for (const auto& r : runs) ids.push_back(r.id);
   return join(ids);
-}
-
-std::string str_or(const nlohmann::ordered_json& j, const char* key, const std::string& fallback) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
 }
 
 // Where one run's failure started, as far as its verdict names it.
@@ -40,44 +38,6 @@ std::string where(const Origin& o) {
   std::string s = o.rank ? "rank " + std::to_string(*o.rank) : std::string("no rank");
   if (o.host) s += " on " + *o.host;
   return s;
-}
-
-// What to do when the failure stayed on one node, by class.
-std::string same_host_step(const std::string& cls, const std::string& host, const Diagnosis& last) {
-  const auto& disc = last.discriminators;
-  if (cls == "name_resolution")
-    return "on " + host + ", run `getent hosts " + str_or(disc, "host_name", "RDZV_HOST") +
-           "` and compare /etc/hosts, /etc/resolv.conf and the search domains with a node where the name "
-           "resolves; this is the node's configuration, a PyTorch upgrade will not help";
-  if (cls == "connect_timeout")
-    return "on " + host + ", check the firewall and routes (`iptables -S`, `ip route`) and whether it answers "
-           "from another node (`nc -zv " + host + " PORT`)";
-  if (cls == "straggler_timeout")
-    return "find what makes " + host + " slow before init_process_group every time (its storage, load, a slow disk: "
-           "`iostat -x 1`, `uptime` there)";
-  if (cls == "broken_pipe")
-    return "find why the process on " + host + " dies or drops its store connection every time "
-           "(`journalctl -k | grep -i -E 'oom|killed'` there); " + last.verdict.next_step;
-  if (cls == "port_conflict")
-    return "on " + host + ", find what holds the store port (`ss -ltnp`) and pick another MASTER_PORT";
-  return "check " + host + "'s configuration against a healthy node; " + last.verdict.next_step;
-}
-
-std::string moving_step(const std::string& cls, const Diagnosis& last) {
-  if (cls == "broken_pipe" && last.verdict.cause && *last.verdict.cause == "peer_died")
-    return "a different process died first in each run: look at what killed each (OOM killer, the scheduler: "
-           "`journalctl -k | grep -i -E 'oom|killed'`); if none died, a broken pipe on a random rank is the "
-           "TCPStore bug of PyTorch <= 2.7: upgrade PyTorch past 2.8";
-  if (cls == "broken_pipe")
-    return "a broken pipe on a different rank each run is the signature of the c10d TCPStore bug of PyTorch "
-           "<= 2.7: upgrade PyTorch past 2.8 (2.9.1 confirmed) and retest before debugging nodes or the network";
-  if (cls == "transient_recv")
-    return "a transient: relaunch, and investigate only if it keeps reproducing (no node is to blame, it moved)";
-  if (cls == "straggler_timeout")
-    return "a different rank was late in each run: look at what the ranks share (shared storage, data loading) "
-           "rather than one node, or raise init_process_group(timeout=...)";
-  return "the failure moves between ranks and nodes, so it is not one node's configuration: look at what they "
-         "share (network, the store host, the PyTorch version); " + last.verdict.next_step;
 }
 
 }  // namespace
@@ -117,20 +77,20 @@ RunComparison compare_runs(const std::vector<RunResult>& runs) {
   if (runs.size() == 1) {
     c.pattern = pattern::kSingleRun;
     c.cls = last.diagnosis.verdict.cls;
-    c.summary = "one run (" + last.id + "): " + last.diagnosis.verdict.cls + "; nothing to compare it with";
+    c.summary = "one run (" + last.id + "): " + std::string(name_of(last.diagnosis.verdict.cls)) + "; nothing to compare it with";
     c.next_step = last.diagnosis.verdict.next_step;
     return c;
   }
 
-  std::vector<std::string> classes;
+  std::vector<FailureClass> classes;
   for (const auto& r : runs)
     if (std::find(classes.begin(), classes.end(), r.diagnosis.verdict.cls) == classes.end())
       classes.push_back(r.diagnosis.verdict.cls);
   const std::string n = std::to_string(runs.size());
 
-  if (classes.size() == 1 && classes[0] == "healthy") {
+  if (classes.size() == 1 && classes[0] == FailureClass::Healthy) {
     c.pattern = pattern::kAllHealthy;
-    c.cls = "healthy";
+    c.cls = FailureClass::Healthy;
     c.summary = "all " + n + " runs (" + ids_of(runs) + ") were healthy";
     c.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
     return c;
@@ -140,10 +100,10 @@ RunComparison compare_runs(const std::vector<RunResult>& runs) {
     std::vector<std::string> each, healthy;
     bool pipe = false;
     for (const auto& r : runs) {
-      each.push_back(r.id + ": " + r.diagnosis.verdict.cls);
-      if (r.diagnosis.verdict.cls == "healthy") healthy.push_back(r.id);
+      each.push_back(r.id + ": " + std::string(name_of(r.diagnosis.verdict.cls)));
+      if (r.diagnosis.verdict.cls == FailureClass::Healthy) healthy.push_back(r.id);
       const auto& cause = r.diagnosis.verdict.cause;
-      pipe |= r.diagnosis.verdict.cls == "broken_pipe" && !(cause && *cause == "peer_died");
+      pipe |= r.diagnosis.verdict.cls == FailureClass::BrokenPipe && !(cause && *cause == "peer_died");
     }
     c.summary = "the runs failed differently (" + join(each) + ")";
     if (!healthy.empty())
@@ -156,7 +116,7 @@ RunComparison compare_runs(const std::vector<RunResult>& runs) {
     return c;
   }
 
-  const std::string cls = classes[0];
+  const FailureClass cls = classes[0];
   c.cls = cls;
   // Compare where the failure started, among the runs whose verdict names it.
   std::vector<Origin> known;
@@ -168,7 +128,7 @@ RunComparison compare_runs(const std::vector<RunResult>& runs) {
       known_ids.push_back(runs[i].id);
     }
   }
-  const std::string head = cls + " in all " + n + " runs (" + ids_of(runs) + ")";
+  const std::string head = std::string(name_of(cls)) + " in all " + n + " runs (" + ids_of(runs) + ")";
   if (known.size() < 2) {
     c.pattern = pattern::kSameClass;
     c.summary = head + "; no initiating rank to compare between runs";

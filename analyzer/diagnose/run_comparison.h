@@ -42,7 +42,7 @@ inline constexpr const char* kSameClass = "same_class";  // same class, no initi
 
 struct RunComparison {
   std::string pattern;
-  std::optional<std::string> cls;  // the class every run shares, else nullopt
+  std::optional<FailureClass> cls;  // the class every run shares, else nullopt
   std::string summary;             // one sentence, with the run ids
   std::string next_step;
   std::vector<RunOutcome> outcomes;  // per run, in the order of the runs

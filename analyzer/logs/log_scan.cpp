@@ -52,8 +52,8 @@ const char* after_last_eol(const char* b, const char* e) {
 
 class Scanner {
  public:
-  Scanner(const std::string& path, int default_rank, const ScanOptions& opt, TimeContext tc)
-      : path_(path), default_rank_(default_rank), opt_(opt), tc_(tc),
+  Scanner(const std::string& path, int default_rank, TimeContext tc)
+      : path_(path), default_rank_(default_rank), tc_(tc),
         pf_(detail::default_prefilter()) {}
 
   // [b, e): whole segments, b at the start of one; e after an end of line, or the cut/end
@@ -106,7 +106,6 @@ class Scanner {
  private:
   const std::string& path_;
   int default_rank_;
-  const ScanOptions& opt_;
   TimeContext tc_;
   const detail::Prefilter& pf_;
   LogScan scan_;
@@ -185,7 +184,7 @@ ScanResult scan_log(const std::string& path, int default_rank, const ScanOptions
   }
   if (default_rank < 0) default_rank = rank_from_filename(path);
 
-  Scanner sc(path, default_rank, opt, tc);
+  Scanner sc(path, default_rank, tc);
   // The carried (unfinished) line is at most max_line bytes, then one read.
   std::unique_ptr<char[]> buf(new char[opt.max_line + opt.buffer_size]);
   size_t have = 0;        // carried bytes at buf[0..have)

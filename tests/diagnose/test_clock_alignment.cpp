@@ -52,7 +52,7 @@ TEST_CASE("clocks: a host 5 s ahead is placed back; verdict, initiating rank and
     Job in_step, ahead;
     const Diagnosis want = skewed_straggler(in_step, 0, late);
     const Diagnosis got = skewed_straggler(ahead, 5.0, late);
-    REQUIRE(want.verdict.cls == "straggler_timeout");
+    REQUIRE(want.verdict.cls == FailureClass::StragglerTimeout);
     CHECK(got.verdict.cls == want.verdict.cls);
     CHECK(got.verdict.initiating_rank == late);
     CHECK(got.discriminators["seconds_late"] == want.discriminators["seconds_late"]);
@@ -80,7 +80,7 @@ TEST_CASE("clocks: a host 5 s ahead is placed back; verdict, initiating rank and
 TEST_CASE("clocks: a host 5 s behind, and clocks in step (estimated, left as they are)") {
   Job behind, in_step;
   const Diagnosis d = skewed_straggler(behind, -5.0, 3);
-  CHECK(d.verdict.cls == "straggler_timeout");
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
   CHECK(d.verdict.initiating_rank == 3);
   REQUIRE(d.clocks.size() == 2);
   CHECK(std::abs(d.clocks[1].offset_ns + 5'000'000'000LL) <= d.clocks[1].uncertainty_ns);
@@ -137,7 +137,7 @@ TEST_CASE("clocks: a store hosted by the torchrun agent is the reference too") {
   }
   agent.exit(3.5, 0);
   const Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "healthy");
+  CHECK(d.verdict.cls == FailureClass::Healthy);
   REQUIRE(d.clocks.size() == 2);
   CHECK(d.clocks[0].host == "node0");
   CHECK(std::abs(d.clocks[1].offset_ns - 5'000'000'000LL) <= d.clocks[1].uncertainty_ns);

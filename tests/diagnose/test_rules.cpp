@@ -2,6 +2,7 @@
 // the nearby classes do not steal the verdict.
 #include <catch2/catch.hpp>
 
+#include "diagnose/class_registry.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;
@@ -23,7 +24,7 @@ TEST_CASE("healthy job: all ranks connected and exited 0") {
   Job job;
   for (int r = 0; r < 4; ++r) healthy_rank(job, r);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "healthy");
+  CHECK(d.verdict.cls == FailureClass::Healthy);
   CHECK_FALSE(d.verdict.initiating_rank);
   CHECK(d.ranks.size() == 4);
 }
@@ -36,7 +37,7 @@ TEST_CASE("a refused first connect of the ordinary start-up race is still health
     p.connect(0.5, ECONNREFUSED).connect(1.5, 0, kPort, 0.001, 40000 + r).exit(3.0, 0);
   }
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "healthy");
+  CHECK(d.verdict.cls == FailureClass::Healthy);
 }
 
 TEST_CASE("straggler: the late rank is named, not the ranks that timed out") {
@@ -52,7 +53,7 @@ TEST_CASE("straggler: the late rank is named, not the ranks that timed out") {
     p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, 40000 + r).exit(4.1, 1);
   }
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "straggler_timeout");
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
   REQUIRE(d.verdict.initiating_rank);
   CHECK(*d.verdict.initiating_rank == 2);
   CHECK(d.discriminators["timeout"]["ms"] == 3000);
@@ -71,7 +72,7 @@ TEST_CASE("straggler stopped by torchrun before its first socket call: named, la
     p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, 40000 + r).exit(4.1, 1);
   }
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "straggler_timeout");
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
   REQUIRE(d.verdict.initiating_rank);
   CHECK(*d.verdict.initiating_rank == 2);
   CHECK(d.verdict.summary.find("never reached the store (still missing 3.") != std::string::npos);
@@ -89,7 +90,7 @@ TEST_CASE("a program a rank started inherits its RANK: a helper, not a second ra
   tool.header().ppid = 1001;
   tool.exit(1.5, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "healthy");
+  CHECK(d.verdict.cls == FailureClass::Healthy);
   CHECK(d.ranks.size() == 4);
 }
 
@@ -101,7 +102,7 @@ TEST_CASE("logs only, 2.13 with SYNs dropped: the store's address comes from a l
   job.log_line("[E1201 10:06:24.880266656 socket.cpp:1028] [c10d] The client socket has timed out after "
                "4000ms while trying to connect to (127.0.0.1, 58135).", 0);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "connect_timeout");
+  CHECK(d.verdict.cls == FailureClass::ConnectTimeout);
   CHECK(d.verdict.summary.find("c440") == std::string::npos);
 }
 
@@ -110,7 +111,7 @@ TEST_CASE("logs only, 2.x under torchrun: the key the others waited for names th
   for (int r : {0, 1, 3})
     job.log_line("torch.distributed.DistStoreError: wait timeout after 3000ms, keys: /default_pg/0//cpu//0/2", r);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "straggler_timeout");
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
   REQUIRE(d.verdict.initiating_rank);
   CHECK(*d.verdict.initiating_rank == 2);
 }
@@ -124,7 +125,7 @@ TEST_CASE("logs only, 2.x by hand: ranks waiting for the store host's key do not
   job.log_line("[rank2] e2e: sleeping 9s before the rendezvous", 2);
   job.log_line("torch.distributed.DistNetworkError: The client socket has timed out after 3000ms while trying to connect to (127.0.0.1, 1).", 2);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "straggler_timeout");
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
   REQUIRE(d.verdict.initiating_rank);
   CHECK(*d.verdict.initiating_rank == 2);
 }
@@ -143,7 +144,7 @@ TEST_CASE("a torchrun agent whose rendezvous never completed: unknown, not healt
   agent.add(zero).exit(7.6, 1);
   job.log_line("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError");
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "unknown");
+  CHECK(d.verdict.cls == FailureClass::Unknown);
   CHECK(d.verdict.summary.find("launcher agent pid 900") != std::string::npos);
   CHECK(d.verdict.summary.find("RendezvousTimeoutError") != std::string::npos);
 }
@@ -164,7 +165,7 @@ TEST_CASE("torchrun nodes: one node's SYNs dropped, and the store host's agent g
   std::strcpy(a2.header().cmdline, cmd);
   a2.connect(1.0, 0, 29400, 0.001, 40002).io(RDZV_EV_RECV, 10.01, -1, ECONNRESET, 0, 40002, 29400).exit(10.2, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "connect_timeout");
+  CHECK(d.verdict.cls == FailureClass::ConnectTimeout);
   REQUIRE(d.verdict.initiating_host);
   CHECK(*d.verdict.initiating_host == "node1");
   CHECK(d.verdict.summary.find("pid 901 on node1") != std::string::npos);
@@ -184,7 +185,7 @@ TEST_CASE("torchrun --max-restarts: two attempts in one directory are not one ra
     }
   }
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "straggler_timeout");
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
   REQUIRE(d.verdict.initiating_rank);
   CHECK(*d.verdict.initiating_rank == 2);
   CHECK(d.discriminators["attempts"] == 2);
@@ -207,7 +208,7 @@ TEST_CASE("attach on a running torchrun job: the agent killed under its workers 
     p.io(RDZV_EV_RECV, 3.01, -1, ECONNRESET, 0, 40000 + r, 41000).exit(3.1, 1);
   }
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
   CHECK(d.verdict.cause == "peer_died");
   CHECK(d.verdict.summary.find("pid 900") != std::string::npos);
 }
@@ -224,7 +225,7 @@ TEST_CASE("torchrun c10d: an agent that could not bind the endpoint joined it as
   second.bind(0.6, EADDRINUSE).connect(0.7, 0, kPort, 0.001, 41000).exit(5.1, 0);
   for (int r = 0; r < 4; ++r) healthy_rank(job, r, 1.0);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "healthy");
+  CHECK(d.verdict.cls == FailureClass::Healthy);
 }
 
 TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' timeouts") {
@@ -232,7 +233,7 @@ TEST_CASE("port conflict: the store host's EADDRINUSE outranks the clients' time
   job.proc(0, 1000).bind(0.9, EADDRINUSE).exit(1.0, 1);
   for (int r = 1; r < 4; ++r) job.proc(r, 1000 + r).connect(1.0, 0).io(RDZV_EV_RECV, 1.1, -1, EAGAIN, RDZV_F_TIMEOUT).exit(5, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "port_conflict");
+  CHECK(d.verdict.cls == FailureClass::PortConflict);
   CHECK(d.verdict.initiating_rank == 0);
 }
 
@@ -246,7 +247,7 @@ TEST_CASE("name resolution on one rank: that rank, and the others resolved the n
     healthy_rank(job, r, 1.0, 6.0);
   }
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "name_resolution");
+  CHECK(d.verdict.cls == FailureClass::NameResolution);
   CHECK(d.verdict.initiating_rank == 3);
   CHECK(d.verdict.summary.find("resolved on") != std::string::npos);
   CHECK(d.verdict.next_step.find("getent hosts node0") != std::string::npos);
@@ -259,7 +260,7 @@ TEST_CASE("an IPv6 miss followed by an IPv4 hit is not a name-resolution failure
     if (r == 0) p.bind(0.9, 0).listen(0.9);
     p.resolve(0.95, "node0", EAI_NONAME).resolve(0.96, "node0", 0).connect(1.0, 0).exit(3, 0);
   }
-  CHECK(job.diagnose_it().verdict.cls == "healthy");
+  CHECK(job.diagnose_it().verdict.cls == FailureClass::Healthy);
 }
 
 TEST_CASE("broken pipe after the store host vanished: peer_died, initiated by the store host") {
@@ -271,7 +272,7 @@ TEST_CASE("broken pipe after the store host vanished: peer_died, initiated by th
   for (int r = 1; r < 3; ++r)
     job.proc(r, 1000 + r).connect(1.0, 0, kPort, 0.001, 40000 + r).io(RDZV_EV_SEND, 2.5, -1, EPIPE, 0, 40000 + r).exit(2.6, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
   CHECK(d.verdict.cause == "peer_died");
   CHECK(d.verdict.initiating_rank == 0);
 }
@@ -297,7 +298,7 @@ TEST_CASE("broken pipe on attach's traces of a running job: sockets found connec
     p.io(RDZV_EV_SEND, 6.0, -1, EPIPE, 0, static_cast<std::uint16_t>(40000 + r)).exit(6.1, 1);
   }
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
   CHECK(d.verdict.cause == "peer_died");
   CHECK(d.verdict.initiating_rank == 0);
   for (const auto& row : d.ranks) {
@@ -328,7 +329,7 @@ TEST_CASE("torchrun c10d: the agent hosts the workers' store on a port only the 
     p.io(RDZV_EV_RECV, 3.0, -1, ECONNRESET, 0, 40000 + r, kWorkers).exit(3.1, 1);
   }
   Diagnosis d = job.diagnose_it();  // the agent vanished (SIGKILL): no exit record
-  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
   CHECK(d.verdict.cause == "peer_died");
   CHECK_FALSE(d.verdict.initiating_rank);
   CHECK(d.verdict.summary.find("pid 900") != std::string::npos);
@@ -341,7 +342,7 @@ TEST_CASE("broken pipe with the store still up: the TCPStore bug, initiated by t
   job.proc(1, 1001).connect(1.0, 0, kPort, 0.001, 40001).exit(10.0, 0);
   job.proc(2, 1002).connect(1.0, 0, kPort, 0.001, 40002).io(RDZV_EV_SEND, 3.0, -1, EPIPE, 0, 40002).exit(3.1, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "broken_pipe");
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
   CHECK(d.verdict.cause == "tcpstore_bug_suspected");
   CHECK(d.verdict.initiating_rank == 2);
 }
@@ -351,7 +352,7 @@ TEST_CASE("connect timeout: the owner of the unreachable endpoint is the initiat
   job.proc(0, 1000).bind(0.9, 0).listen(0.9).connect(1.0, ETIMEDOUT, kPort, 3.0).exit(7, 1);
   for (int r = 1; r < 4; ++r) job.proc(r, 1000 + r).connect(1.0, ETIMEDOUT, kPort, 3.0).exit(7, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "connect_timeout");
+  CHECK(d.verdict.cls == FailureClass::ConnectTimeout);
   CHECK(d.verdict.initiating_rank == 0);
 }
 
@@ -366,12 +367,12 @@ TEST_CASE("connect timeout from one host while others reach the store: that host
   job.proc(4, 1004, "node2").connect(1.0, 0, kPort, 0.001, 40004).exit(9, 1);
   job.proc(5, 1005, "node2").connect(1.0, 0, kPort, 0.001, 40005).exit(9, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "connect_timeout");
+  CHECK(d.verdict.cls == FailureClass::ConnectTimeout);
   CHECK(d.verdict.initiating_rank == 3);
   CHECK(d.verdict.initiating_host == "node1");
   CHECK(d.verdict.summary.find("from node1 only") != std::string::npos);
   CHECK(d.verdict.next_step.find("on node1") != std::string::npos);
-  CHECK(d.discriminators["hosts_that_reached_the_store"] == nlohmann::json::array({"node2"}));
+  CHECK(d.discriminators["hosts_that_reached_the_store"] == nlohmann::ordered_json::array({"node2"}));
 }
 
 TEST_CASE("connect timeout where only the store host's own loopback got through: the store host") {
@@ -380,7 +381,7 @@ TEST_CASE("connect timeout where only the store host's own loopback got through:
   job.proc(1, 1001, "node1").connect(1.0, ETIMEDOUT, kPort, 3.0).exit(7, 1);
   job.proc(2, 1002, "node2").connect(1.0, ETIMEDOUT, kPort, 3.0).exit(7, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "connect_timeout");
+  CHECK(d.verdict.cls == FailureClass::ConnectTimeout);
   CHECK(d.verdict.initiating_rank == 0);
   CHECK(d.verdict.initiating_host == "node0");
 }
@@ -392,7 +393,7 @@ TEST_CASE("store not ready: clients refused for seconds before the store host li
   for (int r = 1; r < 4; ++r)
     job.proc(r, 1000 + r).connect(1.0, ECONNREFUSED).connect(2.0, ECONNREFUSED).connect(3.1, 0, kPort, 0.001, 40000 + r).exit(6, 0);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "store_not_ready");
+  CHECK(d.verdict.cls == FailureClass::StoreNotReady);
   CHECK(d.verdict.initiating_rank == 0);
 }
 
@@ -401,7 +402,7 @@ TEST_CASE("store never listened: store_not_ready without an initiating rank") {
   for (int r = 1; r < 4; ++r)
     job.proc(r, 1000 + r).connect(1.0, ECONNREFUSED).connect(2.0, ECONNREFUSED).connect(3.0, ECONNREFUSED).exit(4, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "store_not_ready");
+  CHECK(d.verdict.cls == FailureClass::StoreNotReady);
   CHECK_FALSE(d.verdict.initiating_rank);
 }
 
@@ -412,7 +413,7 @@ TEST_CASE("two jobs on one endpoint: rdzv_collision, no initiating rank") {
   job.proc(0, 2000, "node0", "jobB").bind(1.5, EADDRINUSE).exit(1.6, 1);
   job.proc(1, 2001, "node0", "jobB").connect(1.6, 0).exit(5, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "rdzv_collision");
+  CHECK(d.verdict.cls == FailureClass::RdzvCollision);
   CHECK_FALSE(d.verdict.initiating_rank);
 }
 
@@ -421,7 +422,7 @@ TEST_CASE("a 0-byte read with the store alive and nothing else: transient_recv")
   job.proc(0, 1000).bind(0.9, 0).listen(0.9).connect(1.0, 0, kPort, 0.001, 40000).exit(9, 0);
   job.proc(1, 1001).connect(1.0, 0, kPort, 0.001, 40001).io(RDZV_EV_RECV, 1.5, 0, 0, RDZV_F_ZERO_READ, 40001).exit(1.6, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "transient_recv");
+  CHECK(d.verdict.cls == FailureClass::TransientRecv);
   CHECK(d.verdict.initiating_rank == 1);
 }
 
@@ -430,7 +431,7 @@ TEST_CASE("a failed rank without any rendezvous evidence: unknown, saying what i
   healthy_rank(job, 0);
   job.proc(1, 1001).exit(2.0, 1);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "unknown");
+  CHECK(d.verdict.cls == FailureClass::Unknown);
   CHECK(d.verdict.summary.find("rank(s) 1 failed") != std::string::npos);
 }
 
@@ -440,8 +441,26 @@ TEST_CASE("records with impossible times are left out and counted, the verdict s
   // A garbage record (a damaged file): 10^9 seconds after the clock point, and one lasting 300 years.
   job.proc(7, 1007).connect(1.0, ECONNREFUSED).connect(1e9, ETIMEDOUT).connect(2.0, ETIMEDOUT, kPort, 1e10).exit(3.0, 0);
   Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == "healthy");
+  CHECK(d.verdict.cls == FailureClass::Healthy);
   CHECK(d.inputs.damaged_files == 1);
   REQUIRE(d.inputs.problems.size() == 1);
   CHECK(d.inputs.problems[0].find("2 record(s) with impossible times") != std::string::npos);
+}
+
+TEST_CASE("every failure class has one name that reads back, and every class but healthy/unknown one registry row") {
+  for (int i = 0; i <= static_cast<int>(FailureClass::TransientRecv); ++i) {
+    const auto cls = static_cast<FailureClass>(i);
+    INFO("enumerator " << i);
+    REQUIRE(class_named(name_of(cls)) == cls);
+    const bool proposed_by_a_rule = cls != FailureClass::Healthy && cls != FailureClass::Unknown;
+    CHECK((row_of(cls) != nullptr) == proposed_by_a_rule);
+  }
+  CHECK_FALSE(class_named("no_such_class"));
+  // Strongest first, and a candidate whose cause is not shown never outranks a shown one.
+  int last = 1000;
+  for (const ClassRow& r : class_registry()) {
+    CHECK(r.precedence < last);
+    CHECK(r.precedence_unshown <= r.precedence);
+    last = r.precedence;
+  }
 }

@@ -18,7 +18,7 @@ RunResult run(const std::string& id, const std::string& cls, std::optional<int> 
   r.id = id;
   r.path = "/runs/" + id;
   Verdict& v = r.diagnosis.verdict;
-  v.cls = cls;
+  v.cls = class_named(cls).value();
   v.cause = cause;
   v.initiating_rank = rank;
   v.next_step = "the run's own next step";
@@ -30,10 +30,10 @@ RunResult run(const std::string& id, const std::string& cls, std::optional<int> 
   }
   if (rank) v.initiating_host = r.diagnosis.ranks[*rank].host;
   std::vector<int> failed;
-  if (cls != "healthy") failed = {0, 1, 2, 3};
+  if (v.cls != FailureClass::Healthy) failed = {0, 1, 2, 3};
   r.diagnosis.discriminators["which_ranks_failed"] = failed;
   r.diagnosis.discriminators["seconds_from_launch_to_first_failure"] =
-      cls == "healthy" ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(60.5);
+      v.cls == FailureClass::Healthy ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(60.5);
   r.diagnosis.discriminators["host_name"] = "master.cluster";
   return r;
 }
@@ -46,7 +46,7 @@ TEST_CASE("runs: a name that fails on the same node every run is same_host, with
   const RunComparison c = compare_runs({run("a", "name_resolution", 2), run("b", "name_resolution", 3),
                                         run("c", "name_resolution", 2)});
   CHECK(c.pattern == "same_host");
-  CHECK(c.cls == "name_resolution");
+  CHECK(c.cls == FailureClass::NameResolution);
   CHECK(has(c.summary, "a, b, c"));
   CHECK(has(c.summary, "node1"));
   CHECK(has(c.next_step, "getent hosts master.cluster"));
@@ -60,7 +60,7 @@ TEST_CASE("runs: a broken pipe on a different rank and host each run is moving: 
   const RunComparison c = compare_runs({run("a", "broken_pipe", 0, false, "tcpstore_bug_suspected"),
                                         run("b", "broken_pipe", 3, false, "tcpstore_bug_suspected")});
   CHECK(c.pattern == "moving");
-  CHECK(c.cls == "broken_pipe");
+  CHECK(c.cls == FailureClass::BrokenPipe);
   CHECK(has(c.summary, "a: rank 0 on node0"));
   CHECK(has(c.summary, "b: rank 3 on node1"));
   CHECK(has(c.next_step, "past 2.8"));
@@ -105,14 +105,14 @@ TEST_CASE("runs: a broken pipe explained by a dead peer is not called the TCPSto
 TEST_CASE("runs: all healthy, single run, and a class without an initiating rank") {
   const RunComparison h = compare_runs({run("a", "healthy", std::nullopt), run("b", "healthy", std::nullopt)});
   CHECK(h.pattern == "all_healthy");
-  CHECK(h.cls == "healthy");
+  CHECK(h.cls == FailureClass::Healthy);
   const RunComparison one = compare_runs({run("a", "connect_timeout", 0)});
   CHECK(one.pattern == "single_run");
-  CHECK(one.cls == "connect_timeout");
+  CHECK(one.cls == FailureClass::ConnectTimeout);
   CHECK(one.next_step == "the run's own next step");
   const RunComparison col = compare_runs({run("a", "rdzv_collision", std::nullopt), run("b", "rdzv_collision", std::nullopt)});
   CHECK(col.pattern == "same_class");
-  CHECK(col.cls == "rdzv_collision");
+  CHECK(col.cls == FailureClass::RdzvCollision);
   CHECK(compare_runs({}).pattern == "single_run");
 }
 
@@ -166,7 +166,7 @@ TEST_CASE("runs: torchrun agents only (the rendezvous never completed), the same
     RunResult r;
     r.id = id;
     r.path = "/runs/" + id;
-    r.diagnosis.verdict.cls = "connect_timeout";
+    r.diagnosis.verdict.cls = FailureClass::ConnectTimeout;
     r.diagnosis.verdict.initiating_host = "node1";
     r.diagnosis.verdict.next_step = "the run's own next step";
     r.diagnosis.hosts = {"node0", "node1", "node2", "node3"};

@@ -1,0 +1,109 @@
+#include "class_registry.h"
+
+#include <array>
+
+#include "rules.h"
+
+namespace rdzvscope {
+
+namespace {
+
+std::string str_or(const nlohmann::ordered_json& j, const char* key, const std::string& fallback) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+
+// --runs: what to do when every run failed the same way on the same host, by class.
+
+std::string name_resolution_on(const std::string& host, const Diagnosis& last) {
+  return "on " + host + ", run `getent hosts " + str_or(last.discriminators, "host_name", "RDZV_HOST") +
+         "` and compare /etc/hosts, /etc/resolv.conf and the search domains with a node where the name "
+         "resolves; this is the node's configuration, a PyTorch upgrade will not help";
+}
+
+std::string connect_timeout_on(const std::string& host, const Diagnosis&) {
+  return "on " + host + ", check the firewall and routes (`iptables -S`, `ip route`) and whether it answers "
+         "from another node (`nc -zv " + host + " PORT`)";
+}
+
+std::string straggler_on(const std::string& host, const Diagnosis&) {
+  return "find what makes " + host + " slow before init_process_group every time (its storage, load, a slow disk: "
+         "`iostat -x 1`, `uptime` there)";
+}
+
+std::string broken_pipe_on(const std::string& host, const Diagnosis& last) {
+  return "find why the process on " + host + " dies or drops its store connection every time "
+         "(`journalctl -k | grep -i -E 'oom|killed'` there); " + last.verdict.next_step;
+}
+
+std::string port_conflict_on(const std::string& host, const Diagnosis&) {
+  return "on " + host + ", find what holds the store port (`ss -ltnp`) and pick another MASTER_PORT";
+}
+
+std::string any_class_on(const std::string& host, const Diagnosis& last) {
+  return "check " + host + "'s configuration against a healthy node; " + last.verdict.next_step;
+}
+
+// --runs: what to do when the failure moved between ranks and hosts, by class.
+
+std::string broken_pipe_moving(const Diagnosis& last) {
+  if (last.verdict.cause && *last.verdict.cause == "peer_died")
+    return "a different process died first in each run: look at what killed each (OOM killer, the scheduler: "
+           "`journalctl -k | grep -i -E 'oom|killed'`); if none died, a broken pipe on a random rank is the "
+           "TCPStore bug of PyTorch <= 2.7: upgrade PyTorch past 2.8";
+  return "a broken pipe on a different rank each run is the signature of the c10d TCPStore bug of PyTorch "
+         "<= 2.7: upgrade PyTorch past 2.8 (2.9.1 confirmed) and retest before debugging nodes or the network";
+}
+
+std::string transient_moving(const Diagnosis&) {
+  return "a transient: relaunch, and investigate only if it keeps reproducing (no node is to blame, it moved)";
+}
+
+std::string straggler_moving(const Diagnosis&) {
+  return "a different rank was late in each run: look at what the ranks share (shared storage, data loading) "
+         "rather than one node, or raise init_process_group(timeout=...)";
+}
+
+std::string any_class_moving(const Diagnosis& last) {
+  return "the failure moves between ranks and nodes, so it is not one node's configuration: look at what they "
+         "share (network, the store host, the PyTorch version); " + last.verdict.next_step;
+}
+
+// Strongest first. Precedence follows causality (class_registry.h).
+constexpr std::array<ClassRow, 8> kRegistry{{
+    {FailureClass::RdzvCollision, 95, 95, rule_rdzv_collision, any_class_on, any_class_moving},
+    {FailureClass::PortConflict, 90, 90, rule_port_conflict, port_conflict_on, any_class_moving},
+    {FailureClass::NameResolution, 85, 85, rule_name_resolution, name_resolution_on, any_class_moving},
+    {FailureClass::BrokenPipe, 80, 60, rule_broken_pipe, broken_pipe_on, broken_pipe_moving},
+    {FailureClass::ConnectTimeout, 75, 75, rule_connect_timeout, connect_timeout_on, any_class_moving},
+    {FailureClass::StragglerTimeout, 70, 70, rule_straggler, straggler_on, straggler_moving},
+    {FailureClass::StoreNotReady, 65, 65, rule_store_not_ready, any_class_on, any_class_moving},
+    {FailureClass::TransientRecv, 40, 40, rule_transient_recv, any_class_on, transient_moving},
+}};
+
+}  // namespace
+
+std::span<const ClassRow> class_registry() { return kRegistry; }
+
+const ClassRow* row_of(FailureClass c) {
+  for (const ClassRow& r : kRegistry)
+    if (r.cls == c) return &r;
+  return nullptr;
+}
+
+int precedence_of(const Candidate& c) {
+  const ClassRow* r = row_of(c.verdict.cls);
+  if (!r) return 0;
+  return c.cause_shown ? r->precedence : r->precedence_unshown;
+}
+
+std::string same_host_step(FailureClass c, const std::string& host, const Diagnosis& last) {
+  const ClassRow* r = row_of(c);
+  return r ? r->same_host_step(host, last) : any_class_on(host, last);
+}
+
+std::string moving_step(FailureClass c, const Diagnosis& last) {
+  const ClassRow* r = row_of(c);
+  return r ? r->moving_step(last) : any_class_moving(last);
+}
+
+}  // namespace rdzvscope

@@ -1,0 +1,41 @@
+#include "failure_class.h"
+
+#include <array>
+#include <ostream>
+#include <utility>
+
+namespace rdzvscope {
+
+namespace {
+
+// Kept in enum order; a test checks that every enumerator has its name (test_rules.cpp).
+constexpr std::array<std::pair<FailureClass, std::string_view>, 10> kNames{{
+    {FailureClass::Healthy, "healthy"},
+    {FailureClass::Unknown, "unknown"},
+    {FailureClass::RdzvCollision, "rdzv_collision"},
+    {FailureClass::PortConflict, "port_conflict"},
+    {FailureClass::NameResolution, "name_resolution"},
+    {FailureClass::BrokenPipe, "broken_pipe"},
+    {FailureClass::ConnectTimeout, "connect_timeout"},
+    {FailureClass::StragglerTimeout, "straggler_timeout"},
+    {FailureClass::StoreNotReady, "store_not_ready"},
+    {FailureClass::TransientRecv, "transient_recv"},
+}};
+
+}  // namespace
+
+std::string_view name_of(FailureClass c) {
+  for (const auto& [cls, name] : kNames)
+    if (cls == c) return name;
+  return "unknown";
+}
+
+std::optional<FailureClass> class_named(std::string_view name) {
+  for (const auto& [cls, n] : kNames)
+    if (n == name) return cls;
+  return std::nullopt;
+}
+
+std::ostream& operator<<(std::ostream& os, FailureClass c) { return os << name_of(c); }
+
+}  // namespace rdzvscope
