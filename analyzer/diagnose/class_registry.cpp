@@ -8,14 +8,10 @@ namespace rdzvscope {
 
 namespace {
 
-std::string str_or(const nlohmann::ordered_json& j, const char* key, const std::string& fallback) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
-}
-
 // --runs: what to do when every run failed the same way on the same host, by class.
 
 std::string name_resolution_on(const std::string& host, const Diagnosis& last) {
-  return "on " + host + ", run `getent hosts " + str_or(last.discriminators, "host_name", "RDZV_HOST") +
+  return "on " + host + ", run `getent hosts " + last.evidence.unresolved_name.value_or("RDZV_HOST") +
          "` and compare /etc/hosts, /etc/resolv.conf and the search domains with a node where the name "
          "resolves; this is the node's configuration, a PyTorch upgrade will not help";
 }

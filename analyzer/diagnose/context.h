@@ -38,6 +38,7 @@ struct Candidate {
   // False when the evidence fits the class but does not show its cause (a broken pipe with no
   // dead peer): the candidate then yields to classes that can explain it (ClassRow).
   bool cause_shown = true;
+  Evidence evidence;  // the rule's typed part: late_ranks, unresolved_name
   std::vector<Finding> findings;
   nlohmann::ordered_json discriminators = nlohmann::ordered_json::object();
 };

@@ -54,29 +54,38 @@ RankRow row_for(const Context& c, const ProcessFacts& f) {
   return r;
 }
 
-void common_discriminators(const Context& c, Diagnosis& d) {
-  auto& j = d.discriminators;
-  std::vector<int> failed;
+// The evidence every verdict carries, whatever its class.
+void find_common_evidence(const Context& c, Evidence& ev) {
   std::optional<double> first_failure_s;
   for (const ProcessFacts* f : c.ranks())
     if (f->failed()) {
-      failed.push_back(f->proc->rank);
+      ev.failed_ranks.push_back(f->proc->rank);
       if (f->first_error) {
         double s = seconds(f->proc->launched_ns, end_ns(*f->first_error));
         if (!first_failure_s || s < *first_failure_s) first_failure_s = s;
       }
     }
-  if (!j.contains("which_ranks_failed")) j["which_ranks_failed"] = failed;
-  j["seconds_from_launch_to_first_failure"] =
-      first_failure_s ? nlohmann::ordered_json(std::round(*first_failure_s * 100) / 100) : nlohmann::ordered_json(nullptr);
+  if (first_failure_s) ev.seconds_to_first_failure = std::round(*first_failure_s * 100) / 100;
   if (auto t = c.timeout_ms()) {
     const char* internal = internal_default_name(*t);
-    j["timeout"] = {{"ms", *t},
-                    {"source", internal ? "internal default" : "configured"},
-                    {"note", internal ? internal : "set by the job (init_process_group / store timeout)"}};
-  } else {
-    j["timeout"] = nullptr;
+    ev.timeout = TimeoutFact{*t, internal != nullptr,
+                             internal ? internal : "set by the job (init_process_group / store timeout)"};
   }
+}
+
+void common_discriminators(const Context& c, Diagnosis& d) {
+  auto& j = d.discriminators;
+  const Evidence& ev = d.evidence;
+  j["which_ranks_failed"] = ev.failed_ranks;
+  j["seconds_from_launch_to_first_failure"] = ev.seconds_to_first_failure
+                                                  ? nlohmann::ordered_json(*ev.seconds_to_first_failure)
+                                                  : nlohmann::ordered_json(nullptr);
+  if (ev.timeout)
+    j["timeout"] = {{"ms", ev.timeout->ms},
+                    {"source", ev.timeout->internal_default ? "internal default" : "configured"},
+                    {"note", ev.timeout->note}};
+  else
+    j["timeout"] = nullptr;
   // Name-resolution warnings above a timeout: the lines above a timeout may explain it.
   std::vector<std::string> above;
   for (const auto& e : c.logs.events)
@@ -126,6 +135,7 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     d.verdict = best.verdict;
     d.findings = best.findings;
     d.discriminators = best.discriminators;
+    d.evidence = best.evidence;
     for (std::size_t i = 1; i < candidates.size(); ++i) {
       // transient_recv means "no other cause": beside another verdict it says nothing.
       if (candidates[i].verdict.cls == FailureClass::TransientRecv) continue;
@@ -162,6 +172,7 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     d.verdict.summary = "no failure class fits: " + (missing.empty() ? std::string("nothing went wrong that rdzvscope can see") : missing.substr(0, missing.size() - 2));
     d.verdict.next_step = "rerun with rdzvscope run --out DIR and pass every rank's log with --log";
   }
+  find_common_evidence(c, d.evidence);
   common_discriminators(c, d);
   if (traces.attempts > 1) {
     d.discriminators["attempts"] = traces.attempts;
@@ -178,9 +189,9 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
 
   for (const ProcessFacts* f : c.ranks()) {
     RankRow row = row_for(c, *f);
-    row.late = d.verdict.cls == FailureClass::StragglerTimeout && d.discriminators.contains("late_ranks") &&
-               std::find(d.discriminators["late_ranks"].begin(), d.discriminators["late_ranks"].end(),
-                         f->proc->rank) != d.discriminators["late_ranks"].end();
+    const auto& late = d.evidence.late_ranks;
+    row.late = d.verdict.cls == FailureClass::StragglerTimeout &&
+               std::find(late.begin(), late.end(), f->proc->rank) != late.end();
     d.ranks.push_back(row);
   }
   if (const ProcessFacts* s = c.store_server(0)) {
@@ -188,9 +199,9 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     std::snprintf(buf, sizeof buf, "%s:%u, hosted by %s", s->proc->host.c_str(), s->listen_port,
                   s->proc->label().c_str());
     d.store_endpoint = buf;
-    if (const auto& t = d.discriminators["timeout"]; t.is_object())
-      d.store_endpoint += "; timeout " + fmt_seconds(t["ms"].get<std::int64_t>() / 1000.0) + " (" +
-                          t["source"].get<std::string>() + ")";
+    if (const auto& t = d.evidence.timeout)
+      d.store_endpoint += "; timeout " + fmt_seconds(t->ms / 1000.0) + " (" +
+                          (t->internal_default ? "internal default" : "configured") + ")";
   }
 
   d.clocks = traces.clocks;

@@ -23,6 +23,23 @@ struct Verdict {
   std::string next_step;
 };
 
+// The timeout the ranks waited under, and whether the job set it or it is an internal default.
+struct TimeoutFact {
+  std::int64_t ms = 0;
+  bool internal_default = false;
+  std::string note;  // which internal default, or "set by the job (...)"
+};
+
+// What the verdict rests on, typed: the views and --runs read these, never the JSON
+// discriminators (an output only, written from these and from each rule's own keys).
+struct Evidence {
+  std::vector<int> failed_ranks;                    // every rank that failed, by rank
+  std::optional<double> seconds_to_first_failure;   // launch to the first failure
+  std::optional<TimeoutFact> timeout;
+  std::vector<int> late_ranks;                      // straggler_timeout: who arrived late
+  std::optional<std::string> unresolved_name;       // name_resolution: the name that failed
+};
+
 struct Finding {
   FailureClass cls = FailureClass::Unknown;
   std::optional<int> rank;
@@ -57,6 +74,7 @@ struct InputStats {
 
 struct Diagnosis {
   Verdict verdict;
+  Evidence evidence;
   std::vector<Finding> findings;
   nlohmann::ordered_json discriminators = nlohmann::ordered_json::object();
   std::vector<RankRow> ranks;

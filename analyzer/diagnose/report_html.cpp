@@ -172,16 +172,15 @@ Chart build_chart(const Diagnosis& d) {
     for (const auto& [host, rs] : by_host) ch.rows.push_back(host_row(d, host, rs));
   }
   // The deadline of the ranks that were on time: their usual connect plus the timeout.
-  if (const auto& t = d.discriminators.contains("timeout") ? d.discriminators["timeout"] : nlohmann::ordered_json();
-      t.is_object() && t.contains("ms")) {
-    const double timeout_s = t["ms"].get<double>() / 1000.0;
+  if (const auto& t = d.evidence.timeout) {
+    const double timeout_s = static_cast<double>(t->ms) / 1000.0;
     std::vector<double> connected;
     for (const RankRow& r : d.ranks)
       if (!r.late)
         if (auto s = rel_s(d, r.connected_ns)) connected.push_back(*s);
     if (auto m = median(connected)) {
       ch.deadline = *m + timeout_s;
-      ch.deadline_note = "timeout deadline " + secs(*ch.deadline) + " (" + std::to_string(static_cast<long long>(t["ms"].get<double>())) +
+      ch.deadline_note = "timeout deadline " + secs(*ch.deadline) + " (" + std::to_string(static_cast<long long>(t->ms)) +
                          " ms after the on-time ranks connected)";
     }
   }

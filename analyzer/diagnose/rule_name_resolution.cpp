@@ -91,6 +91,7 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
   v.next_step = "from " + where + ": getent hosts " + (name.empty() ? std::string("<rendezvous host>") : name) +
                 " ; if it prints nothing while the IP works, fix the node's resolver (/etc/hosts, DNS search "
                 "domain) or use the IP in MASTER_ADDR / --rdzv-endpoint; a PyTorch upgrade will not help";
+  out.evidence.unresolved_name = name;
   out.discriminators["host_name"] = name;
   out.discriminators["failed_on_ranks"] = bad_ranks;
   out.discriminators["failed_on_hosts"] = bad_hosts;

@@ -114,6 +114,7 @@ std::optional<Candidate> rule_straggler(const Context& c) {
                             " and timed out waiting from " + rel(c, first_timeout) + " (" +
                             describe(*waited.front()->wait_timeouts.front()) + ")");
     out.findings.push_back(fast);
+    out.evidence.late_ranks = late_ranks;
     out.discriminators["late_ranks"] = late_ranks;
     out.discriminators["seconds_late"] = std::round(late_s * 100) / 100;
     out.discriminators["timed_out_ranks"] = fast_ranks;

@@ -44,9 +44,7 @@ std::string where(const Origin& o) {
 
 RunOutcome outcome_of(const Diagnosis& d) {
   RunOutcome o;
-  if (d.discriminators.contains("which_ranks_failed") && d.discriminators["which_ranks_failed"].is_array())
-    for (const auto& r : d.discriminators["which_ranks_failed"])
-      if (r.is_number_integer()) o.failed_ranks.push_back(r.get<int>());
+  o.failed_ranks = d.evidence.failed_ranks;
   std::set<std::string> hosts, all_hosts;
   for (const RankRow& row : d.ranks) {
     all_hosts.insert(row.host);
@@ -57,10 +55,7 @@ RunOutcome outcome_of(const Diagnosis& d) {
   // Agents count too: a torchrun rendezvous that never completed has no rank anywhere.
   all_hosts.insert(d.hosts.begin(), d.hosts.end());
   o.multi_host = all_hosts.size() > 1;
-  const auto& s = d.discriminators.contains("seconds_from_launch_to_first_failure")
-                      ? d.discriminators["seconds_from_launch_to_first_failure"]
-                      : nlohmann::ordered_json(nullptr);
-  if (s.is_number()) o.seconds_to_failure = s.get<double>();
+  o.seconds_to_failure = d.evidence.seconds_to_first_failure;
   return o;
 }
 

@@ -29,12 +29,12 @@ RunResult run(const std::string& id, const std::string& cls, std::optional<int> 
     r.diagnosis.ranks.push_back(row);
   }
   if (rank) v.initiating_host = r.diagnosis.ranks[*rank].host;
-  std::vector<int> failed;
-  if (v.cls != FailureClass::Healthy) failed = {0, 1, 2, 3};
-  r.diagnosis.discriminators["which_ranks_failed"] = failed;
-  r.diagnosis.discriminators["seconds_from_launch_to_first_failure"] =
-      v.cls == FailureClass::Healthy ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(60.5);
-  r.diagnosis.discriminators["host_name"] = "master.cluster";
+  Evidence& ev = r.diagnosis.evidence;
+  if (v.cls != FailureClass::Healthy) {
+    ev.failed_ranks = {0, 1, 2, 3};
+    ev.seconds_to_first_failure = 60.5;
+  }
+  ev.unresolved_name = "master.cluster";
   return r;
 }
 
@@ -170,7 +170,6 @@ TEST_CASE("runs: torchrun agents only (the rendezvous never completed), the same
     r.diagnosis.verdict.initiating_host = "node1";
     r.diagnosis.verdict.next_step = "the run's own next step";
     r.diagnosis.hosts = {"node0", "node1", "node2", "node3"};
-    r.diagnosis.discriminators["which_ranks_failed"] = std::vector<int>{};
     return r;
   };
   const RunComparison c = compare_runs({agents_only("a"), agents_only("b"), agents_only("c")});
