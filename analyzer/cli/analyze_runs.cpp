@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "commands.h"
+#include "diagnostics.h"
 #include "diagnose/log_facts.h"
 #include "diagnose/report_runs.h"
 #include "diagnose/rules.h"
@@ -16,7 +17,7 @@ namespace {
 
 inline constexpr int kExitProblem = 3;
 
-void say(const std::string& line) { std::fprintf(stderr, "rdzvscope analyze: %s\n", line.c_str()); }
+void say(const std::string& line) { log_for("analyze")->error("{}", line); }
 
 }  // namespace
 

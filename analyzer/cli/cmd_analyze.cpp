@@ -18,6 +18,7 @@
 
 #include "analyze_runs.h"
 #include "commands.h"
+#include "diagnostics.h"
 #include "diagnose/log_facts.h"
 #include "diagnose/report.h"
 #include "diagnose/rules.h"
@@ -27,6 +28,8 @@ namespace rdzvscope::cli {
 namespace {
 
 inline constexpr int kExitProblem = 3;
+
+std::shared_ptr<spdlog::logger> log() { return log_for("analyze"); }
 
 struct AnalyzeOptions {
   std::vector<std::string> paths;
@@ -44,7 +47,7 @@ bool write_file(const std::string& path, const std::string& text) {
   if (out) out.write(text.data(), static_cast<std::streamsize>(text.size()));
   if (out) out.close();
   if (!out) {
-    std::fprintf(stderr, "rdzvscope analyze: writing %s: %s\n", path.c_str(), std::strerror(errno));
+    log()->error("writing {}: {}", path, std::strerror(errno));
     return false;
   }
   return true;
@@ -53,7 +56,7 @@ bool write_file(const std::string& path, const std::string& text) {
 bool exists(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) return true;
-  std::fprintf(stderr, "rdzvscope analyze: %s: %s\n", path.c_str(), std::strerror(errno));
+  log()->error("{}: {}", path, std::strerror(errno));
   return false;
 }
 
@@ -61,21 +64,19 @@ bool exists(const std::string& path) {
 void warn_sequential_runs(const TraceInputs& traces) {
   const std::vector<RunSpan> runs = sequential_runs(traces);
   if (runs.empty()) return;
-  std::string ids;
-  for (const RunSpan& r : runs) ids += (ids.empty() ? "" : ", ") + r.id + " (" + std::to_string(r.processes) + " processes)";
-  std::fprintf(stderr,
-               "rdzvscope analyze: the traces hold %zu runs one after the other (%s), analyzed here as one job; "
-               "put each run's traces in its own directory and compare them with --runs\n",
-               runs.size(), ids.c_str());
+  std::vector<std::string> ids;
+  for (const RunSpan& r : runs) ids.push_back(fmt::format("{} ({} processes)", r.id, r.processes));
+  log()->warn("the traces hold {} runs one after the other ({}), analyzed here as one job; "
+              "put each run's traces in its own directory and compare them with --runs",
+              runs.size(), fmt::join(ids, ", "));
 }
 
 int run_analyze(const AnalyzeOptions& opt) {
   if (opt.runs) {
     const char* refused = !opt.logs.empty() ? "--log" : !opt.timeline.empty() ? "--timeline" : !opt.html.empty() ? "--html" : nullptr;
     if (refused) {
-      std::fprintf(stderr,
-                   "rdzvscope analyze: %s cannot be used with --runs (each run's *.log files are found in its directory; "
-                   "for one run's timeline or HTML page, analyze that run's directory alone)\n",
+      log()->error("{} cannot be used with --runs (each run's *.log files are found in its directory; "
+                   "for one run's timeline or HTML page, analyze that run's directory alone)",
                    refused);
       return kExitUsage;
     }
@@ -85,7 +86,7 @@ int run_analyze(const AnalyzeOptions& opt) {
     return run_analyze_runs(opt.paths, opt.format, opt.fail_on_problem);
   }
   if (opt.paths.empty() && opt.logs.empty()) {
-    std::fprintf(stderr, "rdzvscope analyze: give trace directories/files, or logs with --log\n");
+    log()->error("give trace directories/files, or logs with --log");
     return kExitUsage;
   }
   bool all_there = true;
@@ -93,17 +94,22 @@ int run_analyze(const AnalyzeOptions& opt) {
   for (const auto& p : opt.logs) all_there &= exists(p);
   if (!all_there) return kExitUsage;
 
+  Stopwatch step;
   TraceInputs traces = load_traces(opt.paths);
+  log()->debug("read {} trace file(s): {} processes, {} events, {} lost, {} damaged file(s) in {}", traces.files,
+               traces.processes.size(), traces.events, traces.lost_events, traces.damaged_files, step.lap());
   LogFacts logs = load_logs(opt.logs);
-  for (const auto& e : traces.errors) std::fprintf(stderr, "rdzvscope analyze: %s\n", e.message().c_str());
-  for (const auto& e : logs.errors) std::fprintf(stderr, "rdzvscope analyze: %s\n", e.message().c_str());
+  log()->debug("read {} log(s): {} lines, {} matched in {}", logs.files, logs.lines, logs.matched, step.lap());
+  for (const auto& e : traces.errors) log()->error("{}", e.message());
+  for (const auto& e : logs.errors) log()->error("{}", e.message());
   if (traces.processes.empty() && logs.files == logs.errors.size()) {
-    std::fprintf(stderr, "rdzvscope analyze: no readable trace or log among the inputs\n");
+    log()->error("no readable trace or log among the inputs");
     return kExitUsage;
   }
 
   warn_sequential_runs(traces);
   Diagnosis d = diagnose(traces, logs);
+  log()->debug("diagnosed {} in {}", name_of(d.verdict.cls), step.lap());
   if (!opt.timeline.empty() &&
       !write_file(opt.timeline, timeline_json(d, traces, logs).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"))
     return kExitUsage;
@@ -120,7 +126,7 @@ int run_analyze(const AnalyzeOptions& opt) {
     std::fwrite(out.data(), 1, out.size(), stdout);
   }
   if (std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "rdzvscope analyze: writing the report: %s\n", std::strerror(errno));
+    log()->error("writing the report: {}", std::strerror(errno));
     return kExitUsage;
   }
   return opt.fail_on_problem && d.verdict.cls != FailureClass::Healthy ? kExitProblem : kExitOk;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "diagnostics.h"
 #include "out_dir.h"
 
 #ifdef RDZVSCOPE_HAVE_BPF
@@ -31,7 +32,7 @@ struct AttachArgs {
 };
 
 int fail(const std::string& msg) {
-  std::fprintf(stderr, "rdzvscope attach: %s\n", msg.c_str());
+  log_for("attach")->error("{}", msg);
   return kExitUsage;
 }
 
@@ -41,10 +42,8 @@ volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
 void say_ready(const bpf::AttachResult& r, const bpf::AttachOptions& opt) {
-  std::string who = opt.all ? std::string("all processes") : std::to_string(r.per_pid.size()) + " process(es)";
-  std::fprintf(stderr, "rdzvscope attach: recording %s into %s (Ctrl-C stops)\n", who.c_str(),
-               opt.out_dir.c_str());
-  std::fflush(stderr);
+  const std::string who = opt.all ? std::string("all processes") : fmt::format("{} process(es)", r.per_pid.size());
+  log_for("attach")->info("recording {} into {} (Ctrl-C stops)", who, opt.out_dir);
 }
 
 int run_attach(const AttachArgs& a) {
@@ -70,16 +69,15 @@ int run_attach(const AttachArgs& a) {
 
   const bpf::AttachResult r = bpf::attach_and_record(opt, &g_stop, say_ready);
   if (r.exit_code != 0 && r.per_pid.empty()) return fail(r.error);
-  if (!r.error.empty()) std::fprintf(stderr, "rdzvscope attach: %s\n", r.error.c_str());
+  if (!r.error.empty()) log_for("attach")->error("{}", r.error);
   std::uint64_t total = 0;
-  std::string each;
+  std::vector<std::string> each;
   for (const auto& p : r.per_pid) {
     total += p.events;
-    each += (each.empty() ? "" : ", ") + std::to_string(p.pid) + ": " + std::to_string(p.events);
+    each.push_back(fmt::format("{}: {}", p.pid, p.events));
   }
-  std::fprintf(stderr, "rdzvscope attach: %llu events from %zu process(es) (%s), %llu lost -> %s\n",
-               static_cast<unsigned long long>(total), r.per_pid.size(), each.c_str(),
-               static_cast<unsigned long long>(r.lost), opt.out_dir.c_str());
+  log_for("attach")->info("{} events from {} process(es) ({}), {} lost -> {}", total, r.per_pid.size(),
+                          fmt::join(each, ", "), r.lost, opt.out_dir);
   return r.exit_code;
 }
 #else

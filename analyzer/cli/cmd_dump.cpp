@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "diagnostics.h"
 #include "reader/dump_json.h"
 #include "reader/trace_reader.h"
 
@@ -23,7 +24,7 @@ struct DumpOptions {
   std::vector<std::string> paths;
 };
 
-void report(const Error& e) { std::fprintf(stderr, "rdzvscope dump: %s\n", e.message().c_str()); }
+void report(const Error& e) { log_for("dump")->error("{}", e.message()); }
 
 void print_line(const std::string& line) {
   std::fwrite(line.data(), 1, line.size(), stdout);
@@ -95,7 +96,7 @@ int run_dump(const DumpOptions& opt) {
   }
   // A full disk or a closed pipe must not look like a complete dump.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "rdzvscope dump: writing the output: %s\n", std::strerror(errno));
+    log_for("dump")->error("writing the output: {}", std::strerror(errno));
     return kExitUsage;
   }
   return all_ok ? kExitOk : kExitUsage;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "diagnostics.h"
 #include "out_dir.h"
 #include "run_env.h"
 #include "shim_locator.h"
@@ -37,7 +38,7 @@ struct RunOptions {
 };
 
 int fail(const std::string& message) {
-  std::fprintf(stderr, "rdzvscope run: %s\n", message.c_str());
+  log_for("run")->error("{}", message);
   return kExitUsage;
 }
 
@@ -81,14 +82,15 @@ int run_run(const RunOptions& opt) {
   if (opt.max_mb) ::setenv("RDZVSCOPE_MAX_MB", std::to_string(*opt.max_mb).c_str(), 1);
   ::setenv("LD_PRELOAD", preload.c_str(), 1);
 
-  std::fprintf(stderr, "rdzvscope: tracing into %s\n", dir.value().c_str());
-  std::fflush(stderr);
+  log_for("run")->debug("LD_PRELOAD={} RDZVSCOPE_DIR={}{}", preload, dir.value(),
+                         ports.empty() ? std::string() : " RDZVSCOPE_PORTS=" + ports);
+  log_for("")->info("tracing into {}", dir.value());
 
   std::vector<char*> argv;
   for (const auto& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   ::execvp(argv[0], argv.data());
-  std::fprintf(stderr, "rdzvscope run: %s: %s\n", argv[0], std::strerror(errno));
+  log_for("run")->error("{}: {}", argv[0], std::strerror(errno));
   return kExitExecFailed;
 }
 

@@ -1,10 +1,10 @@
 // rdzvscope: diagnose PyTorch distributed rendezvous failures. See docs/architecture.md
 // for the parts; this file only dispatches to the subcommands (cmd_*.cpp).
-#include <cstdio>
 #include <exception>
 #include <vector>
 
 #include "commands.h"
+#include "diagnostics.h"
 
 #ifndef RDZVSCOPE_VERSION
 #define RDZVSCOPE_VERSION "unknown"
@@ -19,6 +19,13 @@ int main(int argc, char** argv) {
   std::vector<Command> commands{add_run_command(app), add_dump_command(app),
                                 add_analyze_command(app)};
   commands.push_back(add_attach_command(app));
+  // Every subcommand takes them, where a user puts them: after its name.
+  bool verbose = false, quiet = false;
+  for (const auto& c : commands) {
+    auto* v = c.app->add_flag("-v,--verbose", verbose, "Also say what was read and how long each step took");
+    auto* q = c.app->add_flag("-q,--quiet", quiet, "Only warnings and errors on stderr");
+    v->excludes(q);
+  }
 
   try {
     app.parse(argc, argv);
@@ -29,6 +36,7 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
 
+  set_verbosity(quiet ? Verbosity::Quiet : verbose ? Verbosity::Verbose : Verbosity::Normal);
   try {
     for (const auto& c : commands) {
       if (c.app->parsed()) return c.run();
@@ -36,7 +44,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     // Last resort: the commands report errors as values; this is for the unforeseen
     // (bad_alloc, filesystem errors), so that the user gets a message, not an abort.
-    std::fprintf(stderr, "rdzvscope: internal error: %s\n", e.what());
+    log_for("")->error("internal error: {}", e.what());
     return kExitUsage;
   }
   return kExitUsage;
