@@ -18,6 +18,7 @@
 #include "proc_info.h"
 #include "rdzv.h"
 #include "rdzv.skel.h"
+#include "rdzvscope/recorder_core.h"
 #include "seed.h"
 #include "snapshots.h"
 #include "trace_file.h"
@@ -43,14 +44,11 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
   return 0;
 }
 
-std::uint64_t mono_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
+std::uint64_t mono_ns() { return rdzv_clock_ns(CLOCK_MONOTONIC); }
 
 struct Recorder {
   const AttachOptions* opt = nullptr;
+  bool group_read = false;  // RDZVSCOPE_GROUP_READ, as for the shim's files
   rdzv_bpf* skel = nullptr;
   std::map<int, std::unique_ptr<TraceFile>> files;
   std::set<int> failed;  // pids whose file could not be created (said once)
@@ -61,7 +59,8 @@ struct Recorder {
     if (it != files.end()) return it->second.get();
     if (failed.count(pid)) return nullptr;
     auto f = std::make_unique<TraceFile>();
-    std::string err = f->create(opt->out_dir, pid, store_ports_of(pid, opt->ports), opt->max_bytes);
+    std::string err = f->create(opt->out_dir, pid, store_ports_of(pid, opt->ports), opt->max_bytes,
+                                group_read);
     if (!err.empty()) {
       std::fprintf(stderr, "rdzvscope attach: cannot create trace file for pid %d: %s\n", pid, err.c_str());
       failed.insert(pid);
@@ -194,6 +193,14 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   if (geteuid() != 0) return fail("needs root (CAP_BPF and CAP_PERFMON): run it as root");
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     return fail("no BPF support here: the kernel has no BTF (/sys/kernel/btf/vmlinux)");
+  if (opt.max_bytes > (std::uint64_t{RDZV_TRACE_MAX_MB} << 20))
+    return fail("a trace file is at most " + std::to_string(RDZV_TRACE_MAX_MB) +
+                " MiB, as the shim's (--max-mb)");
+  // The trace files and their directory as the shim makes them: RDZVSCOPE_GROUP_READ=1 (in
+  // attach's own environment) gives the group read access.
+  const bool group_read = rdzv_env_flag(rdzv_env_self(nullptr, "RDZVSCOPE_GROUP_READ")) != 0;
+  if (rdzv_trace_dir_ensure(opt.out_dir.c_str(), group_read) != 0)
+    return fail("trace directory unusable: " + opt.out_dir + ": " + std::strerror(errno));
 
   // The targets, found before anything is loaded: their ports go into the programs.
   std::vector<int> pids;
@@ -241,6 +248,7 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   // Files for the explicit targets first, so that their PROC_START sorts before any event.
   Recorder recorder;
   recorder.opt = &opt;
+  recorder.group_read = group_read;
   recorder.skel = skel.get();
   for (int pid : pids)
     if (!recorder.file_for(pid)) return fail("cannot create the trace file of pid " + std::to_string(pid));

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "rdzvscope/recorder_core.h"
+
 namespace rdzvscope::bpf {
 
 struct AttachOptions {
@@ -16,10 +18,12 @@ struct AttachOptions {
   std::vector<std::uint16_t> ports;  // --port: per-call events on these only; also store ports
   std::string out_dir;               // exists and is writable
   double duration_s = 0;             // 0: until *stop
-  std::uint64_t max_bytes = 2u << 20;  // per trace file, as the shim's RDZVSCOPE_MAX_MB
+  // Per trace file, as the shim's RDZVSCOPE_MAX_MB: at most RDZV_TRACE_MAX_MB MiB.
+  std::uint64_t max_bytes = std::uint64_t{RDZV_TRACE_DEFAULT_MAX_MB} << 20;
   // Per store socket: the first io_events send/recv calls are recorded one by one (0: every
-  // call), as the shim does with 32; after that only failures and 0-byte reads.
-  std::uint32_t io_events = 32;
+  // call), as the shim does with RDZV_IO_DETAIL_EVENTS; after that only failures and 0-byte
+  // reads (RDZV_IO_FAILURE_EVENTS of them).
+  std::uint32_t io_events = RDZV_IO_DETAIL_EVENTS;
 };
 
 struct PidCount {

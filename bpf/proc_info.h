@@ -1,8 +1,7 @@
 // What /proc/PID says about a process we attach to: the header facts the shim takes from
-// inside the process (identity environment, command line, start time), read from outside.
+// inside the process (identity environment, command line, start time), read from outside,
+// the same way (rdzvscope/recorder_core.h).
 #pragma once
-
-#include <time.h>
 
 #include <cstdint>
 #include <string>
@@ -12,12 +11,14 @@
 
 namespace rdzvscope::bpf {
 
-// Fills pid, ppid, clocks, start time, host, exe, cmdline and the identity of `h`. Returns
-// false when /proc/PID is gone (the header then holds the pid and the clocks only).
+// Fills pid, ppid, clocks, start time, host, exe, cmdline (rdzv_process_fill) and the identity
+// (rdzv_identity_fill, from /proc/PID/environ) of `h`. Returns false when /proc/PID is gone
+// (the header then holds the pid and the clocks only).
 bool fill_header_from_proc(int pid, rdzv_file_header* h);
 
-// The store ports the shim would use for this process: MASTER_PORT, PET_RDZV_ENDPOINT's
-// port, RDZVSCOPE_PORTS (from /proc/PID/environ), 29400 and 29500, then `extra`.
+// The store ports the shim would use for this process (rdzv_ports_from_env on
+// /proc/PID/environ: MASTER_PORT, PET_RDZV_ENDPOINT's port, 29400, 29500, RDZVSCOPE_PORTS; at
+// most RDZV_MAX_STORE_PORTS), then those of `extra` not among them yet (all of them).
 std::vector<std::uint16_t> store_ports_of(int pid, const std::vector<std::uint16_t>& extra);
 
 // The libc the process has mapped, as a path that works from our mount namespace
@@ -35,7 +36,5 @@ std::string read_file(const std::string& path, std::size_t limit = 1 << 20);
 // Fields after the command name of /proc/PID/stat (which may hold spaces and parentheses):
 // [0] is field 3 (state).
 std::vector<std::string> stat_fields(int pid);
-
-std::uint64_t clock_ns(clockid_t id);
 
 }  // namespace rdzvscope::bpf

@@ -8,7 +8,7 @@
  * (fd_copies.bpf.h). Every event leaves as a ready trace record through one ring buffer;
  * events that do not fit are counted per CPU in `lost`.
  *
- * Only program types that work on the test bed's kernel (design/testbed.md): raw_tp (syscall
+ * Only program types that work on the test bed's kernel (README: test bed): raw_tp (syscall
  * enter/exit: no tracefs needed), tp_btf (sock:, sched:), uprobes, and one iterator
  * (iter/task_file, checked here: bpf.seeded_sockets) run once at start. No kprobes, no fentry.
  * x86_64 only: syscall numbers and pt_regs fields below are that ABI's. */

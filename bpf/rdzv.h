@@ -5,6 +5,7 @@
 #ifndef RDZVSCOPE_BPF_RDZV_H
 #define RDZVSCOPE_BPF_RDZV_H
 
+#include "rdzvscope/recorder_core.h" /* its limits: the BPF part of it */
 #include "rdzvscope/trace_format.h"
 
 #define RDZV_BPF_MAX_PORTS RDZV_MAX_STORE_PORTS

@@ -9,9 +9,10 @@ const volatile bool filter_ports = false; /* --port given: per-call events on th
 const volatile __u32 self_tgid = 0;       /* the loader itself, never traced */
 const volatile __u16 ports[RDZV_BPF_MAX_PORTS] = {}; /* store ports; 0 = unused */
 /* Per store socket, as the shim (shim/hooks_io.cpp): the first io_detail calls are recorded
- * one by one (0: every call), after that only failures and 0-byte reads, io_failures of them. */
-const volatile __u32 io_detail = 32;
-const volatile __u32 io_failures = 16;
+ * one by one (0: every call), after that only failures and 0-byte reads, io_failures of them.
+ * The defaults are the recorder core's limits (rdzvscope/recorder_core.h), the shim's too. */
+const volatile __u32 io_detail = RDZV_IO_DETAIL_EVENTS;
+const volatile __u32 io_failures = RDZV_IO_FAILURE_EVENTS;
 
 /* x86_64 syscall numbers. */
 #define NR_read 0

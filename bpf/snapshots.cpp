@@ -8,11 +8,10 @@
 #include <string>
 
 #include "proc_info.h"
+#include "rdzvscope/recorder_core.h"
 
 namespace rdzvscope::bpf {
 namespace {
-
-constexpr std::uint64_t kFailureGapNs = 250'000'000;
 
 bool is_failure(const rdzv_record& r) {
   switch (r.kind) {
@@ -30,12 +29,6 @@ bool is_failure(const rdzv_record& r) {
   }
 }
 
-// The number after `key` in a "key: value" /proc text, 0 when absent.
-std::uint64_t field_after(const std::string& text, const char* key) {
-  const std::size_t at = text.find(key);
-  return at == std::string::npos ? 0 : std::strtoull(text.c_str() + at + std::strlen(key), nullptr, 10);
-}
-
 }  // namespace
 
 std::optional<rdzv_snapshot_reason> SnapshotPolicy::after(const rdzv_record& r, std::uint64_t now_ns) {
@@ -45,8 +38,7 @@ std::optional<rdzv_snapshot_reason> SnapshotPolicy::after(const rdzv_record& r, 
     return RDZV_SNAP_FIRST_STORE_CONNECT;
   }
   if (!is_failure(r)) return std::nullopt;
-  if (last_failure_ns_ && now_ns - last_failure_ns_ < kFailureGapNs) return std::nullopt;
-  last_failure_ns_ = now_ns;
+  if (!rdzv_failure_snapshot_due(&last_failure_ns_, now_ns)) return std::nullopt;
   return RDZV_SNAP_FAILURE;
 }
 
@@ -58,7 +50,7 @@ bool read_snapshot(int pid, std::uint64_t start_realtime_ns, rdzv_snapshot_reaso
   out->kind = RDZV_EV_SNAPSHOT;
   out->op = static_cast<std::uint8_t>(reason);
   out->tid = static_cast<std::uint32_t>(pid);
-  out->ts_ns = clock_ns(CLOCK_MONOTONIC);
+  out->ts_ns = rdzv_clock_ns(CLOCK_MONOTONIC);
   out->fd = -1;
   rdzv_ev_snapshot& s = out->u.snap;
   // stat fields 14 and 15 (utime, stime of the whole process) are stat[11] and stat[12].
@@ -67,17 +59,17 @@ bool read_snapshot(int pid, std::uint64_t start_realtime_ns, rdzv_snapshot_reaso
   s.utime_us = std::strtoull(stat[11].c_str(), nullptr, 10) * us_per_tick;
   s.stime_us = std::strtoull(stat[12].c_str(), nullptr, 10) * us_per_tick;
   const std::string io = read_file(dir + "/io", 4096);
-  s.rchar = field_after(io, "rchar:");
-  s.wchar = field_after(io, "wchar:");
-  s.read_bytes = field_after(io, "\nread_bytes:");
-  s.write_bytes = field_after(io, "\nwrite_bytes:");
+  s.rchar = rdzv_proc_field(io.c_str(), "rchar:");
+  s.wchar = rdzv_proc_field(io.c_str(), "wchar:");
+  s.read_bytes = rdzv_proc_field(io.c_str(), "\nread_bytes:");
+  s.write_bytes = rdzv_proc_field(io.c_str(), "\nwrite_bytes:");
   // The main thread's context switches and the peak RSS (the shim's getrusage counts all
   // threads; a rank waits and computes on its main thread).
   const std::string status = read_file(dir + "/status", 16384);
-  s.vol_ctxsw = field_after(status, "\nvoluntary_ctxt_switches:");
-  s.invol_ctxsw = field_after(status, "\nnonvoluntary_ctxt_switches:");
-  s.maxrss_kb = field_after(status, "\nVmHWM:");
-  const std::uint64_t rt = clock_ns(CLOCK_REALTIME);
+  s.vol_ctxsw = rdzv_proc_field(status.c_str(), "\nvoluntary_ctxt_switches:");
+  s.invol_ctxsw = rdzv_proc_field(status.c_str(), "\nnonvoluntary_ctxt_switches:");
+  s.maxrss_kb = rdzv_proc_field(status.c_str(), "\nVmHWM:");
+  const std::uint64_t rt = rdzv_clock_ns(CLOCK_REALTIME);
   s.since_start_ns = start_realtime_ns && rt > start_realtime_ns ? rt - start_realtime_ns : 0;
   return true;
 }

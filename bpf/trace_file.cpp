@@ -1,30 +1,17 @@
 #include "trace_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "proc_info.h"
 
 namespace rdzvscope::bpf {
 namespace {
 
-std::string sanitized_host() {
-  char raw[256];
-  if (gethostname(raw, sizeof raw) != 0) raw[0] = '\0';
-  raw[sizeof raw - 1] = '\0';
-  std::string host;
-  for (const char* p = raw; *p && host.size() < 127; ++p) {
-    const char c = *p;
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
-    host.push_back(ok ? c : '_');
-  }
-  return host.empty() ? "unknown-host" : host;
+void set_store_ports(rdzv_file_header* h, const std::vector<std::uint16_t>& store_ports) {
+  std::memset(h->store_ports, 0, sizeof h->store_ports);
+  for (std::size_t i = 0; i < store_ports.size() && i < RDZV_MAX_STORE_PORTS; ++i)
+    h->store_ports[i] = store_ports[i];
 }
 
 }  // namespace
@@ -32,101 +19,71 @@ std::string sanitized_host() {
 TraceFile::~TraceFile() { close(); }
 
 std::string TraceFile::create(const std::string& dir, int pid,
-                              const std::vector<std::uint16_t>& store_ports, std::uint64_t max_bytes) {
+                              const std::vector<std::uint16_t>& store_ports,
+                              std::uint64_t max_bytes, bool group_read) {
   pid_ = pid;
-  const std::string host = sanitized_host();
-  int fd = -1;
-  // A file of the same name (the shim's, or an earlier attach) is never overwritten.
-  for (int n = 0; n < 1000 && fd < 0; ++n) {
-    path_ = dir + "/" + host + "." + std::to_string(pid) + (n ? "." + std::to_string(n) : "") + RDZV_FILE_SUFFIX;
-    fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 && errno != EEXIST) return path_ + ": " + std::strerror(errno);
-  }
-  if (fd < 0) return path_ + ": " + std::strerror(EEXIST);
-  fchmod(fd, 0600);
+  auto facts = std::make_unique<rdzv_file_header>();  // zeroed
+  fill_header_from_proc(pid, facts.get());
+  set_store_ports(facts.get(), store_ports);
+  facts->features |= RDZV_FEAT_LOST_COUNTER | RDZV_FEAT_STORE_IO | RDZV_FEAT_SNAPSHOTS;
+  facts->source = RDZV_SOURCE_BPF;
 
-  std::uint64_t capacity = (max_bytes - RDZV_HEADER_SIZE) / RDZV_RECORD_SIZE;
-  const std::size_t len = RDZV_HEADER_SIZE + capacity * RDZV_RECORD_SIZE;
-  if (ftruncate(fd, static_cast<off_t>(len)) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return path_ + ": " + std::strerror(err);
+  char host[128];
+  rdzv_file_host(host, sizeof host);
+  rdzv_trace_request req{};
+  req.dir = dir.c_str();
+  req.host = host;
+  req.pid = pid;
+  req.max_bytes = max_bytes;
+  req.group_read = group_read;
+  // One file per process, kept across its execs (after_exec): exec_generation stays 0. A file
+  // of the same name (the shim's, or an earlier attach) is never overwritten.
+  req.count_exec_generation = 0;
+  std::string path(dir.size() + 256, '\0');
+  rdzv_trace_step failed = RDZV_TRACE_OK;
+  if (const int err = rdzv_trace_create(&req, facts.get(), &trace_, path.data(), path.size(),
+                                        &failed)) {
+    path.resize(std::strlen(path.c_str()));
+    return path + ": " + rdzv_trace_step_text(failed) + ": " + std::strerror(err);
   }
-  void* map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int err = errno;
-  ::close(fd);
-  if (map == MAP_FAILED) return path_ + ": " + std::strerror(err);
-
-  auto* h = static_cast<rdzv_file_header*>(map);
-  std::memset(h, 0, sizeof *h);
-  fill_header_from_proc(pid, h);
-  h->version = RDZV_FORMAT_VERSION;
-  h->header_size = RDZV_HEADER_SIZE;
-  h->record_size = RDZV_RECORD_SIZE;
-  h->features |= RDZV_FEAT_LOST_COUNTER | RDZV_FEAT_STORE_IO | RDZV_FEAT_SNAPSHOTS;
-  h->source = RDZV_SOURCE_BPF;
-  h->capacity = static_cast<std::uint32_t>(capacity);
-  for (std::size_t i = 0; i < store_ports.size() && i < RDZV_MAX_STORE_PORTS; ++i) h->store_ports[i] = store_ports[i];
-  header_ = h;
-  records_ = reinterpret_cast<rdzv_record*>(static_cast<char*>(map) + RDZV_HEADER_SIZE);
-  capacity_ = capacity;
-  map_len_ = len;
-  std::uint64_t magic_word;
-  std::memcpy(&magic_word, RDZV_MAGIC, sizeof magic_word);
-  __atomic_store_n(reinterpret_cast<std::uint64_t*>(h->magic), magic_word, __ATOMIC_RELEASE);
+  path.resize(std::strlen(path.c_str()));
+  path_ = path;
+  rdzv_trace_publish(&trace_);
 
   // As the shim: the first record, dated at the process start on the monotonic clock.
-  rdzv_record start{};
-  start.kind = RDZV_EV_PROC_START;
-  start.op = RDZV_OP_INIT;
-  start.tid = static_cast<std::uint32_t>(pid);
-  const std::uint64_t age = (h->features & RDZV_FEAT_PROC_START) && h->clock_realtime_ns > h->start_realtime_ns
-                                ? h->clock_realtime_ns - h->start_realtime_ns
-                                : 0;
-  start.ts_ns = h->clock_monotonic_ns > age ? h->clock_monotonic_ns - age : 0;
-  start.fd = -1;
-  start.u.proc.child_pid = -1;
-  std::memcpy(start.u.proc.path, h->exe, sizeof start.u.proc.path - 1);
+  rdzv_record start;
+  rdzv_proc_start_record(&start, trace_.header, static_cast<std::uint32_t>(pid));
   append(start);
   events_ = 0;  // the summary counts what the probes saw
   return {};
 }
 
 void TraceFile::after_exec(const std::vector<std::uint16_t>& store_ports) {
-  if (!header_) return;
-  rdzv_file_header fresh{};
-  if (!fill_header_from_proc(pid_, &fresh)) return;  // gone already: keep what we had
-  header_->ident = fresh.ident;
-  std::memcpy(header_->exe, fresh.exe, sizeof header_->exe);
-  std::memcpy(header_->cmdline, fresh.cmdline, sizeof header_->cmdline);
-  std::memset(header_->store_ports, 0, sizeof header_->store_ports);
-  for (std::size_t i = 0; i < store_ports.size() && i < RDZV_MAX_STORE_PORTS; ++i) header_->store_ports[i] = store_ports[i];
+  if (!trace_.header) return;
+  auto fresh = std::make_unique<rdzv_file_header>();
+  if (!fill_header_from_proc(pid_, fresh.get())) return;  // gone already: keep what we had
+  rdzv_file_header* h = trace_.header;
+  h->ident = fresh->ident;
+  std::memcpy(h->exe, fresh->exe, sizeof h->exe);
+  std::memcpy(h->cmdline, fresh->cmdline, sizeof h->cmdline);
+  h->cmdline_truncated = fresh->cmdline_truncated;
+  set_store_ports(h, store_ports);
 }
 
 void TraceFile::append(const rdzv_record& rec) {
-  if (!header_) return;
-  const std::uint64_t slot = header_->next_slot;
-  __atomic_store_n(&header_->next_slot, slot + 1, __ATOMIC_RELEASE);
+  if (!trace_.header) return;
   ++events_;
-  if (slot >= capacity_) {
-    __atomic_fetch_add(&header_->dropped, 1, __ATOMIC_RELAXED);
-    return;
-  }
-  rdzv_record* r = &records_[slot];
+  std::uint64_t slot;
+  rdzv_record* r = rdzv_trace_reserve(&trace_, &slot);
+  if (!r) return;  // full: counted in header.dropped
   std::memcpy(r, &rec, sizeof *r - sizeof r->seal);
-  __atomic_store_n(&r->seal, rdzv_seal_for(slot), __ATOMIC_RELEASE);
+  rdzv_trace_commit(r, slot);
 }
 
 void TraceFile::set_lost(std::uint64_t lost) {
-  if (header_) __atomic_store_n(&header_->lost, lost, __ATOMIC_RELEASE);
+  if (trace_.header) __atomic_store_n(&trace_.header->lost, lost, __ATOMIC_RELEASE);
 }
 
-void TraceFile::close() {
-  if (!header_) return;
-  msync(header_, map_len_, MS_ASYNC);
-  munmap(header_, map_len_);
-  header_ = nullptr;
-  records_ = nullptr;
-}
+void TraceFile::close() { rdzv_trace_close(&trace_); }
 
 }  // namespace rdzvscope::bpf

@@ -1,12 +1,14 @@
 // One trace file written by the loader on behalf of one process: the same file the shim
-// would write inside it (include/rdzvscope/trace_format.h), with source = bpf and the ring
-// buffer's lost-event counter in the header.
+// would write inside it (include/rdzvscope/trace_format.h), made the same way (the recorder
+// core, rdzvscope/recorder_core.h), with source = bpf and the ring buffer's lost-event
+// counter in the header.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "rdzvscope/recorder_core.h"
 #include "rdzvscope/trace_format.h"
 
 namespace rdzvscope::bpf {
@@ -18,10 +20,11 @@ class TraceFile {
   TraceFile& operator=(const TraceFile&) = delete;
   ~TraceFile();
 
-  // Creates DIR/<host>.<pid>[.n].rzt (O_EXCL|O_NOFOLLOW, 0600), fills the header from
-  // /proc/PID, writes the PROC_START record. Returns "" or the reason it failed.
+  // Creates DIR/<host>.<pid>[.n].rzt as the shim does (rdzv_trace_create: O_EXCL|O_NOFOLLOW,
+  // 0600 or 0640 with group_read, blocks allocated), fills the header from /proc/PID, writes
+  // the PROC_START record. Returns "" or the reason it failed.
   std::string create(const std::string& dir, int pid, const std::vector<std::uint16_t>& store_ports,
-                     std::uint64_t max_bytes);
+                     std::uint64_t max_bytes, bool group_read);
 
   // The process exec'd: the header takes the new image's identity, executable, command line
   // and store ports (the analyzer reads a header as the newest image's, as for the shim's
@@ -36,13 +39,12 @@ class TraceFile {
   const std::string& path() const { return path_; }
   std::uint64_t events() const { return events_; }
   int pid() const { return pid_; }
-  std::uint64_t start_realtime_ns() const { return header_ ? header_->start_realtime_ns : 0; }
+  std::uint64_t start_realtime_ns() const {
+    return trace_.header ? trace_.header->start_realtime_ns : 0;
+  }
 
  private:
-  rdzv_file_header* header_ = nullptr;
-  rdzv_record* records_ = nullptr;
-  std::uint64_t capacity_ = 0;
-  std::size_t map_len_ = 0;
+  rdzv_trace trace_{};
   std::uint64_t events_ = 0;
   int pid_ = -1;
   std::string path_;

@@ -9,9 +9,8 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "process_info.h"
+#include "rdzvscope/recorder_core.h"
 #include "real_calls.h"
-#include "text.h"
 
 namespace rdzv {
 
@@ -98,31 +97,13 @@ bool is_nonblocking(int fd) {
 }
 
 namespace {
-
-uint64_t field_after(const char* text, const char* key) {
-  const char* p = strstr(text, key);
-  if (!p) return 0;
-  p += strlen(key);
-  while (*p == ' ') ++p;
-  uint64_t v = 0;
-  for (; *p >= '0' && *p <= '9'; ++p) v = v * 10 + static_cast<uint64_t>(*p - '0');
-  return v;
-}
-
 uint64_t g_last_failure_snapshot_ns;
-constexpr uint64_t kFailureSnapshotGapNs = 250'000'000;
-
 }  // namespace
 
 void record_snapshot(Create create, rdzv_snapshot_reason reason) {
   uint64_t now = mono_ns();
-  if (reason == RDZV_SNAP_FAILURE) {
-    uint64_t last = __atomic_load_n(&g_last_failure_snapshot_ns, __ATOMIC_RELAXED);
-    if (last && now - last < kFailureSnapshotGapNs) return;
-    if (!__atomic_compare_exchange_n(&g_last_failure_snapshot_ns, &last, now, false,
-                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-      return;
-  }
+  if (reason == RDZV_SNAP_FAILURE && !rdzv_failure_snapshot_due(&g_last_failure_snapshot_ns, now))
+    return;
   EventHead head{RDZV_EV_SNAPSHOT, static_cast<uint8_t>(reason)};
   head.ts_ns = now;
   Slot s = new_record(create, head);
@@ -139,11 +120,11 @@ void record_snapshot(Create create, rdzv_snapshot_reason reason) {
     snap.maxrss_kb = static_cast<uint64_t>(ru.ru_maxrss);
   }
   char io[512];
-  if (read_proc_file("/proc/self/io", io, sizeof io) > 0) {
-    snap.rchar = field_after(io, "rchar:");
-    snap.wchar = field_after(io, "wchar:");
-    snap.read_bytes = field_after(io, "\nread_bytes:");
-    snap.write_bytes = field_after(io, "\nwrite_bytes:");
+  if (rdzv_read_file("/proc/self/io", io, sizeof io) > 0) {
+    snap.rchar = rdzv_proc_field(io, "rchar:");
+    snap.wchar = rdzv_proc_field(io, "wchar:");
+    snap.read_bytes = rdzv_proc_field(io, "\nread_bytes:");
+    snap.write_bytes = rdzv_proc_field(io, "\nwrite_bytes:");
   }
   uint64_t start = process_start_realtime_ns();
   uint64_t rt = clock_ns(CLOCK_REALTIME);

@@ -9,7 +9,7 @@
 
 namespace rdzv {
 
-constexpr int kMaxTrackedFd = 65536;  // higher fds are passed through untraced (README: limits)
+constexpr int kMaxTrackedFd = 65536;  // higher fds pass untraced (docs/trace-format.md: limits)
 constexpr uint16_t kFdTcp = 0x8000;      // a TCP socket we saw connect, bind or accept
 constexpr uint16_t kFdPending = 0x4000;  // non-blocking connect whose outcome is not read yet
 constexpr uint16_t kFdNonblock = 0x2000;

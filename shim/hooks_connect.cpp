@@ -8,9 +8,9 @@
 #include "events.h"
 #include "fd_table.h"
 #include "guard.h"
+#include "hook.h"
 #include "real_calls.h"
 #include "sockets.h"
-#include "store_ports.h"
 
 using namespace rdzv;
 
@@ -24,25 +24,18 @@ uint16_t socket_flags(bool store, bool nonblock) {
   return static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | (nonblock ? RDZV_F_NONBLOCK : 0));
 }
 
-bool store_port(uint16_t port) {
-  if (store_ports_refresh()) writer_sync_store_ports();  // MASTER_PORT learnt just now
-  return is_store_port(port);
-}
-
 // A connect() on a socket whose non-blocking connect is still pending is how some programs
 // poll for the outcome: EALREADY/EINPROGRESS = not yet, EISCONN = connected, else failed.
-int repeated_connect(int fd, uint16_t info, int r, int err) {
-  if (r < 0 && (err == EALREADY || err == EINPROGRESS || err == EINTR)) return r;
-  Guard guard;
+void repeated_connect(int fd, uint16_t info, int r, int err) {
+  if (r < 0 && (err == EALREADY || err == EINPROGRESS || err == EINTR)) return;
   complete_pending_connect(fd, info, (r == 0 || err == EISCONN) ? 0 : err, RDZV_OP_CONNECT);
-  return r;
 }
 
 void record_connect(int fd, const struct sockaddr* addr, socklen_t len, bool nonblock,
                     uint64_t t0, int r, int err) {
   rdzv_sockaddr peer;
   to_trace_addr(addr, len, &peer);
-  const bool store = store_port(peer.port);
+  const bool store = is_store_port(peer.port);
   const bool pending = r < 0 && err == EINPROGRESS;
   uint16_t info = static_cast<uint16_t>(kFdTcp | (nonblock ? kFdNonblock : 0) |
                                         (store ? kFdStore : 0));
@@ -101,7 +94,7 @@ void record_bind(int fd, const struct sockaddr* addr, socklen_t len, uint64_t t0
   rdzv_ev_net net = net_fields();
   to_trace_addr(addr, len, &net.local);
   if (r == 0 && net.local.port == 0) local_addr_of(fd, &net.local);  // ephemeral port picked
-  const bool store = store_port(net.local.port);
+  const bool store = is_store_port(net.local.port);
   ConnSlot* slot = (r == 0 && store) ? conn_slot_claim(fd, true, t0, rdzv_sockaddr{}) : nullptr;
   if (slot) slot->local = net.local;
   fd_info_set(fd, static_cast<uint16_t>(kFdTcp | (slot ? kFdStore : 0) | conn_slot_bits(slot)));
@@ -120,91 +113,77 @@ void record_listen(int fd, uint16_t info, int backlog, uint64_t t0, int r, int e
   if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
 
-// Runs the real call, then the recorder under the guard; the call's result and errno are
-// what the caller gets, whatever the recorder does.
-template <typename Call, typename Record>
-inline int call_then_record(Call call, Record record) {
-  uint64_t t0 = mono_ns();
-  int r = call();
-  int err = errno;
-  {
-    Guard guard;
-    record(t0, r, err);
-  }
-  errno = err;
-  return r;
-}
-
 }  // namespace
 
+// The hooks, in the shim's one form (hook.h): the real call, then the recorder in a
+// RecordScope (guard held, the call's errno given back to the caller).
 extern "C" {
 
-__attribute__((visibility("default"))) int connect(int fd, const struct sockaddr* addr,
-                                                   socklen_t len) {
+RDZV_EXPORT int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   auto fn = real::connect();
   if (in_guard() || !inet_family(addr)) return fn(fd, addr, len);
   uint16_t info = fd_info(fd);
   if (info & kFdPending) {
-    int r = fn(fd, addr, len);
-    int err = errno;
-    repeated_connect(fd, info, r, err);
-    errno = err;
+    const int r = fn(fd, addr, len);
+    RecordScope scope;
+    repeated_connect(fd, info, r, scope.call_errno());
     return r;
   }
-  int saved = errno;
   bool tcp, nonblock = false;
   {
-    Guard guard;
+    RecordScope scope;  // nothing is recorded yet: the socket is looked at first
     tcp = is_tcp_socket(fd);
     if (tcp) nonblock = is_nonblocking(fd);
   }
-  errno = saved;
   if (!tcp) return fn(fd, addr, len);  // UDP "connect" (the resolver's DNS sockets)
-  return call_then_record([&] { return fn(fd, addr, len); },
-                          [&](uint64_t t0, int r, int err) {
-                            record_connect(fd, addr, len, nonblock, t0, r, err);
-                          });
+  const uint64_t t0 = mono_ns();
+  const int r = fn(fd, addr, len);
+  RecordScope scope;
+  record_connect(fd, addr, len, nonblock, t0, r, scope.call_errno());
+  return r;
 }
 
-__attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* addr,
-                                                socklen_t len) {
+RDZV_EXPORT int bind(int fd, const struct sockaddr* addr, socklen_t len) {
   auto fn = real::bind();
   if (in_guard() || !inet_family(addr)) return fn(fd, addr, len);
-  return call_then_record([&] { return fn(fd, addr, len); },
-                          [&](uint64_t t0, int r, int err) { record_bind(fd, addr, len, t0, r, err); });
+  const uint64_t t0 = mono_ns();
+  const int r = fn(fd, addr, len);
+  RecordScope scope;
+  record_bind(fd, addr, len, t0, r, scope.call_errno());
+  return r;
 }
 
-__attribute__((visibility("default"))) int listen(int fd, int backlog) {
+RDZV_EXPORT int listen(int fd, int backlog) {
   auto fn = real::listen();
   uint16_t info = fd_info(fd);
   if (in_guard() || !(info & kFdTcp)) return fn(fd, backlog);
-  return call_then_record([&] { return fn(fd, backlog); },
-                          [&](uint64_t t0, int r, int err) {
-                            record_listen(fd, info, backlog, t0, r, err);
-                          });
+  const uint64_t t0 = mono_ns();
+  const int r = fn(fd, backlog);
+  RecordScope scope;
+  record_listen(fd, info, backlog, t0, r, scope.call_errno());
+  return r;
 }
 
-__attribute__((visibility("default"))) int accept(int fd, struct sockaddr* addr,
-                                                  socklen_t* len) {
+RDZV_EXPORT int accept(int fd, struct sockaddr* addr, socklen_t* len) {
   auto fn = real::accept();
   uint16_t info = fd_info(fd);
   if (in_guard() || !(info & kFdTcp)) return fn(fd, addr, len);
-  return call_then_record([&] { return fn(fd, addr, len); },
-                          [&](uint64_t t0, int r, int err) {
-                            record_accept(fd, info, r, err, false, RDZV_OP_ACCEPT, t0);
-                          });
+  const uint64_t t0 = mono_ns();
+  const int r = fn(fd, addr, len);
+  RecordScope scope;
+  record_accept(fd, info, r, scope.call_errno(), false, RDZV_OP_ACCEPT, t0);
+  return r;
 }
 
-__attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr,
-                                                   socklen_t* len, int flags) {
+RDZV_EXPORT int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
   auto fn = real::accept4();
   uint16_t info = fd_info(fd);
   if (in_guard() || !(info & kFdTcp)) return fn(fd, addr, len, flags);
-  return call_then_record([&] { return fn(fd, addr, len, flags); },
-                          [&](uint64_t t0, int r, int err) {
-                            record_accept(fd, info, r, err, flags & SOCK_NONBLOCK,
-                                          RDZV_OP_ACCEPT4, t0);
-                          });
+  const uint64_t t0 = mono_ns();
+  const int r = fn(fd, addr, len, flags);
+  RecordScope scope;
+  record_accept(fd, info, r, scope.call_errno(), flags & SOCK_NONBLOCK, RDZV_OP_ACCEPT4, t0);
+  return r;
 }
 
 }  // extern "C"

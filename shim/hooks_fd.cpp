@@ -12,6 +12,7 @@
 #include "events.h"
 #include "fd_table.h"
 #include "guard.h"
+#include "hook.h"
 #include "real_calls.h"
 #include "sockets.h"
 
@@ -43,10 +44,8 @@ void note_timeout_option(int fd, uint16_t info, int optname, const void* val, so
 int call_fcntl(rdzv::real::fcntl_fn fn, int fd, int cmd, void* arg) {
   int r = fn(fd, cmd, arg);
   if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 && fd_info(fd) && !in_guard()) {
-    int saved = errno;
-    Guard guard;
+    RecordScope scope;
     fd_copy_classification(fd, r);
-    errno = saved;
   }
   if (cmd == F_SETFL && r == 0) {
     uint16_t info = fd_info(fd);
@@ -61,10 +60,19 @@ int call_fcntl(rdzv::real::fcntl_fn fn, int fd, int cmd, void* arg) {
   return r;
 }
 
+// dup2/dup3 close newfd silently when it is open: what newfd was is forgotten (a store socket
+// gets its close record), and it becomes a traced copy when oldfd is a traced socket.
+void after_dup_over(int oldfd, int newfd) {
+  uint16_t info = fd_info(newfd);
+  if (!info && !fd_info(oldfd)) return;
+  RecordScope scope;
+  if (info) note_socket_closing(newfd, info, RDZV_OP_CLOSE, true);
+  fd_copy_classification(oldfd, newfd);
+}
+
 }  // namespace
 
-#define RDZV_EXPORT __attribute__((visibility("default")))
-
+// The hooks, in the shim's one form (hook.h).
 extern "C" {
 
 RDZV_EXPORT int setsockopt(int fd, int level, int optname, const void* val, socklen_t len) {
@@ -73,12 +81,8 @@ RDZV_EXPORT int setsockopt(int fd, int level, int optname, const void* val, sock
       !in_guard()) {
     uint16_t info = fd_info(fd);
     if (info & kFdTcp) {
-      int saved = errno;
-      {
-        Guard guard;
-        note_timeout_option(fd, info, optname, val, len);
-      }
-      errno = saved;
+      RecordScope scope;
+      note_timeout_option(fd, info, optname, val, len);
     }
   }
   return r;
@@ -90,15 +94,11 @@ RDZV_EXPORT int getsockopt(int fd, int level, int optname, void* val, socklen_t*
       *len >= static_cast<socklen_t>(sizeof(int)) && !in_guard()) {
     uint16_t info = fd_info(fd);
     if (info & kFdPending) {
-      int saved = errno;
-      {
-        Guard guard;
-        int so_error = *static_cast<int*>(val);
-        // SO_ERROR 0 also means "nothing yet" while the handshake is still running.
-        if (so_error != 0 || tcp_state_of(fd) != TCP_SYN_SENT)
-          complete_pending_connect(fd, info, so_error, RDZV_OP_GETSOCKOPT);
-      }
-      errno = saved;
+      RecordScope scope;
+      int so_error = *static_cast<int*>(val);
+      // SO_ERROR 0 also means "nothing yet" while the handshake is still running.
+      if (so_error != 0 || tcp_state_of(fd) != TCP_SYN_SENT)
+        complete_pending_connect(fd, info, so_error, RDZV_OP_GETSOCKOPT);
     }
   }
   return r;
@@ -126,14 +126,12 @@ RDZV_EXPORT int fcntl64(int fd, int cmd, ...) {
 RDZV_EXPORT int close(int fd) {
   uint16_t info = fd_info(fd);
   if (__builtin_expect(info != 0, 0)) {
-    int saved = errno;
     if (in_guard()) {
-      fd_forget(fd);
+      fd_forget(fd);  // one of the shim's own descriptors: nothing to record, errno untouched
     } else {
-      Guard guard;
+      RecordScope scope;
       note_socket_closing(fd, info, RDZV_OP_CLOSE, false);
     }
-    errno = saved;
   }
   return real::close()(fd);
 }
@@ -146,15 +144,13 @@ RDZV_EXPORT int close_range(unsigned first, unsigned last, int flags) {
   }
   int r = fn(first, last, flags);
   if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && first < static_cast<unsigned>(kMaxTrackedFd)) {
-    int saved = errno;
     unsigned end = last < static_cast<unsigned>(kMaxTrackedFd) ? last
                                                              : static_cast<unsigned>(kMaxTrackedFd) - 1;
-    Guard guard;
+    RecordScope scope;
     for (unsigned fd = first; fd <= end; ++fd) {
       uint16_t info = fd_info(static_cast<int>(fd));
       if (info) note_socket_closing(static_cast<int>(fd), info, RDZV_OP_CLOSE, true);
     }
-    errno = saved;
   }
   return r;
 }
@@ -162,24 +158,10 @@ RDZV_EXPORT int close_range(unsigned first, unsigned last, int flags) {
 RDZV_EXPORT int dup(int oldfd) {
   int r = real::dup()(oldfd);
   if (r >= 0 && fd_info(oldfd) && !in_guard()) {
-    int saved = errno;
-    Guard guard;
+    RecordScope scope;
     fd_copy_classification(oldfd, r);
-    errno = saved;
   }
   return r;
-}
-
-// dup2/dup3 close newfd silently when it is open: what newfd was is forgotten (a store socket
-// gets its close record), and it becomes a traced copy when oldfd is a traced socket.
-static void after_dup_over(int oldfd, int newfd) {
-  uint16_t info = fd_info(newfd);
-  if (!info && !fd_info(oldfd)) return;
-  int saved = errno;
-  Guard guard;
-  if (info) note_socket_closing(newfd, info, RDZV_OP_CLOSE, true);
-  fd_copy_classification(oldfd, newfd);
-  errno = saved;
 }
 
 RDZV_EXPORT int dup2(int oldfd, int newfd) {

@@ -8,6 +8,8 @@
 #include "events.h"
 #include "fd_table.h"
 #include "guard.h"
+#include "hook.h"
+#include "rdzvscope/recorder_core.h"
 #include "real_calls.h"
 #include "sockets.h"
 
@@ -17,11 +19,12 @@ namespace {
 
 // Individual events per store socket before only totals (and failures) are kept: enough for
 // the rendezvous handshake and first queries, bounded for a heartbeat that runs for days.
-constexpr uint32_t kDetailedEventsPerSocket = 32;
-// Failures and 0-byte reads keep being recorded after that, up to this many per socket: a
-// client that spins on recv()==0 after the store went away (torch 1.13's callback client does)
-// must not fill the file. The rest still count in the socket's totals at close.
-constexpr uint32_t kFailureEventsPerSocket = 16;
+// Failures and 0-byte reads keep being recorded after that, up to a second limit per socket:
+// a client that spins on recv()==0 after the store went away (torch 1.13's callback client
+// does) must not fill the file. The rest still count in the socket's totals at close. Both
+// limits are the recorder core's, which attach applies too (rdzvscope/recorder_core.h).
+constexpr uint32_t kDetailedEventsPerSocket = RDZV_IO_DETAIL_EVENTS;
+constexpr uint32_t kFailureEventsPerSocket = RDZV_IO_FAILURE_EVENTS;
 
 size_t iov_bytes(const struct iovec* iov, long n) {
   size_t total = 0;
@@ -37,7 +40,7 @@ inline uint64_t coarse_ns() { return clock_ns(CLOCK_MONOTONIC_COARSE); }
 __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info,
                                        size_t asked, bool dontwait, bool detail, uint64_t t0,
                                        ssize_t r, int err) {
-  Guard guard;
+  RecordScope scope;
   if (forget_if_stale(fd, info)) return;  // the fd now names something else
   ConnSlot* slot = conn_slot(info);
   if ((info & kFdPending) && r >= 0) {  // I/O worked, so the non-blocking connect did
@@ -120,15 +123,11 @@ inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size
                        static_cast<uint64_t>(r), __ATOMIC_RELAXED);
     return r;
   }
-  int err = errno;
-  note_io(kind, op, fd, info, asked, dontwait, detail, t0, r, err);
-  errno = err;
+  note_io(kind, op, fd, info, asked, dontwait, detail, t0, r, errno);
   return r;
 }
 
 }  // namespace
-
-#define RDZV_EXPORT __attribute__((visibility("default")))
 
 #define RDZV_IO_HOOK(name, ret_t, params, args, kind, op, asked, dontwait)            \
   __attribute__((noinline)) static ret_t name##_traced(real::name##_fn fn, uint16_t info,   \

@@ -12,6 +12,7 @@
 #include "env_inject.h"
 #include "events.h"
 #include "guard.h"
+#include "hook.h"
 #include "real_calls.h"
 #include "text.h"
 
@@ -59,13 +60,14 @@ void record_exit(rdzv_op op, int status, uint16_t flags) {
   } while (0)
 
 void before_exec(const char* path) {
-  Guard guard;
+  RecordScope scope;
   record_proc(RDZV_EV_EXEC, RDZV_OP_EXEC, 0, 0, -1, path);
 }
 
-int after_failed_exec(const char* path, int r, int err) {
-  Guard guard;
-  record_proc(RDZV_EV_EXEC, RDZV_OP_EXEC, r, err, -1, path);
+// Right after the exec call returned (it failed): r and errno are the call's.
+int after_failed_exec(const char* path, int r) {
+  RecordScope scope;
+  record_proc(RDZV_EV_EXEC, RDZV_OP_EXEC, r, scope.call_errno(), -1, path);
   return r;
 }
 
@@ -79,12 +81,8 @@ int traced_spawn(real::posix_spawn_fn fn, rdzv_op op, pid_t* pid, const char* pa
   pid_t child = -1;
   int r = fn(&child, path, fa, attr, argv, env);
   if (pid && r == 0) *pid = child;
-  int saved = errno;
-  {
-    Guard guard;
-    record_proc(RDZV_EV_SPAWN, op, r, r, r == 0 ? child : -1, path);
-  }
-  errno = saved;
+  RecordScope scope;
+  record_proc(RDZV_EV_SPAWN, op, r, r, r == 0 ? child : -1, path);
   return r;
 }
 
@@ -95,22 +93,15 @@ pid_t vfork_unavailable() {
 
 }  // namespace
 
-#define RDZV_EXPORT __attribute__((visibility("default")))
-
+// The hooks, in the shim's one form (hook.h).
 extern "C" {
 
 RDZV_EXPORT pid_t fork(void) {
   pid_t r = real::fork()();
-  if (r > 0 && !in_guard()) {
-    int saved = errno;
-    Guard guard;
-    record_proc(RDZV_EV_FORK, RDZV_OP_FORK, r, 0, r, nullptr);
-    errno = saved;
-  } else if (r < 0 && !in_guard()) {
-    int saved = errno;
-    Guard guard;
-    record_proc(RDZV_EV_FORK, RDZV_OP_FORK, r, saved, -1, nullptr);
-    errno = saved;
+  if (r != 0 && !in_guard()) {  // the parent's side (the child starts afresh: lifecycle.cpp)
+    RecordScope scope;
+    record_proc(RDZV_EV_FORK, RDZV_OP_FORK, r, r < 0 ? scope.call_errno() : 0, r > 0 ? r : -1,
+                nullptr);
   }
   return r;
 }
@@ -119,12 +110,10 @@ RDZV_EXPORT pid_t fork(void) {
 // caller's stack untouched; a C wrapper cannot return twice from one frame. The child of a
 // vfork shares our memory until it execs, so its exec is recorded in this file too.
 __attribute__((visibility("hidden"))) void* rdzv_prepare_vfork(void) {
-  int saved = errno;
   if (!in_guard()) {
-    Guard guard;
+    RecordScope scope;
     record_proc(RDZV_EV_SPAWN, RDZV_OP_VFORK, 0, 0, -1, nullptr);
   }
-  errno = saved;
   void* fn = reinterpret_cast<void*>(real::vfork());
   return fn ? fn : reinterpret_cast<void*>(&vfork_unavailable);
 }
@@ -146,33 +135,21 @@ RDZV_EXPORT int execve(const char* path, char* const argv[], char* const envp[])
   if (in_guard()) return real::execve()(path, argv, envp);
   before_exec(path);
   RDZV_EXEC_ENV(envp, env);
-  int r = real::execve()(path, argv, env);
-  int err = errno;
-  after_failed_exec(path, r, err);
-  errno = err;
-  return r;
+  return after_failed_exec(path, real::execve()(path, argv, env));
 }
 
 RDZV_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   if (in_guard()) return real::execvpe()(file, argv, envp);
   before_exec(file);
   RDZV_EXEC_ENV(envp, env);
-  int r = real::execvpe()(file, argv, env);
-  int err = errno;
-  after_failed_exec(file, r, err);
-  errno = err;
-  return r;
+  return after_failed_exec(file, real::execvpe()(file, argv, env));
 }
 
 RDZV_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   if (in_guard()) return real::fexecve()(fd, argv, envp);
   before_exec("(fexecve)");
   RDZV_EXEC_ENV(envp, env);
-  int r = real::fexecve()(fd, argv, env);
-  int err = errno;
-  after_failed_exec("(fexecve)", r, err);
-  errno = err;
-  return r;
+  return after_failed_exec("(fexecve)", real::fexecve()(fd, argv, env));
 }
 
 // glibc's execv/execvp/execl* call its internal execve directly, so each is wrapped here.
@@ -217,10 +194,8 @@ RDZV_EXPORT int execle(const char* path, const char* arg, ...) {
 
 RDZV_EXPORT __attribute__((noreturn)) void exit(int status) {
   {
-    int saved = errno;
-    Guard guard;
+    RecordScope scope;
     record_exit(RDZV_OP_EXIT, status, 0);
-    errno = saved;
   }
   real::exit()(status);
   __builtin_unreachable();
@@ -228,7 +203,7 @@ RDZV_EXPORT __attribute__((noreturn)) void exit(int status) {
 
 RDZV_EXPORT __attribute__((noreturn)) void _exit(int status) {
   if (!in_guard()) {
-    Guard guard;
+    RecordScope scope;
     record_exit(RDZV_OP_UNDERSCORE_EXIT, status, 0);
   }
   real::_exit()(status);
@@ -237,7 +212,7 @@ RDZV_EXPORT __attribute__((noreturn)) void _exit(int status) {
 
 RDZV_EXPORT __attribute__((noreturn)) void _Exit(int status) {
   if (!in_guard()) {
-    Guard guard;
+    RecordScope scope;
     record_exit(RDZV_OP_UNDERSCORE_EXIT, status, 0);
   }
   real::_Exit()(status);
@@ -253,12 +228,8 @@ int (*g_real_main)(int, char**, char**);
 
 int traced_main(int argc, char** argv, char** envp) {
   int status = g_real_main(argc, argv, envp);
-  int saved = errno;
-  {
-    Guard guard;
-    record_exit(RDZV_OP_EXIT, status, 0);
-  }
-  errno = saved;
+  RecordScope scope;
+  record_exit(RDZV_OP_EXIT, status, 0);
   return status;
 }
 }  // namespace

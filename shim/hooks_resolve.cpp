@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "events.h"
 #include "guard.h"
+#include "hook.h"
 #include "real_calls.h"
 #include "text.h"
 
@@ -73,17 +74,18 @@ void record_hostent(rdzv_op op, const char* name, int family, uint64_t t0, const
 
 }  // namespace
 
+// The hooks, in the shim's one form (hook.h), but for the guard, which is held across the
+// real call too: the resolver's own sockets (DNS over UDP, nscd) are not the host's.
 extern "C" {
 
-__attribute__((visibility("default"))) int getaddrinfo(const char* node, const char* service,
-                                                       const struct addrinfo* hints,
-                                                       struct addrinfo** res) {
+RDZV_EXPORT int getaddrinfo(const char* node, const char* service, const struct addrinfo* hints,
+                            struct addrinfo** res) {
   auto fn = real::getaddrinfo();
   if (in_guard()) return fn(node, service, hints, res);
-  Guard guard;
+  Guard resolver_guard;
   uint64_t t0 = mono_ns();
   int r = fn(node, service, hints, res);
-  int saved = errno;
+  RecordScope scope;
   Lookup q{node, service};
   if (hints) {
     q.family = hints->ai_family;
@@ -97,87 +99,76 @@ __attribute__((visibility("default"))) int getaddrinfo(const char* node, const c
     for (const addrinfo* ai = *res; ai; ai = ai->ai_next) ++n;
     to_trace_addr((*res)->ai_addr, (*res)->ai_addrlen, &first);
   }
-  record_lookup(RDZV_OP_GETADDRINFO, q, t0, r, r == EAI_SYSTEM ? saved : 0, n, first);
-  errno = saved;
+  record_lookup(RDZV_OP_GETADDRINFO, q, t0, r, r == EAI_SYSTEM ? scope.call_errno() : 0, n, first);
   return r;
 }
 
-__attribute__((visibility("default"))) struct hostent* gethostbyname(const char* name) {
+RDZV_EXPORT struct hostent* gethostbyname(const char* name) {
   auto fn = real::gethostbyname();
   if (in_guard()) return fn(name);
-  Guard guard;
+  Guard resolver_guard;
   uint64_t t0 = mono_ns();
   hostent* he = fn(name);
-  int saved = errno;
+  RecordScope scope;
   record_hostent(RDZV_OP_GETHOSTBYNAME, name, 0, t0, he, he ? 0 : h_errno, 0);
-  errno = saved;
   return he;
 }
 
-__attribute__((visibility("default"))) struct hostent* gethostbyname2(const char* name, int af) {
+RDZV_EXPORT struct hostent* gethostbyname2(const char* name, int af) {
   auto fn = real::gethostbyname2();
   if (in_guard()) return fn(name, af);
-  Guard guard;
+  Guard resolver_guard;
   uint64_t t0 = mono_ns();
   hostent* he = fn(name, af);
-  int saved = errno;
+  RecordScope scope;
   record_hostent(RDZV_OP_GETHOSTBYNAME2, name, af, t0, he, he ? 0 : h_errno, 0);
-  errno = saved;
   return he;
 }
 
 // The _r variants return ERANGE when the caller's buffer is small and the caller retries with
 // a bigger one: only the final answer is recorded.
-__attribute__((visibility("default"))) int gethostbyname_r(const char* name, struct hostent* ret,
-                                                           char* buf, size_t buflen,
-                                                           struct hostent** result,
-                                                           int* h_errnop) {
+RDZV_EXPORT int gethostbyname_r(const char* name, struct hostent* ret, char* buf, size_t buflen,
+                                struct hostent** result, int* h_errnop) {
   auto fn = real::gethostbyname_r();
   if (in_guard()) return fn(name, ret, buf, buflen, result, h_errnop);
-  Guard guard;
+  Guard resolver_guard;
   uint64_t t0 = mono_ns();
   int r = fn(name, ret, buf, buflen, result, h_errnop);
-  int saved = errno;
+  RecordScope scope;
   if (r != ERANGE) {
     const hostent* he = result ? *result : nullptr;
     record_hostent(RDZV_OP_GETHOSTBYNAME_R, name, 0, t0, he, he ? 0 : (h_errnop ? *h_errnop : 0),
                    r);
   }
-  errno = saved;
   return r;
 }
 
-__attribute__((visibility("default"))) int gethostbyname2_r(const char* name, int af,
-                                                            struct hostent* ret, char* buf,
-                                                            size_t buflen,
-                                                            struct hostent** result,
-                                                            int* h_errnop) {
+RDZV_EXPORT int gethostbyname2_r(const char* name, int af, struct hostent* ret, char* buf,
+                                 size_t buflen, struct hostent** result, int* h_errnop) {
   auto fn = real::gethostbyname2_r();
   if (in_guard()) return fn(name, af, ret, buf, buflen, result, h_errnop);
-  Guard guard;
+  Guard resolver_guard;
   uint64_t t0 = mono_ns();
   int r = fn(name, af, ret, buf, buflen, result, h_errnop);
-  int saved = errno;
+  RecordScope scope;
   if (r != ERANGE) {
     const hostent* he = result ? *result : nullptr;
     record_hostent(RDZV_OP_GETHOSTBYNAME2_R, name, af, t0, he,
                    he ? 0 : (h_errnop ? *h_errnop : 0), r);
   }
-  errno = saved;
   return r;
 }
 
 // Reverse lookups: recent c10d resolves the peer's name on every connect, and a failure there
 // ("The hostname of the client socket cannot be retrieved") is name-resolution evidence too.
-__attribute__((visibility("default"))) int getnameinfo(const struct sockaddr* sa, socklen_t salen,
-                                                       char* host, socklen_t hostlen, char* serv,
-                                                       socklen_t servlen, int flags) {
+RDZV_EXPORT int getnameinfo(const struct sockaddr* sa, socklen_t salen, char* host,
+                            socklen_t hostlen, char* serv, socklen_t servlen, int flags) {
   auto fn = real::getnameinfo();
   if (in_guard()) return fn(sa, salen, host, hostlen, serv, servlen, flags);
-  Guard guard;
+  Guard resolver_guard;
   uint64_t t0 = mono_ns();
   int r = fn(sa, salen, host, hostlen, serv, servlen, flags);
-  int saved = errno;
+  RecordScope scope;
   rdzv_sockaddr addr;
   to_trace_addr(sa, salen, &addr);
   Lookup q{(r == 0 && host && hostlen) ? host : nullptr,
@@ -185,9 +176,8 @@ __attribute__((visibility("default"))) int getnameinfo(const struct sockaddr* sa
   q.ai_flags = flags;
   q.family = addr.family;
   q.flags = RDZV_F_REVERSE;
-  record_lookup(RDZV_OP_GETNAMEINFO, q, t0, r, r == EAI_SYSTEM ? saved : 0, addr.family ? 1 : 0,
-                addr);
-  errno = saved;
+  record_lookup(RDZV_OP_GETNAMEINFO, q, t0, r, r == EAI_SYSTEM ? scope.call_errno() : 0,
+                addr.family ? 1 : 0, addr);
   return r;
 }
 

@@ -10,6 +10,7 @@
 #include "events.h"
 #include "fd_table.h"
 #include "guard.h"
+#include "hook.h"
 #include "real_calls.h"
 
 using namespace rdzv;
@@ -30,7 +31,7 @@ int64_t timeval_ms(const struct timeval* tv) {
 
 __attribute__((noinline)) void record_wait_timeout(rdzv_op op, int fd, uint16_t info,
                                                    int64_t timeout_ms, uint32_t nfds) {
-  Guard guard;
+  RecordScope scope;
   if (forget_if_stale(fd, info)) return;
   uint64_t now = mono_ns();
   uint64_t waited = timeout_ms > 0 ? static_cast<uint64_t>(timeout_ms) * 1000000 : 0;
@@ -55,9 +56,7 @@ void poll_timed_out(rdzv_op op, const struct pollfd* fds, nfds_t n, int64_t time
   for (nfds_t i = 0; fds && i < n; ++i) {
     uint16_t info = fd_info(fds[i].fd);
     if (info & (kFdStore | kFdPending)) {
-      int saved = errno;
       record_wait_timeout(op, fds[i].fd, info, timeout_ms, static_cast<uint32_t>(n));
-      errno = saved;
       return;
     }
   }
@@ -75,8 +74,8 @@ int watched_in_sets(int nfds, const fd_set* r, const fd_set* w, const fd_set* e)
 
 }  // namespace
 
-#define RDZV_EXPORT __attribute__((visibility("default")))
-
+// The hooks, in the shim's one form (hook.h); the recorder, record_wait_timeout, holds the
+// RecordScope.
 extern "C" {
 
 RDZV_EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
@@ -115,11 +114,8 @@ RDZV_EXPORT int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, struct time
   int watched = watched_in_sets(nfds, rd, wr, ex);
   int64_t ms = timeval_ms(tv);  // Linux updates *tv with the time left
   int r = fn(nfds, rd, wr, ex, tv);
-  if (r == 0 && watched >= 0 && ms > 0) {
-    int saved = errno;
+  if (r == 0 && watched >= 0 && ms > 0)
     record_wait_timeout(RDZV_OP_SELECT, watched, fd_info(watched), ms, static_cast<uint32_t>(nfds));
-    errno = saved;
-  }
   return r;
 }
 
@@ -130,11 +126,9 @@ RDZV_EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const stru
   int watched = watched_in_sets(nfds, rd, wr, ex);
   int r = fn(nfds, rd, wr, ex, ts, mask);
   int64_t ms = timespec_ms(ts);
-  if (r == 0 && watched >= 0 && ms > 0) {
-    int saved = errno;
-    record_wait_timeout(RDZV_OP_PSELECT, watched, fd_info(watched), ms, static_cast<uint32_t>(nfds));
-    errno = saved;
-  }
+  if (r == 0 && watched >= 0 && ms > 0)
+    record_wait_timeout(RDZV_OP_PSELECT, watched, fd_info(watched), ms,
+                        static_cast<uint32_t>(nfds));
   return r;
 }
 
@@ -143,11 +137,8 @@ RDZV_EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const stru
 RDZV_EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
   int r = real::epoll_wait()(epfd, ev, max, timeout);
   if (__builtin_expect(r == 0 && timeout > 0, 0) &&
-      __atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0 && !in_guard()) {
-    int saved = errno;
+      __atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0 && !in_guard())
     record_wait_timeout(RDZV_OP_EPOLL_WAIT, epfd, kFdStore, timeout, 0);
-    errno = saved;
-  }
   return r;
 }
 
@@ -155,11 +146,8 @@ RDZV_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeo
                             const sigset_t* mask) {
   int r = real::epoll_pwait()(epfd, ev, max, timeout, mask);
   if (__builtin_expect(r == 0 && timeout > 0, 0) &&
-      __atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0 && !in_guard()) {
-    int saved = errno;
+      __atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0 && !in_guard())
     record_wait_timeout(RDZV_OP_EPOLL_PWAIT, epfd, kFdStore, timeout, 0);
-    errno = saved;
-  }
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include "env_inject.h"
 #include "fd_table.h"
 #include "guard.h"
+#include "hook.h"
 #include "trace_writer.h"
 
 namespace rdzv {
@@ -21,20 +22,16 @@ void child_after_fork() {
 }
 
 __attribute__((constructor)) void rdzvscope_load() {
-  int saved = errno;
-  Guard guard;
+  RecordScope scope;
   writer_configure();
   env_inject_init();
   writer_open_if_rank();
   pthread_atfork(nullptr, nullptr, child_after_fork);
-  errno = saved;
 }
 
 __attribute__((destructor)) void rdzvscope_unload() {
-  int saved = errno;
-  Guard guard;
+  RecordScope scope;
   record_exit_at_unload();
-  errno = saved;
 }
 
 }  // namespace

@@ -32,14 +32,18 @@ bool trace_is_open();
 // The time the trace header says the process started (0 when unknown).
 uint64_t process_start_realtime_ns();
 
-// After a store port was learnt late (MASTER_PORT set at run time), refresh the header copy.
-void writer_sync_store_ports();
+// Whether port is one of this process's store ports (the recorder core's policy:
+// MASTER_PORT, PET_RDZV_ENDPOINT's port, 29400, 29500, RDZVSCOPE_PORTS). MASTER_PORT is often
+// set by the training script itself just before init_process_group, so it is looked up again
+// here (connect, bind); a port learnt so is copied into the trace header.
+bool is_store_port(uint16_t port);
 
 // fork child: drop the parent's mapping so that the child never writes the parent's file;
 // the child makes its own file on its first socket call.
 void writer_forget_after_fork();
 
-// Configuration read once at load: RDZVSCOPE_DIR etc. Safe to call more than once.
+// Configuration read once at load: RDZVSCOPE_DIR etc. and the store ports. Safe to call more
+// than once.
 void writer_configure();
 
 // At load: a process with RANK set (a rank of the job) creates its file now rather than at

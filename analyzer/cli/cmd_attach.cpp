@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "rdzvscope/recorder_core.h"
 #include "diagnostics.h"
 #include "out_dir.h"
 
@@ -27,8 +28,8 @@ struct AttachArgs {
   std::vector<int> ports;
   std::string out;
   double duration = 0;
-  unsigned io_events = 32;
-  unsigned max_mb = 2;
+  unsigned io_events = RDZV_IO_DETAIL_EVENTS;  // the recorder core's limits: as the shim
+  unsigned max_mb = RDZV_TRACE_DEFAULT_MAX_MB;
 };
 
 int fail(const std::string& msg) {
@@ -102,11 +103,11 @@ Command add_attach_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--io-events", a->io_events,
                   "Per store socket, record the first N send/recv calls one by one, then only failures "
-                  "and 0-byte reads (default 32, as the shim; 0 = every call)")
+                  "and 0-byte reads (default " + std::to_string(RDZV_IO_DETAIL_EVENTS) + ", as the shim; 0 = every call)")
       ->type_name("N");
-  sub->add_option("--max-mb", a->max_mb, "Size cap of one trace file in MiB (default 2, as the shim)")
+  sub->add_option("--max-mb", a->max_mb, "Size cap of one trace file in MiB (default " + std::to_string(RDZV_TRACE_DEFAULT_MAX_MB) + ", as the shim)")
       ->type_name("MB")
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1u, RDZV_TRACE_MAX_MB));
   return Command{sub, [a] { return run_attach(*a); }};
 }
 

@@ -1,0 +1,580 @@
+/* The recorder core (include/rdzvscope/recorder_core.h): what the shim and the bpf loader must
+ * do the same way. libc only; no allocation, no locks, no stdio: the shim runs this inside its
+ * hooks, in forked and vforked children too. */
+#define _GNU_SOURCE
+
+#include "rdzvscope/recorder_core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- text */
+
+void rdzv_text_init(struct rdzv_text *t, char *buf, size_t cap) {
+  t->buf = buf;
+  t->cap = cap;
+  t->len = 0;
+  t->truncated = 0;
+  if (cap > 0) buf[0] = '\0';
+}
+
+void rdzv_text_strn(struct rdzv_text *t, const char *s, size_t n) {
+  if (t->cap == 0) {
+    t->truncated |= n > 0;
+    return;
+  }
+  const size_t room = t->cap - 1 - t->len;
+  if (n > room) {
+    n = room;
+    t->truncated = 1;
+  }
+  memcpy(t->buf + t->len, s, n);
+  t->len += n;
+  t->buf[t->len] = '\0';
+}
+
+void rdzv_text_str(struct rdzv_text *t, const char *s) {
+  if (s) rdzv_text_strn(t, s, strlen(s));
+}
+
+void rdzv_text_ch(struct rdzv_text *t, char c) { rdzv_text_strn(t, &c, 1); }
+
+void rdzv_text_u64(struct rdzv_text *t, rdzv_u64 v) {
+  char digits[24];
+  size_t n = 0;
+  do {
+    digits[sizeof digits - 1 - n] = (char)('0' + v % 10);
+    v /= 10;
+    ++n;
+  } while (v != 0);
+  rdzv_text_strn(t, digits + sizeof digits - n, n);
+}
+
+void rdzv_text_i64(struct rdzv_text *t, rdzv_s64 v) {
+  if (v < 0) {
+    rdzv_text_ch(t, '-');
+    rdzv_text_u64(t, 0 - (rdzv_u64)v);
+    return;
+  }
+  rdzv_text_u64(t, (rdzv_u64)v);
+}
+
+int rdzv_copy_cut(char *dst, size_t cap, const char *src) {
+  if (cap == 0) return src && *src;
+  if (!src) {
+    dst[0] = '\0';
+    return 0;
+  }
+  size_t n = strnlen(src, cap);
+  const int cut = n == cap;
+  if (cut) n = cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+  return cut;
+}
+
+int rdzv_parse_i64(const char *s, rdzv_s64 *out) {
+  if (!s || !*s) return 0;
+  int neg = 0;
+  if (*s == '-') {
+    neg = 1;
+    ++s;
+  }
+  if (!*s) return 0;
+  rdzv_u64 v = 0;
+  for (; *s; ++s) {
+    if (*s < '0' || *s > '9') return 0;
+    const rdzv_u64 digit = (rdzv_u64)(*s - '0');
+    /* INT64_MIN itself is refused too: nothing we parse gets near it. */
+    if (v > ((rdzv_u64)INT64_MAX - digit) / 10) return 0;
+    v = v * 10 + digit;
+  }
+  *out = neg ? -(rdzv_s64)v : (rdzv_s64)v;
+  return 1;
+}
+
+/* ---------------------------------------------------------------- environment */
+
+const char *rdzv_env_self(void *ctx, const char *name) {
+  (void)ctx;
+  const char *v = getenv(name);
+  return (v && *v) ? v : NULL;
+}
+
+const char *rdzv_env_block_get(void *ctx, const char *name) {
+  const struct rdzv_env_block *b = (const struct rdzv_env_block *)ctx;
+  const size_t n = strlen(name);
+  const char *p = b->data;
+  const char *end = b->data + b->len;
+  while (p && p < end) {
+    const char *nul = (const char *)memchr(p, '\0', (size_t)(end - p));
+    if (!nul) return NULL; /* cut at the end of the copy */
+    if ((size_t)(nul - p) > n && memcmp(p, name, n) == 0 && p[n] == '=')
+      return p[n + 1] ? p + n + 1 : NULL;
+    p = nul + 1;
+  }
+  return NULL;
+}
+
+int rdzv_env_flag(const char *value) { return value && *value && strcmp(value, "0") != 0; }
+
+/* ---------------------------------------------------------------- configuration */
+
+rdzv_u64 rdzv_max_bytes_for_mb(rdzv_s64 mb) {
+  if (mb <= 0) mb = RDZV_TRACE_DEFAULT_MAX_MB;
+  if (mb > (rdzv_s64)RDZV_TRACE_MAX_MB) mb = RDZV_TRACE_MAX_MB;
+  return (rdzv_u64)mb << 20;
+}
+
+void rdzv_config_read(struct rdzv_config *cfg, rdzv_env_fn env, void *ctx) {
+  rdzv_copy_cut(cfg->dir, sizeof cfg->dir, env(ctx, "RDZVSCOPE_DIR"));
+  rdzv_s64 mb = 0;
+  if (!rdzv_parse_i64(env(ctx, "RDZVSCOPE_MAX_MB"), &mb)) mb = 0;
+  cfg->max_bytes = rdzv_max_bytes_for_mb(mb);
+  cfg->group_read = rdzv_env_flag(env(ctx, "RDZVSCOPE_GROUP_READ"));
+}
+
+/* ---------------------------------------------------------------- identity */
+
+static rdzv_s32 env_int(rdzv_env_fn env, void *ctx, const char *name) {
+  rdzv_s64 v;
+  if (!rdzv_parse_i64(env(ctx, name), &v) || v < INT32_MIN || v > INT32_MAX) return -1;
+  return (rdzv_s32)v;
+}
+
+void rdzv_identity_fill(struct rdzv_identity *id, rdzv_env_fn env, void *ctx) {
+  id->rank = env_int(env, ctx, "RANK");
+  id->local_rank = env_int(env, ctx, "LOCAL_RANK");
+  id->world_size = env_int(env, ctx, "WORLD_SIZE");
+  id->group_rank = env_int(env, ctx, "GROUP_RANK");
+  id->master_port = env_int(env, ctx, "MASTER_PORT");
+  id->restart_count = env_int(env, ctx, "TORCHELASTIC_RESTART_COUNT");
+  id->slurm_procid = env_int(env, ctx, "SLURM_PROCID");
+  id->slurm_nodeid = env_int(env, ctx, "SLURM_NODEID");
+  rdzv_copy_cut(id->master_addr, sizeof id->master_addr, env(ctx, "MASTER_ADDR"));
+  rdzv_copy_cut(id->run_id, sizeof id->run_id, env(ctx, "TORCHELASTIC_RUN_ID"));
+  rdzv_copy_cut(id->slurm_job_id, sizeof id->slurm_job_id, env(ctx, "SLURM_JOB_ID"));
+}
+
+/* ---------------------------------------------------------------- store ports */
+
+int rdzv_ports_add(struct rdzv_port_set *set, rdzv_s64 port) {
+  if (port <= 0 || port > 65535) return 0;
+  const rdzv_u16 p = (rdzv_u16)port;
+  for (int i = 0; i < RDZV_MAX_STORE_PORTS; ++i) {
+    rdzv_u16 cur = __atomic_load_n(&set->port[i], __ATOMIC_RELAXED);
+    if (cur == p) return 0;
+    if (cur == 0) {
+      rdzv_u16 expected = 0;
+      if (__atomic_compare_exchange_n(&set->port[i], &expected, p, 0, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED))
+        return 1;
+      if (expected == p) return 0;
+    }
+  }
+  return 0;
+}
+
+int rdzv_ports_contains(const struct rdzv_port_set *set, rdzv_u16 port) {
+  if (port == 0) return 0;
+  for (int i = 0; i < RDZV_MAX_STORE_PORTS; ++i) {
+    const rdzv_u16 cur = __atomic_load_n(&set->port[i], __ATOMIC_RELAXED);
+    if (cur == port) return 1;
+    if (cur == 0) return 0;
+  }
+  return 0;
+}
+
+/* One port written as text[0..len): a strict decimal of at most 5 digits. */
+static int add_port_text(struct rdzv_port_set *set, const char *text, size_t len) {
+  char buf[8];
+  if (len == 0 || len >= sizeof buf) return 0;
+  memcpy(buf, text, len);
+  buf[len] = '\0';
+  rdzv_s64 v;
+  return rdzv_parse_i64(buf, &v) && rdzv_ports_add(set, v);
+}
+
+static int add_env_port(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx, const char *name) {
+  const char *v = env(ctx, name);
+  return v && add_port_text(set, v, strlen(v));
+}
+
+void rdzv_ports_from_env(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx) {
+  add_env_port(set, env, ctx, "MASTER_PORT");
+  /* "host:port" or "[v6]:port": the port is what follows the last colon, unless that colon
+   * is inside the brackets (a bare "[v6]"). */
+  const char *endpoint = env(ctx, "PET_RDZV_ENDPOINT");
+  const char *colon = endpoint ? strrchr(endpoint, ':') : NULL;
+  if (colon && !strchr(colon, ']')) add_port_text(set, colon + 1, strlen(colon + 1));
+  rdzv_ports_add(set, RDZV_PORT_C10D_DEFAULT);
+  rdzv_ports_add(set, RDZV_PORT_TCPSTORE_DEFAULT);
+  for (const char *v = env(ctx, "RDZVSCOPE_PORTS"); v && *v;) {
+    const char *comma = strchr(v, ',');
+    const size_t len = comma ? (size_t)(comma - v) : strlen(v);
+    add_port_text(set, v, len);
+    v = comma ? comma + 1 : NULL;
+  }
+}
+
+int rdzv_ports_refresh(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx) {
+  return add_env_port(set, env, ctx, "MASTER_PORT");
+}
+
+void rdzv_ports_export(const struct rdzv_port_set *set, rdzv_u16 out[RDZV_MAX_STORE_PORTS]) {
+  for (int i = 0; i < RDZV_MAX_STORE_PORTS; ++i) {
+    const rdzv_u16 p = __atomic_load_n(&set->port[i], __ATOMIC_RELAXED);
+    if (p) __atomic_store_n(&out[i], p, __ATOMIC_RELAXED);
+  }
+}
+
+/* ---------------------------------------------------------------- process facts */
+
+long rdzv_read_file(const char *path, char *buf, size_t cap) {
+  if (cap == 0) return -1;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t total = 0;
+  while (total + 1 < cap) {
+    const ssize_t n = read(fd, buf + total, cap - 1 - total);
+    if (n <= 0) break;
+    total += (size_t)n;
+  }
+  close(fd);
+  buf[total] = '\0';
+  return (long)total;
+}
+
+rdzv_u64 rdzv_proc_field(const char *text, const char *key) {
+  const char *p = strstr(text, key);
+  if (!p) return 0;
+  p += strlen(key);
+  while (*p == ' ' || *p == '\t') ++p;
+  rdzv_u64 v = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) v = v * 10 + (rdzv_u64)(*p - '0');
+  return v;
+}
+
+/* /proc/PID or /proc/self, then `leaf`. */
+static void proc_path(char *out, size_t cap, int pid, const char *leaf) {
+  struct rdzv_text t;
+  rdzv_text_init(&t, out, cap);
+  rdzv_text_str(&t, "/proc/");
+  if (pid > 0)
+    rdzv_text_i64(&t, pid);
+  else
+    rdzv_text_str(&t, "self");
+  rdzv_text_str(&t, leaf);
+}
+
+/* Fields 4 (ppid) and 22 (start time, clock ticks after boot) of /proc/PID/stat. The command
+ * name in field 2 may hold spaces and parentheses, so counting starts after the last ')'. */
+static int read_stat(int pid, rdzv_s64 *ppid, rdzv_s64 *start_ticks) {
+  char path[48];
+  char buf[1024];
+  proc_path(path, sizeof path, pid, "/stat");
+  if (rdzv_read_file(path, buf, sizeof buf) <= 0) return -1;
+  const char *p = strrchr(buf, ')');
+  if (!p) return -1;
+  *ppid = -1;
+  *start_ticks = -1;
+  int field = 2;
+  for (; *p; ++p) {
+    if (*p != ' ') continue;
+    ++field;
+    if (field != 4 && field != 22) continue;
+    char num[24];
+    size_t n = 0;
+    for (const char *d = p + 1; *d >= '0' && *d <= '9' && n + 1 < sizeof num; ++d) num[n++] = *d;
+    num[n] = '\0';
+    rdzv_s64 v;
+    if (rdzv_parse_i64(num, &v)) *(field == 4 ? ppid : start_ticks) = v;
+    if (field == 22) break;
+  }
+  return 0;
+}
+
+int rdzv_process_fill(struct rdzv_file_header *h, int pid) {
+  h->pid = pid > 0 ? pid : (rdzv_s32)getpid();
+  h->ppid = pid > 0 ? -1 : (rdzv_s32)getppid();
+
+  /* The two clocks are read back to back; their pair maps record times onto the wall clock. */
+  h->clock_monotonic_ns = rdzv_clock_ns(CLOCK_MONOTONIC);
+  h->clock_realtime_ns = rdzv_clock_ns(CLOCK_REALTIME);
+  h->created_monotonic_ns = h->clock_monotonic_ns;
+
+  char host[256];
+  if (gethostname(host, sizeof host) != 0) host[0] = '\0';
+  host[sizeof host - 1] = '\0';
+  rdzv_copy_cut(h->host, sizeof h->host, host);
+
+  rdzv_s64 ppid = -1, ticks = -1;
+  const int alive = read_stat(pid, &ppid, &ticks) == 0;
+  if (alive && pid > 0) h->ppid = (rdzv_s32)ppid;
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (alive && ticks >= 0 && hz > 0) {
+    const rdzv_u64 started_boot = (rdzv_u64)ticks * (1000000000ull / (rdzv_u64)hz);
+    const rdzv_u64 boot_now = rdzv_clock_ns(CLOCK_BOOTTIME);
+    if (started_boot <= boot_now) {
+      h->start_realtime_ns = h->clock_realtime_ns - (boot_now - started_boot);
+      h->features |= RDZV_FEAT_PROC_START;
+    }
+  }
+
+  char path[48];
+  proc_path(path, sizeof path, pid, "/exe");
+  const ssize_t n = readlink(path, h->exe, sizeof h->exe - 1);
+  h->exe[n > 0 ? n : 0] = '\0';
+
+  /* argv is NUL-separated, a NUL ending the last argument: joined by single spaces. One byte
+   * more than fits is read, to tell a command line that fills the field from a longer one. */
+  char cmd[RDZV_CMDLINE_MAX + 1];
+  proc_path(path, sizeof path, pid, "/cmdline");
+  long len = rdzv_read_file(path, cmd, sizeof cmd);
+  if (len > 0) {
+    if (cmd[len - 1] == '\0') --len;
+    for (long i = 0; i < len; ++i)
+      if (cmd[i] == '\0') cmd[i] = ' ';
+    cmd[len] = '\0';
+    h->cmdline_truncated = (rdzv_u32)(rdzv_copy_cut(h->cmdline, sizeof h->cmdline, cmd) ||
+                                      (size_t)len + 1 >= sizeof cmd);
+  }
+  return alive ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- trace files */
+
+void rdzv_file_host(char *out, size_t cap) {
+  if (cap == 0) return;
+  char raw[256];
+  if (gethostname(raw, sizeof raw) != 0) raw[0] = '\0';
+  raw[sizeof raw - 1] = '\0';
+  size_t n = 0;
+  for (; raw[n] && n + 1 < cap; ++n) {
+    const char c = raw[n];
+    const int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '-' || c == '_' || c == '.';
+    out[n] = ok ? c : '_';
+  }
+  out[n] = '\0';
+  if (n == 0) rdzv_copy_cut(out, cap, "unknown-host");
+}
+
+int rdzv_trace_name(char *out, size_t cap, const char *dir, const char *host, int pid, int n) {
+  struct rdzv_text t;
+  rdzv_text_init(&t, out, cap);
+  rdzv_text_str(&t, dir);
+  rdzv_text_ch(&t, '/');
+  rdzv_text_str(&t, host);
+  rdzv_text_ch(&t, '.');
+  rdzv_text_i64(&t, pid);
+  if (n > 0) {
+    rdzv_text_ch(&t, '.');
+    rdzv_text_i64(&t, n);
+  }
+  rdzv_text_str(&t, RDZV_FILE_SUFFIX);
+  return t.truncated ? -1 : 0;
+}
+
+int rdzv_trace_dir_ensure(const char *dir, int group_read) {
+  const mode_t mode = group_read ? 0750 : 0700;
+  if (mkdir(dir, mode) == 0) {
+    chmod(dir, mode); /* as for the files: the umask does not decide what we promised */
+    return 0;
+  }
+  if (errno != EEXIST) return -1;
+  struct stat st;
+  if (stat(dir, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
+  return 0;
+}
+
+const char *rdzv_trace_step_text(enum rdzv_trace_step step) {
+  switch (step) {
+    case RDZV_TRACE_OK: return "ok";
+    case RDZV_TRACE_NAME: /* followed by ENAMETOOLONG's text */
+    case RDZV_TRACE_CREATE: return "cannot create trace file";
+    case RDZV_TRACE_ALLOCATE: return "cannot allocate trace file";
+    case RDZV_TRACE_SIZE: return "cannot size trace file";
+    case RDZV_TRACE_MAP: return "cannot map trace file";
+  }
+  return "trace file";
+}
+
+void rdzv_trace_geometry(rdzv_u64 max_bytes, rdzv_u64 *capacity, size_t *map_len) {
+  const rdzv_u64 least = (rdzv_u64)RDZV_HEADER_SIZE + RDZV_RECORD_SIZE;
+  const rdzv_u64 most = (rdzv_u64)RDZV_TRACE_MAX_MB << 20;
+  if (max_bytes < least) max_bytes = least;
+  if (max_bytes > most) max_bytes = most;
+  rdzv_u64 cap = (max_bytes - RDZV_HEADER_SIZE) / RDZV_RECORD_SIZE;
+  if (cap > UINT32_MAX) cap = UINT32_MAX; /* header.capacity is 32 bits */
+  *capacity = cap;
+  *map_len = (size_t)rdzv_record_offset(cap);
+}
+
+/* A file of our name that exists is either an earlier image of this very process (it
+ * exec'd: same pid, same start time) or a stranger whose pid was reused. Its header tells
+ * which; only the fields needed are read (this may run on a small thread stack). */
+static void count_earlier_image(const char *path, int pid, rdzv_u64 our_start_ns,
+                                rdzv_u32 *generation) {
+  const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  char magic[RDZV_MAGIC_LEN];
+  rdzv_s32 their_pid = 0;
+  rdzv_u64 their_start = 0;
+  rdzv_u32 their_generation = 0;
+  const int ok = pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+                 pread(fd, &their_pid, sizeof their_pid, offsetof(struct rdzv_file_header, pid)) ==
+                     (ssize_t)sizeof their_pid &&
+                 pread(fd, &their_start, sizeof their_start,
+                       offsetof(struct rdzv_file_header, start_realtime_ns)) ==
+                     (ssize_t)sizeof their_start &&
+                 pread(fd, &their_generation, sizeof their_generation,
+                       offsetof(struct rdzv_file_header, exec_generation)) ==
+                     (ssize_t)sizeof their_generation;
+  close(fd);
+  if (!ok || memcmp(magic, RDZV_MAGIC, RDZV_MAGIC_LEN) != 0 || their_pid != pid) return;
+  /* Both start times come from the same tick count, read at slightly different moments. */
+  const rdzv_u64 diff = their_start > our_start_ns ? their_start - our_start_ns
+                                                   : our_start_ns - their_start;
+  if (!our_start_ns || diff > 50000000ull) return;
+  if (their_generation + 1 > *generation) *generation = their_generation + 1;
+}
+
+static int create_exclusive(const struct rdzv_trace_request *req, rdzv_u64 our_start_ns,
+                            rdzv_u32 *generation, char *path, size_t path_cap,
+                            enum rdzv_trace_step *failed) {
+  const mode_t mode = req->group_read ? 0640 : 0600;
+  for (int n = 0; n < RDZV_TRACE_NAME_ATTEMPTS; ++n) {
+    if (rdzv_trace_name(path, path_cap, req->dir, req->host, req->pid, n) != 0) {
+      *failed = RDZV_TRACE_NAME;
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    const int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0) {
+      fchmod(fd, mode); /* the umask must not widen or narrow what we promised */
+      return fd;
+    }
+    if (errno != EEXIST) {
+      *failed = RDZV_TRACE_CREATE;
+      return -1;
+    }
+    if (req->count_exec_generation) count_earlier_image(path, req->pid, our_start_ns, generation);
+  }
+  *failed = RDZV_TRACE_CREATE;
+  errno = EEXIST;
+  return -1;
+}
+
+int rdzv_trace_create(const struct rdzv_trace_request *req, const struct rdzv_file_header *facts,
+                      struct rdzv_trace *out, char *path, size_t path_cap,
+                      enum rdzv_trace_step *failed) {
+  enum rdzv_trace_step step_unused;
+  if (!failed) failed = &step_unused;
+  *failed = RDZV_TRACE_OK;
+  rdzv_u32 generation = 0;
+  const int fd = create_exclusive(req, facts->start_realtime_ns, &generation, path, path_cap,
+                                  failed);
+  if (fd < 0) return errno;
+
+  rdzv_u64 capacity;
+  size_t len;
+  rdzv_trace_geometry(req->max_bytes, &capacity, &len);
+  /* Blocks are allocated now: a store into a mapped hole on a full disk would be a SIGBUS in
+   * the writer (the host process, for the shim), while a failure here only costs the trace.
+   * File systems that cannot preallocate get a sparse file. */
+  int err = posix_fallocate(fd, 0, (off_t)len);
+  if (err != 0 && err != EOPNOTSUPP && err != EINVAL) {
+    close(fd);
+    *failed = RDZV_TRACE_ALLOCATE;
+    return err;
+  }
+  if (err != 0 && ftruncate(fd, (off_t)len) != 0) {
+    err = errno;
+    close(fd);
+    *failed = RDZV_TRACE_SIZE;
+    return err;
+  }
+  void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  err = errno;
+  close(fd); /* the mapping keeps the file: no descriptor of ours stays open */
+  if (map == MAP_FAILED) {
+    *failed = RDZV_TRACE_MAP;
+    return err;
+  }
+
+  struct rdzv_file_header *h = (struct rdzv_file_header *)map;
+  memcpy(h, facts, sizeof *h);
+  memset(h->magic, 0, sizeof h->magic); /* stored last: rdzv_trace_publish */
+  h->version = RDZV_FORMAT_VERSION;
+  h->header_size = RDZV_HEADER_SIZE;
+  h->record_size = RDZV_RECORD_SIZE;
+  h->capacity = (rdzv_u32)capacity;
+  h->next_slot = 0;
+  h->dropped = 0;
+  h->lost = 0;
+  h->exec_generation = generation;
+  out->header = h;
+  out->records = (struct rdzv_record *)((char *)map + RDZV_HEADER_SIZE);
+  out->capacity = capacity;
+  out->map_len = len;
+  return 0;
+}
+
+void rdzv_trace_publish(struct rdzv_trace *t) {
+  rdzv_u64 magic_word;
+  memcpy(&magic_word, RDZV_MAGIC, sizeof magic_word);
+  __atomic_store_n((rdzv_u64 *)(void *)t->header->magic, magic_word, __ATOMIC_RELEASE);
+}
+
+void rdzv_proc_start_record(struct rdzv_record *r, const struct rdzv_file_header *h, rdzv_u32 tid) {
+  memset(r, 0, offsetof(struct rdzv_record, seal));
+  r->kind = RDZV_EV_PROC_START;
+  r->op = RDZV_OP_INIT;
+  r->tid = tid;
+  const rdzv_u64 age = (h->features & RDZV_FEAT_PROC_START) &&
+                               h->clock_realtime_ns > h->start_realtime_ns
+                           ? h->clock_realtime_ns - h->start_realtime_ns
+                           : 0;
+  r->ts_ns = h->clock_monotonic_ns > age ? h->clock_monotonic_ns - age : 0;
+  r->fd = -1;
+  r->u.proc.child_pid = -1;
+  rdzv_copy_cut(r->u.proc.path, sizeof r->u.proc.path, h->exe);
+}
+
+struct rdzv_record *rdzv_trace_reserve(struct rdzv_trace *t, rdzv_u64 *slot) {
+  const rdzv_u64 index = __atomic_fetch_add(&t->header->next_slot, 1, __ATOMIC_RELAXED);
+  if (index >= t->capacity) {
+    __atomic_fetch_add(&t->header->dropped, 1, __ATOMIC_RELAXED);
+    return NULL;
+  }
+  *slot = index;
+  return &t->records[index];
+}
+
+void rdzv_trace_close(struct rdzv_trace *t) {
+  if (!t->header) return;
+  msync(t->header, t->map_len, MS_ASYNC);
+  munmap(t->header, t->map_len);
+  t->header = NULL;
+  t->records = NULL;
+  t->capacity = 0;
+  t->map_len = 0;
+}
+
+/* ---------------------------------------------------------------- snapshots */
+
+int rdzv_failure_snapshot_due(rdzv_u64 *last_ns, rdzv_u64 now_ns) {
+  rdzv_u64 last = __atomic_load_n(last_ns, __ATOMIC_RELAXED);
+  if (last && now_ns - last < RDZV_FAILURE_SNAPSHOT_GAP_NS) return 0;
+  return __atomic_compare_exchange_n(last_ns, &last, now_ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,267 @@
+/*
+ * rdzvscope recorder core: what both recorders of the trace format (the LD_PRELOAD shim inside
+ * a process, the bpf loader of `rdzvscope attach` outside it) must do the same way, once.
+ *
+ *   - limits:         the per-socket sampling limits, the file size cap, the snapshot rate
+ *   - text:           bounded, allocation-free string building and strict number parsing
+ *   - environment:    one lookup interface over our own environ or a /proc/PID/environ copy
+ *   - configuration:  RDZVSCOPE_DIR, RDZVSCOPE_MAX_MB, RDZVSCOPE_GROUP_READ
+ *   - identity:       RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT, TORCHELASTIC_*, SLURM_*
+ *   - store ports:    which TCP ports count as the store's (rendezvous) ports
+ *   - process facts:  pid, ppid, start time, host, executable, command line, clock pair
+ *   - trace files:    naming, exclusive creation, modes, preallocation, mapping, the header,
+ *                     the PROC_START record, slot reservation
+ *
+ * Plain C11 on libc only. Nothing here allocates, takes a lock or uses stdio: the shim calls
+ * these functions from its hooks (in forked children and between vfork and exec too), so
+ * every one is limited to async-signal-safe libc calls (open/read/pread/close, mmap,
+ * clock_gettime, readlink, ...) and caller-owned buffers. Functions that take a `struct
+ * rdzv_port_set` or a `struct rdzv_trace` use atomics where the shim's threads share them.
+ *
+ * The limits section is plain macros and is also read by the BPF programs (rdzv_maps.bpf.h);
+ * the rest is hidden from them.
+ */
+#ifndef RDZVSCOPE_RECORDER_CORE_H
+#define RDZVSCOPE_RECORDER_CORE_H
+
+#include "rdzvscope/trace_format.h"
+
+/* ---------------------------------------------------------------- limits (BPF too) */
+
+/* Per store socket: the first RDZV_IO_DETAIL_EVENTS send/recv calls are recorded one by one
+ * (the rendezvous handshake and first queries), after that only failures and 0-byte reads,
+ * at most RDZV_IO_FAILURE_EVENTS of them (a client spinning on recv() == 0 after the store
+ * went away must not fill the file); the rest count in the socket's totals at close. */
+#define RDZV_IO_DETAIL_EVENTS 32u
+#define RDZV_IO_FAILURE_EVENTS 16u
+
+/* Failure snapshots: at most one per this many ns per process (a retry loop must not fill the
+ * file with them). */
+#define RDZV_FAILURE_SNAPSHOT_GAP_NS 250000000ull
+
+/* Size cap of one trace file: RDZVSCOPE_MAX_MB for the shim, --max-mb for both CLIs. */
+#define RDZV_TRACE_DEFAULT_MAX_MB 2u
+#define RDZV_TRACE_MAX_MB 1024u
+
+/* Names tried for one process's file: <host>.<pid>.rzt, then .1 ... */
+#define RDZV_TRACE_NAME_ATTEMPTS 1000
+
+/* Store ports every process has besides its environment's: torchelastic's c10d rendezvous
+ * endpoint default and TCPStore's (MASTER_PORT's) default. */
+#define RDZV_PORT_C10D_DEFAULT 29400u
+#define RDZV_PORT_TCPSTORE_DEFAULT 29500u
+
+#if !defined(__bpf__) && !defined(__BPF__)
+
+#include <stddef.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- text */
+
+/* Appends to a caller's fixed buffer; always NUL-terminated (when cap > 0); `truncated` is
+ * set once anything did not fit. */
+struct rdzv_text {
+  char *buf;
+  size_t cap;
+  size_t len;
+  int truncated;
+};
+void rdzv_text_init(struct rdzv_text *t, char *buf, size_t cap);
+void rdzv_text_str(struct rdzv_text *t, const char *s); /* NULL appends nothing */
+void rdzv_text_strn(struct rdzv_text *t, const char *s, size_t n);
+void rdzv_text_ch(struct rdzv_text *t, char c);
+void rdzv_text_u64(struct rdzv_text *t, rdzv_u64 v);
+void rdzv_text_i64(struct rdzv_text *t, rdzv_s64 v);
+
+/* Copies at most cap-1 bytes and terminates (NULL src: ""); returns 1 when src did not fit. */
+int rdzv_copy_cut(char *dst, size_t cap, const char *src);
+
+/* Strict decimal: an optional '-', then digits, nothing else (no blanks, no '+'); no
+ * overflow. Returns 1 and sets *out, or 0. */
+int rdzv_parse_i64(const char *s, rdzv_s64 *out);
+
+/* ---------------------------------------------------------------- environment */
+
+/* A variable's value, or NULL when it is absent or empty (both recorders treat an empty
+ * value as unset). */
+typedef const char *(*rdzv_env_fn)(void *ctx, const char *name);
+
+/* This process's environment (getenv); ctx unused. */
+const char *rdzv_env_self(void *ctx, const char *name);
+
+/* A copy of another process's environment, as /proc/PID/environ holds it: NAME=value
+ * entries, each ended by a NUL. An entry cut at the end of the copy (no NUL within len) is
+ * ignored. The first entry of a name wins, as for getenv. ctx: a struct rdzv_env_block. */
+struct rdzv_env_block {
+  const char *data;
+  size_t len;
+};
+const char *rdzv_env_block_get(void *ctx, const char *name);
+
+/* A yes/no setting: set, not empty and not "0". */
+int rdzv_env_flag(const char *value);
+
+/* ---------------------------------------------------------------- configuration */
+
+struct rdzv_config {
+  char dir[4096];     /* RDZVSCOPE_DIR; "" = tracing off */
+  rdzv_u64 max_bytes; /* RDZVSCOPE_MAX_MB in bytes (rdzv_max_bytes_for_mb) */
+  int group_read;     /* RDZVSCOPE_GROUP_READ: files 0640 and a new directory 0750 */
+};
+void rdzv_config_read(struct rdzv_config *cfg, rdzv_env_fn env, void *ctx);
+
+/* A size cap in MiB as bytes: mb <= 0 gives the default, more than RDZV_TRACE_MAX_MB gives
+ * RDZV_TRACE_MAX_MB. */
+rdzv_u64 rdzv_max_bytes_for_mb(rdzv_s64 mb);
+
+/* ---------------------------------------------------------------- identity */
+
+/* RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK, MASTER_PORT, TORCHELASTIC_RESTART_COUNT,
+ * SLURM_PROCID, SLURM_NODEID (strict decimal within int32, else -1), MASTER_ADDR,
+ * TORCHELASTIC_RUN_ID, SLURM_JOB_ID (cut to fit, else ""). Every field is written. */
+void rdzv_identity_fill(struct rdzv_identity *id, rdzv_env_fn env, void *ctx);
+
+/* ---------------------------------------------------------------- store ports */
+
+/* At most RDZV_MAX_STORE_PORTS ports, in the order they were added; 0 = free entry. Entries
+ * are only ever added, each with a compare-and-swap, so threads may add and read at once.
+ * Zero-initialise before use. */
+struct rdzv_port_set {
+  rdzv_u16 port[RDZV_MAX_STORE_PORTS];
+};
+
+/* Adds port (1..65535); returns 1 when it was not in the set before, 0 otherwise (also when
+ * it is out of range or the set is full). */
+int rdzv_ports_add(struct rdzv_port_set *set, rdzv_s64 port);
+int rdzv_ports_contains(const struct rdzv_port_set *set, rdzv_u16 port);
+
+/* The policy: MASTER_PORT, the port of PET_RDZV_ENDPOINT ("host:port", "[v6]:port"), 29400,
+ * 29500, then RDZVSCOPE_PORTS (comma separated), in that order. Items that are not a strict
+ * decimal port are skipped. */
+void rdzv_ports_from_env(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx);
+
+/* MASTER_PORT again (a training script often sets it itself just before
+ * init_process_group); returns 1 when that added a port. */
+int rdzv_ports_refresh(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx);
+
+/* Copies the set's ports into a header's store_ports, each entry with an atomic store and
+ * only the set ones: a slower exporter never erases what a faster one has just written. */
+void rdzv_ports_export(const struct rdzv_port_set *set, rdzv_u16 out[RDZV_MAX_STORE_PORTS]);
+
+/* ---------------------------------------------------------------- process facts */
+
+static inline rdzv_u64 rdzv_clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (rdzv_u64)ts.tv_sec * 1000000000ull + (rdzv_u64)ts.tv_nsec;
+}
+
+/* Reads up to cap-1 bytes of a (small, /proc) file into buf and terminates it; returns the
+ * bytes read or -1. */
+long rdzv_read_file(const char *path, char *buf, size_t cap);
+
+/* The number after `key` in a "key: value" /proc text (/proc/PID/io, status); 0 if absent. */
+rdzv_u64 rdzv_proc_field(const char *text, const char *key);
+
+/* Fills pid, ppid, the clock pair, created_monotonic_ns, start_realtime_ns (and
+ * RDZV_FEAT_PROC_START) when known, host, exe, cmdline and cmdline_truncated of `h`, for this
+ * process (pid 0: /proc/self, getppid) or another one (/proc/PID). Other fields are left
+ * alone. Returns 0, or -1 when /proc/PID/stat could not be read (the process is gone; the
+ * pid and clocks are set anyway). */
+int rdzv_process_fill(struct rdzv_file_header *h, int pid);
+
+/* ---------------------------------------------------------------- trace files */
+
+/* gethostname(), made safe for a file name: characters other than [A-Za-z0-9._-] become '_',
+ * "unknown-host" when empty. */
+void rdzv_file_host(char *out, size_t cap);
+
+/* DIR/HOST.PID.rzt, or DIR/HOST.PID.N.rzt for n > 0. Returns 0, or -1 when it does not fit. */
+int rdzv_trace_name(char *out, size_t cap, const char *dir, const char *host, int pid, int n);
+
+/* Makes the trace directory (0700, 0750 with group_read, whatever the umask) unless it
+ * exists; returns 0, or -1 with errno (ENOTDIR when it is something else). */
+int rdzv_trace_dir_ensure(const char *dir, int group_read);
+
+/* One mapped trace file. */
+struct rdzv_trace {
+  struct rdzv_file_header *header;
+  struct rdzv_record *records;
+  rdzv_u64 capacity;
+  size_t map_len;
+};
+
+/* The step at which rdzv_trace_create failed. */
+enum rdzv_trace_step {
+  RDZV_TRACE_OK = 0,
+  RDZV_TRACE_NAME,     /* the path does not fit (ENAMETOOLONG) */
+  RDZV_TRACE_CREATE,   /* open(O_CREAT|O_EXCL|O_NOFOLLOW) failed, or every name is taken */
+  RDZV_TRACE_ALLOCATE, /* posix_fallocate: no room on the file system */
+  RDZV_TRACE_SIZE,     /* ftruncate, where the file system cannot preallocate */
+  RDZV_TRACE_MAP       /* mmap */
+};
+const char *rdzv_trace_step_text(enum rdzv_trace_step step); /* "cannot create trace file"... */
+
+struct rdzv_trace_request {
+  const char *dir;  /* exists (rdzv_trace_dir_ensure) */
+  const char *host; /* rdzv_file_host */
+  int pid;
+  rdzv_u64 max_bytes; /* clamped to one record .. RDZV_TRACE_MAX_MB */
+  int group_read;     /* 0640 rather than 0600, whatever the umask */
+  /* Read the headers of files of the same pid found in the way: one of this very process
+   * (same pid, same start time: it exec'd) makes this file's exec_generation one more than
+   * that file's. The shim writes one file per image; attach keeps one file per process. */
+  int count_exec_generation;
+};
+
+/* The file's record capacity and mapped length for a size cap (clamped as above). */
+void rdzv_trace_geometry(rdzv_u64 max_bytes, rdzv_u64 *capacity, size_t *map_len);
+
+/* Creates the process's file, never over another file or through a symbolic link
+ * (O_CREAT|O_EXCL|O_NOFOLLOW; a taken name goes on to the next suffix), sets its mode,
+ * allocates its blocks (a store into a mapped hole on a full disk would be a SIGBUS), maps it
+ * MAP_SHARED and copies `facts` into the header (magic left zero; the format fields, capacity,
+ * counters and exec_generation are set here). No descriptor stays open. The file's name is
+ * built in path (path_cap bytes). Returns 0, or an errno value with *failed (may be NULL)
+ * saying which step failed; *out is then untouched. */
+int rdzv_trace_create(const struct rdzv_trace_request *req, const struct rdzv_file_header *facts,
+                      struct rdzv_trace *out, char *path, size_t path_cap,
+                      enum rdzv_trace_step *failed);
+
+/* Stores the magic, last and with release order: a reader that sees it sees the header. */
+void rdzv_trace_publish(struct rdzv_trace *t);
+
+/* The first record of every file: PROC_START, dated at the process start on the monotonic
+ * clock (so that it sorts before the call that made the file), path = the executable. Fills
+ * every field of *r but the seal. */
+void rdzv_proc_start_record(struct rdzv_record *r, const struct rdzv_file_header *h, rdzv_u32 tid);
+
+/* Reserves the next slot (atomic): its record, or NULL when the file is full (then counted in
+ * header.dropped). Fill every field, then rdzv_trace_commit. */
+struct rdzv_record *rdzv_trace_reserve(struct rdzv_trace *t, rdzv_u64 *slot);
+
+/* Seals the record: stores its seal last, with release order. */
+static inline void rdzv_trace_commit(struct rdzv_record *r, rdzv_u64 slot) {
+  __atomic_store_n(&r->seal, rdzv_seal_for(slot), __ATOMIC_RELEASE);
+}
+
+/* Unmaps (after an asynchronous msync); the pages already stored stay in the file. */
+void rdzv_trace_close(struct rdzv_trace *t);
+
+/* ---------------------------------------------------------------- snapshots */
+
+/* Whether a failure snapshot may be taken now: 1 (and *last_ns = now_ns) when none was in the
+ * last RDZV_FAILURE_SNAPSHOT_GAP_NS; atomic, so racing threads take one between them. */
+int rdzv_failure_snapshot_due(rdzv_u64 *last_ns, rdzv_u64 now_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* !__bpf__ */
+
+#endif /* RDZVSCOPE_RECORDER_CORE_H */
