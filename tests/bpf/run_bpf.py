@@ -13,7 +13,7 @@ Exit status 0 = pass, 1 = fail (with the reason and the dump on stderr).
 """
 import argparse
 import collections
-import json
+import importlib.util
 import os
 import shutil
 import signal
@@ -23,6 +23,13 @@ import sys
 import tempfile
 import time
 
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import cli  # noqa: E402
+from rdzvtest.checks import Fail, check  # noqa: E402
+from rdzvtest.launch import job_env  # noqa: E402
+from rdzvtest.ports import free_ports  # noqa: E402
+
 OPTS = None
 SCENARIOS = {}
 
@@ -30,25 +37,6 @@ SCENARIOS = {}
 def scenario(fn):
     SCENARIOS[fn.__name__] = fn
     return fn
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg, context=None):
-    if not cond:
-        if context is not None:
-            msg += "\n--- context ---\n" + "\n".join(json.dumps(c) for c in context)
-        raise Fail(msg)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Ports:
@@ -60,8 +48,7 @@ class Ports:
         self.held.bind(("127.0.0.1", 0))
         self.held.listen()
         self.taken = self.held.getsockname()[1]
-        self.store = free_port()
-        self.io = free_port()
+        self.store, self.io = free_ports(2)
 
     def named(self, addr):
         """An address as both recorders must agree on it: ephemeral ports differ run to run."""
@@ -72,11 +59,8 @@ class Ports:
 
 
 def target_env(ports):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("LD_PRELOAD", "MASTER_PORT", "RANK") and not k.startswith("RDZVSCOPE_")}
-    env.update(MASTER_PORT=str(ports.store), RDZVSCOPE_PORTS=str(ports.io), RANK="3", WORLD_SIZE="4",
-               LC_ALL="C")
-    return env
+    return job_env(MASTER_PORT=str(ports.store), RDZVSCOPE_PORTS=str(ports.io), RANK="3", WORLD_SIZE="4",
+                   LC_ALL="C")
 
 
 def start_target(ports, prefix=(), args=None, program=None):
@@ -115,23 +99,17 @@ def stop_attach(a, sig=signal.SIGINT):
 
 
 def dump(out_dir):
-    r = subprocess.run([OPTS.rdzvscope, "dump", out_dir], capture_output=True, text=True)
-    check(r.returncode == 0, "dump failed (%d): %s" % (r.returncode, r.stderr))
-    lines = [json.loads(l) for l in r.stdout.splitlines()]
-    return [l for l in lines if l["type"] == "header"], [l for l in lines if l["type"] == "event"]
+    """(every file's header, every event) of `rdzvscope dump OUT_DIR`."""
+    files = cli.dump(OPTS.rdzvscope, out_dir, timeout=60)
+    return [f["header"] for f in files], [e for f in files for e in f["events"]]
 
 
 def dump_by_pid(out_dir):
-    """Each file's events, by the pid in its header (dump prints a header, then its events)."""
-    r = subprocess.run([OPTS.rdzvscope, "dump", out_dir], capture_output=True, text=True)
-    check(r.returncode == 0, "dump failed (%d): %s" % (r.returncode, r.stderr))
-    by_pid, pid = {}, None
-    for line in r.stdout.splitlines():
-        l = json.loads(line)
-        if l["type"] == "header":
-            pid = l["pid"]
-        elif l["type"] == "event":
-            by_pid.setdefault(pid, []).append(l)
+    """The events of the files that have some, by the pid in their header."""
+    by_pid = {}
+    for f in cli.dump(OPTS.rdzvscope, out_dir, timeout=60):
+        if f["events"]:
+            by_pid.setdefault(f["header"]["pid"], []).extend(f["events"])
     return by_pid
 
 

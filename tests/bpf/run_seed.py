@@ -11,6 +11,7 @@ the program then reads 0 bytes, sends, gets EPIPE, times out in poll, and closes
 is checked in attach's trace, with the close totals counting only what happened after attach.
 Run as root; exit status 0 = pass, 1 = fail.
 """
+import importlib.util
 import os
 import socket
 import struct
@@ -18,8 +19,13 @@ import subprocess
 import sys
 import time
 
-import run_bpf
-from run_bpf import by_probe, check, find, free_port, scenario, start_attach, stop_attach, target_env
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest.checks import check  # noqa: E402
+from rdzvtest.ports import free_port  # noqa: E402
+
+import run_bpf  # noqa: E402
+from run_bpf import by_probe, find, scenario, start_attach, stop_attach, target_env  # noqa: E402
 
 
 def one(events, what, **want):

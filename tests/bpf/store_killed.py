@@ -19,6 +19,7 @@ worker once they are in their store loop; the agent is SIGKILLed: analyze says b
 cause peer_died, from the agent (no initiating rank: the agent has none).
 Exit status 0 = pass, 1 = fail (with the reason on stderr).
 """
+import importlib.util
 import json
 import os
 import signal
@@ -26,7 +27,13 @@ import subprocess
 import sys
 import time
 
-from straggler import Fail, free_port, job_env, stop_attach, torch_test_options, verdict
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import cli  # noqa: E402
+from rdzvtest.checks import Fail  # noqa: E402
+from rdzvtest.ports import free_port  # noqa: E402
+
+from straggler import job_env, stop_attach, torch_test_options, verdict  # noqa: E402
 
 WORLD = 2
 TIMEOUT_S = 5
@@ -55,18 +62,11 @@ def wait_for(logs, text, bound_s):
 
 
 def dump_by_rank(opts, trace_dir):
-    r = subprocess.run([opts.rdzvscope, "dump", trace_dir], capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        raise Fail("dump failed: " + r.stderr)
-    by_rank, rank = {}, None
-    for l in map(json.loads, r.stdout.splitlines()):
-        if l["type"] == "header":
-            if l["source"] != "bpf":
-                raise Fail("a trace file not written by attach")
-            rank = l["identity"]["rank"]
-            by_rank.setdefault(rank, [])
-        elif l["type"] == "event":
-            by_rank[rank].append(l)
+    by_rank = {}
+    for f in cli.dump(opts.rdzvscope, trace_dir, timeout=60):
+        if f["header"]["source"] != "bpf":
+            raise Fail("a trace file not written by attach")
+        by_rank.setdefault(f["header"]["identity"]["rank"], []).extend(f["events"])
     return by_rank
 
 

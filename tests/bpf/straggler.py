@@ -18,14 +18,21 @@ reaches the store.
 Exit status 0 = pass, 1 = fail (with the reason on stderr).
 """
 import argparse
+import importlib.util
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
+
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import cli  # noqa: E402
+from rdzvtest.checks import Fail  # noqa: E402
+from rdzvtest import launch  # noqa: E402
+from rdzvtest.ports import free_port  # noqa: E402
 
 WORLD = 4
 LATE_RANK = 2
@@ -54,27 +61,16 @@ read go || exit 3
 TIMED_OUT = ("Socket Timeout", "wait timeout after", "waiting for clients")
 
 
-class Fail(Exception):
-    pass
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def job_env(opts, port, logs):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("LD_PRELOAD", "RANK", "LOCAL_RANK", "E2E_DELAY_S", "E2E_MODE")
-           and not k.startswith("RDZVSCOPE_") and not k.startswith("TORCHELASTIC_")}
-    env.update(WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-               E2E_TIMEOUT_S=str(TIMEOUT_S), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1",
-               PYTHONUNBUFFERED="1", LATE_RANK=str(LATE_RANK), DELAY_S=str(DELAY_S),
-               PYTHON=opts.python, RANK_SCRIPT=opts.rank_script, LOGS=logs,
-               TORCHRUN=os.path.join(os.path.dirname(opts.python), "torchrun"),
-               E2E_RANK_ENV=json.dumps({str(LATE_RANK): {"E2E_DELAY_S": str(DELAY_S)}}))
-    return env
+    """The launcher's environment (rdzvtest.launch.job_env: nothing of a tracer or another
+    job inherited)."""
+    return launch.job_env(
+        WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+        E2E_TIMEOUT_S=str(TIMEOUT_S), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1",
+        PYTHONUNBUFFERED="1", LATE_RANK=str(LATE_RANK), DELAY_S=str(DELAY_S),
+        PYTHON=opts.python, RANK_SCRIPT=opts.rank_script, LOGS=logs,
+        TORCHRUN=os.path.join(os.path.dirname(opts.python), "torchrun"),
+        E2E_RANK_ENV=json.dumps({str(LATE_RANK): {"E2E_DELAY_S": str(DELAY_S)}}))
 
 
 def run_job(opts, mode, work):
@@ -150,8 +146,7 @@ def verdict(opts, trace_dir):
 
 
 def ranks_traced(opts, trace_dir):
-    r = subprocess.run([opts.rdzvscope, "dump", trace_dir], capture_output=True, text=True, timeout=60)
-    headers = [h for h in map(json.loads, r.stdout.splitlines()) if h["type"] == "header"]
+    headers = [f["header"] for f in cli.dump(opts.rdzvscope, trace_dir, timeout=60)]
     return sorted(h["identity"]["rank"] for h in headers if h["identity"]["rank"] is not None), headers
 
 

@@ -22,10 +22,12 @@ fault REALLY happened (exit codes, what each rank printed, the trace headers' ho
 the traces show through `rdzvscope dump`), then checks every run's verdict and the
 comparison. Exit 77 (ctest: skipped) where root, ip, iptables or unshare are missing.
 
-Helpers (Proc, dump, analyze, trace queries) come from tests/e2e/harness.py.
+Helpers (Proc, dump, analyze, trace queries, checks) come from tests/pylib (rdzvtest); the
+scenario names, and the ctest tests made of them, are in tests/pylib/scenarios.txt.
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import shutil
@@ -35,13 +37,17 @@ import sys
 import tempfile
 import time
 
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import scenarios, trace_patch  # noqa: E402
+from rdzvtest.checks import (Fail, expect, expect_any_text, expect_exit, expect_text,  # noqa: E402
+                             finish_scenario, log, nonzero)
+from rdzvtest.cli import ANALYZE_TIMEOUT_S, AnalyzerMissing  # noqa: E402
+from rdzvtest.launch import (RANK_SCRIPT, Launcher, Proc, job_env, read, torch_version,  # noqa: E402
+                             torchrun_cmd)
+from rdzvtest.traces import events, failed_resolves, port_of, rank_of, wall_ns  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-sys.path.insert(0, os.path.join(HERE, "..", "unit"))
-import harness  # noqa: E402
-import trace_patch  # noqa: E402
-from harness import (Failure, Proc, events, expect, failed_resolves, port_of,  # noqa: E402
-                     rank_of, read, wall_ns)
 
 CLUSTER_SH = os.path.join(HERE, "cluster.sh")
 PROXY = os.path.join(HERE, "reset_proxy.py")
@@ -50,10 +56,6 @@ STORE_PORT = 29500      # the cluster is isolated: no other process can hold it 
 PROXY_PORT = 29501
 HOSTS = 4
 RUN_BOUND_S = 40        # every rank of a run must have exited by then (then SIGKILL)
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,6 +104,7 @@ SCENARIOS = {
         fault="node1 drops its own SYNs to the rendezvous port 29400: its agent never joins; the "
               "other agents give up at their join timeout"),
 }
+scenarios.check_table(SCENARIOS, "cluster", "cluster_torchrun")
 RDZV_PORT = 29400       # the torchrun scenarios' rendezvous endpoint (node0's agent hosts it)
 
 
@@ -130,8 +133,8 @@ class Cluster:
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            timeout=timeout)
         if check and p.returncode != 0:
-            raise Failure(f"`cluster.sh -p {self.prefix} {' '.join(args)}` exited "
-                          f"{p.returncode}: {p.stdout.strip()}")
+            raise Fail(f"`cluster.sh -p {self.prefix} {' '.join(args)}` exited "
+                       f"{p.returncode}: {p.stdout.strip()}")
         return p.stdout
 
     def up(self):
@@ -171,7 +174,7 @@ class ClusterRun:
         self.id = f"run{index}"
         self.index = index
         self.dir = os.path.join(scen_dir, self.id)
-        self.trace_dir = self.dir          # harness.Harness.dump reads run.trace_dir
+        self.trace_dir = self.dir          # Launcher.dump reads run.trace_dir
         os.makedirs(self.dir)
         self.procs = []
         self.notes = []
@@ -194,7 +197,8 @@ class ClusterRun:
 
 class Job:
     def __init__(self, args, cluster, per_host, scen_dir):
-        self.h = harness.Harness(os.path.abspath(args.rdzvscope), args.python, scen_dir)
+        torch_version(args.python)         # fails early where it has no PyTorch
+        self.h = Launcher(os.path.abspath(args.rdzvscope))
         self.rdzvscope = os.path.abspath(args.rdzvscope)
         self.python = args.python
         self.cluster = cluster
@@ -211,7 +215,7 @@ class Job:
 
     def launch(self, run, rank, timeout_s, env=None, ports=(STORE_PORT,)):
         host = self.host_of(rank)
-        e = harness.job_env()
+        e = job_env()
         e.update(RANK=str(rank), LOCAL_RANK=str(rank % self.per_host),
                  GROUP_RANK=str(rank // self.per_host), WORLD_SIZE=str(self.world),
                  MASTER_ADDR=STORE_NAME, MASTER_PORT=str(STORE_PORT),
@@ -220,7 +224,7 @@ class Job:
         e.update(env or {})
         cmd = self.cluster.exec_prefix(host) + [
             self.rdzvscope, "run", "--out", run.dir, "--ports", ",".join(map(str, ports)), "--",
-            self.python, harness.RANK_SCRIPT]
+            self.python, RANK_SCRIPT]
         log_path = os.path.join(run.dir, f"rank{rank}.log")
         with open(log_path, "w") as out:
             popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
@@ -236,17 +240,17 @@ class Job:
     def launch_agent(self, run, host, timeout_s, env=None):
         """A torchrun agent on `host` with per_host workers, its log run.dir/agent-HOST.log;
         the workers' RANKs are given by the c10d rendezvous, not by us."""
-        e = harness.job_env()
+        e = job_env()
         e.update(E2E_TIMEOUT_S=str(timeout_s), GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1",
                  PYTHONUNBUFFERED="1")
         e.update(env or {})
         cmd = self.cluster.exec_prefix(host) + [
             self.rdzvscope, "run", "--out", run.dir, "--ports", str(RDZV_PORT), "--"] + \
-            harness.torchrun_cmd(self.python) + [
+            torchrun_cmd(self.python) + [
             "--nnodes", str(self.cluster.n), "--nproc-per-node", str(self.per_host),
             "--max-restarts", "0", "--monitor-interval", "0.2", "--rdzv-backend", "c10d",
             "--rdzv-endpoint", f"{STORE_NAME}:{RDZV_PORT}", "--rdzv-id", f"cluster-{run.id}",
-            "--rdzv-conf", "join_timeout=10", harness.RANK_SCRIPT]
+            "--rdzv-conf", "join_timeout=10", RANK_SCRIPT]
         log_path = os.path.join(run.dir, f"agent-{host}.log")
         with open(log_path, "w") as out:
             popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
@@ -262,19 +266,6 @@ class Job:
 
 # --------------------------------------------------------------------------- checks
 
-def expect_exit(p, want, errors):
-    ok = want(p.rc) if callable(want) else p.rc == want
-    expect(ok, f"{p.label}@{p.host}: exit status {p.rc}"
-               f"{' (killed at the bound)' if p.killed_by_bound else ''}, expected "
-               f"{want.__doc__ if callable(want) else want}", errors)
-
-
-def expect_text(p, needles, errors):
-    text = p.text()
-    for n in ([needles] if isinstance(needles, str) else needles):
-        expect(n in text, f"{p.label}@{p.host}: log lacks {n!r}", errors)
-
-
 # A rank that reached the store and waited for the missing ones ends with `Socket Timeout`
 # (its own timeout), or with `Connection reset by peer` when the store host gave up first and
 # closed the store under it (rank 0 gives up about 2T + 1 s after it started, a client T after
@@ -283,8 +274,7 @@ WAITED = ("Socket Timeout", "Connection reset by peer")
 
 
 def expect_waited(p, errors):
-    expect(any(n in p.text() for n in WAITED),
-           f"{p.label}@{p.host}: log has none of {WAITED!r}", errors)
+    expect_any_text(p, WAITED, errors)
 
 
 def expect_hosts_in_traces(job, files, errors):
@@ -299,11 +289,6 @@ def expect_hosts_in_traces(job, files, errors):
         if r in seen:
             expect(seen[r] == {job.host_of(r)}, f"rank {r}'s trace host {sorted(seen[r])}, "
                                                 f"expected {job.host_of(r)}", errors)
-
-
-def nonzero(rc):
-    """non-zero"""
-    return rc not in (0, None)
 
 
 def first_by_rank(pairs):
@@ -381,7 +366,7 @@ def bp_run(job, run):
         while "listening" not in read(proxy_log) and time.monotonic() < deadline:
             time.sleep(0.05)
         if "listening" not in read(proxy_log):
-            raise Failure(f"the proxy did not start: {read(proxy_log)}")
+            raise Fail(f"the proxy did not start: {read(proxy_log)}")
         loop = {"E2E_MODE": "store_loop", "E2E_LOOP_S": "4"}
         ps = []
         for r in range(job.world):
@@ -656,16 +641,16 @@ def check_run_verdict(name, run, diag, errors):
 def analyze_runs(rdzvscope, runs):
     cmd = [rdzvscope, "analyze", "--runs"] + [r.dir for r in runs] + ["--format", "json"]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=harness.ANALYZE_TIMEOUT_S)
+                       timeout=ANALYZE_TIMEOUT_S)
     if p.returncode != 0:
         out = " ".join((p.stdout + p.stderr).split())[:400]
         if "--runs" in out or "not expected" in out or "unknown" in out.lower():
             return None, f"`rdzvscope analyze --runs` is not available (exit {p.returncode}: {out})"
-        raise Failure(f"`{' '.join(cmd)}` exited {p.returncode}: {out}")
+        raise Fail(f"`{' '.join(cmd)}` exited {p.returncode}: {out}")
     try:
         return json.loads(p.stdout), None
     except json.JSONDecodeError as e:
-        raise Failure(f"`{' '.join(cmd)}` printed no JSON ({e}): {p.stdout[:2000]}")
+        raise Fail(f"`{' '.join(cmd)}` printed no JSON ({e}): {p.stdout[:2000]}")
 
 
 # --------------------------------------------------------------------------- driver
@@ -745,7 +730,7 @@ def main():
                 break
     except Interrupted as e:
         fault_errors.append(f"interrupted by {e}")
-    except (Failure, subprocess.TimeoutExpired) as e:
+    except (Fail, subprocess.TimeoutExpired) as e:
         fault_errors.append(str(e))
     finally:
         for run in runs:
@@ -808,16 +793,16 @@ def main():
                                       f"{runs[0].expect_host}: {summary!r}")
             if c.get("class") != spec["cls"]:
                 verdict_errors.append(f"comparison.class {c.get('class')!r}, expected {spec['cls']!r}")
-    except (Failure, harness.AnalyzerMissing, subprocess.TimeoutExpired) as e:
+    except (Fail, AnalyzerMissing, subprocess.TimeoutExpired) as e:
         verdict_errors.append(str(e))
 
     if name == "straggler_host" and not verdict_errors:
         try:
             check_clock_shift(job, runs[0], work, verdict_errors)
-        except (Failure, subprocess.TimeoutExpired, ValueError, OSError) as e:
+        except (Fail, subprocess.TimeoutExpired, ValueError, OSError) as e:
             verdict_errors.append(f"clock shift: {e}")
 
-    return harness.finish_scenario(name, verdict_errors, work, t_start, args.keep)
+    return finish_scenario(name, verdict_errors, work, t_start, args.keep)
 
 
 # Every host of the test cluster shares one kernel clock, so a real offset between hosts

@@ -12,29 +12,20 @@ torchrun_sh: `bash examples/torchrun.sh examples/train_min.py` on one node with 
 Standard library only.
 """
 import argparse
+import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest.launch import job_env  # noqa: E402
+from rdzvtest.ports import free_port  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-SCRUB = ("LD_PRELOAD", "RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-         "MASTER_ADDR", "MASTER_PORT", "SLURM_JOB_ID", "SLURM_NNODES", "TORCHELASTIC_RUN_ID")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def clean_env(**extra):
-    e = {k: v for k, v in os.environ.items() if k not in SCRUB}
-    e.update(extra)
-    return e
 
 
 def verdict_of(diag):
@@ -55,7 +46,7 @@ def check(diag, want, where, output):
 def case_demo(args, work):
     out = os.path.join(work, "demo")
     p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "demo.sh")], cwd=ROOT,
-                       env=clean_env(DEMO_OUT=out, BUILD_DIR=args.build_dir, DEMO_PYTHON=args.python),
+                       env=job_env(DEMO_OUT=out, BUILD_DIR=args.build_dir, DEMO_PYTHON=args.python),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     if p.returncode != 0:
         print(p.stdout[-6000:])
@@ -72,7 +63,7 @@ def case_demo(args, work):
 def case_torchrun_sh(args, work):
     traces = os.path.join(work, "traces")
     bindir = os.path.dirname(args.python)
-    env = clean_env(PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
+    env = job_env(PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
                     RDZVSCOPE=args.rdzvscope, RDZV_HOST="127.0.0.1", RDZV_PORT=str(free_port()),
                     NNODES="1", NPROC_PER_NODE="4", TRACE_DIR=traces,
                     RDZV_TIMEOUT_S="3", RDZV_DELAY_S="9", RDZV_LATE_RANK="2",

@@ -3,8 +3,8 @@
 
     capture.py --rdzvscope build/bin/rdzvscope SCENARIO... [--out tests/golden]
 
-Runs each scenario through tests/e2e/harness.py (a real 4-rank torch job with its fault,
-checked to have happened), then stores its inputs, small, in OUT/<scenario>/:
+Runs each scenario as tests/e2e/harness.py does (rdzvtest.e2e: a real 4-rank torch job with
+its fault, checked to have happened), then stores its inputs, small, in OUT/<scenario>/:
 
     traces/<host>.<pid>.rzt   every trace file, compacted: the header's capacity is rewritten
                               to the number of slots used (next_slot, capped by capacity) and
@@ -20,6 +20,7 @@ not written here: it is kept beside these files by the golden test's owner.
 Standard library only.
 """
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -27,16 +28,14 @@ import struct
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-import harness  # noqa: E402
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import e2e  # noqa: E402
+from rdzvtest.checks import Fail, log  # noqa: E402
+# include/rdzvscope/trace_format.h: capacity u32, next_slot u64
+from rdzvtest.trace_patch import HEADER_SIZE, MAGIC, OFF_CAPACITY, OFF_NEXT_SLOT, RECORD_SIZE  # noqa: E402
 
-# include/rdzvscope/trace_format.h
-HEADER_SIZE = 4096
-RECORD_SIZE = 192
-MAGIC = b"RDZVTRC1"
-OFF_CAPACITY = 36   # u32
-OFF_NEXT_SLOT = 72  # u64
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def compact(src, dst):
@@ -44,13 +43,13 @@ def compact(src, dst):
     with open(src, "rb") as f:
         head = bytearray(f.read(HEADER_SIZE))
         if len(head) < HEADER_SIZE or bytes(head[:8]) != MAGIC:
-            raise harness.Failure(f"{src}: not a finished trace file (no magic)")
+            raise Fail(f"{src}: not a finished trace file (no magic)")
         (capacity,) = struct.unpack_from("<I", head, OFF_CAPACITY)
         (next_slot,) = struct.unpack_from("<Q", head, OFF_NEXT_SLOT)
         used = min(next_slot, capacity)
         records = f.read(used * RECORD_SIZE)
     if len(records) != used * RECORD_SIZE:
-        raise harness.Failure(f"{src}: {len(records)} bytes of records, expected {used * RECORD_SIZE}")
+        raise Fail(f"{src}: {len(records)} bytes of records, expected {used * RECORD_SIZE}")
     struct.pack_into("<I", head, OFF_CAPACITY, used)
     with open(dst, "wb") as f:
         f.write(head)
@@ -59,13 +58,13 @@ def compact(src, dst):
 
 
 def capture(h, name, out_root, launch="hand", tag=""):
-    run, errors = harness.run_scenario(h, name, launch)
+    run, errors = e2e.run_scenario(h, name, launch)
     for n in run.notes:
-        harness.log(f"[{name}] {n}")
+        log(f"[{name}] {n}")
     if errors:
         for e in errors:
-            harness.log(f"  - {e}")
-        raise harness.Failure(f"{name}: the fault did not happen as designed; nothing stored")
+            log(f"  - {e}")
+        raise Fail(f"{name}: the fault did not happen as designed; nothing stored")
 
     dest = os.path.join(out_root, f"{tag}{name}")
     tmp = dest + ".new"
@@ -78,7 +77,7 @@ def capture(h, name, out_root, launch="hand", tag=""):
         if fn.endswith(".rzt"):
             used, size = compact(os.path.join(run.trace_dir, fn), os.path.join(tmp, "traces", fn))
             total += size
-            harness.log(f"[{name}] traces/{fn}: {used} records, {size} bytes")
+            log(f"[{name}] traces/{fn}: {used} records, {size} bytes")
     for path in run.logs():
         shutil.copyfile(path, os.path.join(tmp, "logs", os.path.basename(path)))
         total += os.path.getsize(path)
@@ -102,37 +101,37 @@ def capture(h, name, out_root, launch="hand", tag=""):
     old_expected = os.path.join(dest, "expected.json")
     if os.path.exists(old_expected):
         shutil.copyfile(old_expected, os.path.join(tmp, "expected.json"))
-        harness.log(f"[{name}] kept the existing expected.json (check it against the new capture)")
+        log(f"[{name}] kept the existing expected.json (check it against the new capture)")
     shutil.rmtree(dest, ignore_errors=True)
     os.rename(tmp, dest)
-    harness.log(f"[{name}] stored in {dest}: {len(traces)} trace file(s), {total} bytes")
+    log(f"[{name}] stored in {dest}: {len(traces)} trace file(s), {total} bytes")
     return total
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenarios", nargs="+", help="one or more of: " + ", ".join(harness.SCENARIOS))
+    ap.add_argument("scenarios", nargs="+", help="one or more of: " + ", ".join(e2e.SCENARIOS))
     ap.add_argument("--rdzvscope", required=True, help="path of the rdzvscope CLI")
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter that has torch")
     ap.add_argument("--out", default=HERE, help="golden root (default: this directory)")
-    ap.add_argument("--launch", choices=sorted(harness.MODES), default="hand",
-                    help="how the ranks are started (harness.py --launch)")
+    ap.add_argument("--launch", choices=sorted(e2e.MODES), default="hand",
+                    help="how the ranks are started (tests/e2e/harness.py --launch)")
     ap.add_argument("--tag", default="",
                     help="prefix of the stored directory's name, e.g. torch2.13-")
     args = ap.parse_args()
-    specs = harness.MODES[args.launch][0]
+    specs = e2e.MODES[args.launch][0]
     unknown = [s for s in args.scenarios if s not in specs]
     if unknown:
         ap.error(f"unknown scenario(s) {unknown}; known: {', '.join(specs)}")
     work = tempfile.mkdtemp(prefix="rdzvscope-golden-")
-    h = harness.Harness(os.path.abspath(args.rdzvscope), args.python, work)
+    h = e2e.Harness(os.path.abspath(args.rdzvscope), args.python, work)
     rc = 0
     try:
         for name in args.scenarios:
             try:
                 capture(h, name, os.path.abspath(args.out), args.launch, args.tag)
-            except harness.Failure as e:
-                harness.log(f"FAIL: {e}")
+            except Fail as e:
+                log(f"FAIL: {e}")
                 rc = 1
     finally:
         shutil.rmtree(work, ignore_errors=True)

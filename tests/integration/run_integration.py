@@ -12,7 +12,7 @@ Exit status 0 = pass, 1 = fail (with the reason and the relevant dump on stderr)
 """
 import argparse
 import contextlib
-import json
+import importlib.util
 import os
 import re
 import shutil
@@ -25,6 +25,13 @@ import tempfile
 import threading
 import time
 
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import cli  # noqa: E402
+from rdzvtest.checks import Fail, check  # noqa: E402
+from rdzvtest.launch import job_env  # noqa: E402
+from rdzvtest.ports import free_port, free_ports  # noqa: E402
+
 OPTS = None
 SCENARIOS = {}
 
@@ -34,29 +41,11 @@ def scenario(fn):
     return fn
 
 
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg, context=None):
-    if not cond:
-        if context is not None:
-            msg += "\n--- context ---\n" + (context if isinstance(context, str)
-                                            else "\n".join(json.dumps(c) for c in context))
-        raise Fail(msg)
-
-
 # ---------------------------------------------------------------- running programs
 
-SCRUBBED = ("LD_PRELOAD", "MASTER_PORT", "MASTER_ADDR", "PET_RDZV_ENDPOINT", "RANK", "WORLD_SIZE",
-            "LOCAL_RANK")
-
-
 def base_env():
-    env = {k: v for k, v in os.environ.items()
-           if k not in SCRUBBED and not k.startswith("RDZVSCOPE_")}
-    env["LC_ALL"] = "C"
-    return env
+    """The environment of a test program: no tracer settings or job identity inherited."""
+    return job_env(LC_ALL="C")
 
 
 def prog(name):
@@ -207,25 +196,8 @@ class Trace:
 
 
 def dump(path, expect_rc=0):
-    p = subprocess.run([OPTS.rdzvscope, "dump", path], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=60)
-    check(p.returncode == expect_rc,
-          f"`rdzvscope dump {path}` exited {p.returncode}, want {expect_rc}\n{p.stderr}")
-    traces, cur = [], None
-    for line in p.stdout.splitlines():
-        if not line.strip():
-            continue
-        obj = json.loads(line)
-        t = obj.get("type")
-        if t == "header":
-            cur = Trace(obj, [], None)
-            traces.append(cur)
-        elif t == "event":
-            check(cur is not None, "event before any header in dump output", line)
-            cur.events.append(obj)
-        elif t == "summary":
-            check(cur is not None, "summary before any header in dump output", line)
-            cur.summary = obj
+    traces = [Trace(f["header"], f["events"], f["summary"])
+              for f in cli.dump(OPTS.rdzvscope, path, timeout=60, expect_rc=expect_rc)]
     for t in traces:
         check(t.summary is not None, f"no summary line for {t.header.get('file')}")
     return traces
@@ -258,25 +230,6 @@ def check_sane(t):
           f"torn or invalid records in {t.header['file']}", t.lines())
     check(t.events and t.events[0]["kind"] == "proc_start",
           "the first record is not proc_start", t.lines())
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_ports(n):
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def addr(port):

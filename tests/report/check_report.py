@@ -14,6 +14,7 @@ DOM it built, and keep a screenshot in OUT_DIR as a test artifact.
 """
 import glob
 import html.parser
+import importlib.util
 import json
 import os
 import re
@@ -22,6 +23,11 @@ import struct
 import subprocess
 import sys
 import tempfile
+
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest.checks import Fail  # noqa: E402
+from rdzvtest.report import check_timeline_file  # noqa: E402
 
 
 def fail(msg):
@@ -46,63 +52,6 @@ def diagnosis(rdzvscope, scenario, with_traces=True):
 
 
 # ------------------------------------------------------------------------------- timeline
-def check_timeline_file(path, diag):
-    with open(path) as f:
-        t = json.load(f)
-    events = t.get("traceEvents")
-    if not isinstance(events, list) or not events:
-        fail(f"{path}: no traceEvents list")
-    for e in events:
-        for k in ("name", "ph", "ts", "pid", "tid"):
-            if k not in e:
-                fail(f"{path}: event without {k}: {e}")
-        if not isinstance(e["ts"], (int, float)) or not isinstance(e["pid"], int) or not isinstance(e["tid"], int):
-            fail(f"{path}: ts/pid/tid of the wrong type: {e}")
-        if e["ph"] == "X" and (not isinstance(e.get("dur"), (int, float)) or e["dur"] < 0):
-            fail(f"{path}: X event without a valid dur: {e}")
-        if e["ph"] not in ("X", "i", "M"):
-            fail(f"{path}: unexpected phase {e['ph']}")
-        if e["ph"] != "M" and e["ts"] < -1e6:
-            fail(f"{path}: event long before the earliest launch: {e}")
-    # X spans on one thread must nest (viewers drop spans that outlive their parent).
-    by_thread = {}
-    for e in events:
-        if e["ph"] == "X":
-            by_thread.setdefault((e["pid"], e["tid"]), []).append((e["ts"], -e["dur"], e))
-    for key, spans in by_thread.items():
-        stack = []
-        for ts, neg, e in sorted(spans, key=lambda s: (s[0], s[1])):
-            end = ts - neg
-            while stack and stack[-1] <= ts + 1e-3:
-                stack.pop()
-            if stack and end > stack[-1] + 1e-3:
-                fail(f"{path}: span {e['name']} at {ts} ends after its parent on thread {key}")
-            stack.append(end)
-    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-    procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
-    for r in diag["ranks"]:
-        # By pid: two processes may claim one rank on one host (a collision), each on its own track.
-        track = [k for k, v in threads.items()
-                 if f"(pid {r['pid']}" in v and procs.get(k[0]) == "host " + r["host"]]
-        if not track:
-            fail(f"{path}: rank {r['rank']} on {r['host']} has no thread track (tracks: {threads})")
-        pid, tid = track[0]
-        errors = [e for e in events if e["ph"] == "i" and e.get("cat") == "error" and (e["pid"], e["tid"]) == (pid, tid)]
-        if r["first_error"] and r["first_error"]["time"] and not any(e["name"] == r["first_error"]["what"] for e in errors):
-            fail(f"{path}: rank {r['rank']}'s first error {r['first_error']['what']!r} is not an instant on its track")
-        if r["first_store_connect"] and not any(e["ph"] == "X" and e.get("cat") == "connect" and (e["pid"], e["tid"]) == (pid, tid) for e in events):
-            fail(f"{path}: rank {r['rank']} connected to the store but its track has no connect span")
-    meta = t.get("metadata", {}).get("rdzvscope", {})
-    if meta.get("verdict", {}).get("class") != diag["verdict"]["class"]:
-        fail(f"{path}: metadata verdict {meta.get('verdict')} != {diag['verdict']['class']}")
-    if not any(e["ph"] == "i" and e.get("cat") == "verdict" and diag["verdict"]["class"] in e["name"] for e in events):
-        fail(f"{path}: no verdict instant")
-    if diag["discriminators"].get("timeout") and any(r["connected"] for r in diag["ranks"]):
-        if not any(e["ph"] == "i" and e.get("cat") == "deadline" for e in events):
-            fail(f"{path}: a timeout is known and ranks connected, but no deadline marker")
-    return t
-
-
 def cmd_timeline(rdzvscope, scenario, out):
     name = os.path.basename(os.path.normpath(scenario))
     path = os.path.join(out, name + ".timeline.json")
@@ -381,18 +330,21 @@ def main():
     what = args[0]
     out = args[-1]
     os.makedirs(out, exist_ok=True)
-    if what == "timeline":
-        cmd_timeline(args[1], args[2], out)
-    elif what == "html":
-        cmd_html(args[1], args[2], out, chromium)
-    elif what == "escaping":
-        cmd_escaping(args[1], out)
-    elif what == "scale":
-        cmd_scale(args[1], args[2], out, chromium)
-    elif what == "markdown":
-        cmd_markdown(args[1], args[2], out)
-    else:
-        fail("unknown check " + what)
+    try:
+        if what == "timeline":
+            cmd_timeline(args[1], args[2], out)
+        elif what == "html":
+            cmd_html(args[1], args[2], out, chromium)
+        elif what == "escaping":
+            cmd_escaping(args[1], out)
+        elif what == "scale":
+            cmd_scale(args[1], args[2], out, chromium)
+        elif what == "markdown":
+            cmd_markdown(args[1], args[2], out)
+        else:
+            fail("unknown check " + what)
+    except Fail as e:   # rdzvtest.report's checks
+        fail(str(e))
 
 
 if __name__ == "__main__":

@@ -9,19 +9,17 @@
 Usage: run_stress.py --shim LIB --cli RDZVSCOPE --prog STRESS [--tsan] [--threads N --rounds N]
 """
 import argparse
+import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest.ports import free_port  # noqa: E402
 
 
 def fail(msg, detail=""):

@@ -15,55 +15,35 @@ torch 1.13 listens on [::] (dual stack), so addresses are compared by port only.
 Standard library only; run with Debian's /usr/bin/python3 (the one that has torch).
 """
 import argparse
+import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import cli  # noqa: E402
+from rdzvtest.checks import Fail  # noqa: E402
+from rdzvtest.launch import job_env  # noqa: E402
+from rdzvtest.ports import free_port  # noqa: E402
+from rdzvtest.traces import port_of  # noqa: E402
+
 WORLD_SIZE = 2
 RANK_TIMEOUT_S = 90     # whole job, per attempt
 RDZV_TIMEOUT_S = 20     # init_process_group / store timeout inside the ranks
-DUMP_TIMEOUT_S = 30
-
-
-class Failure(Exception):
-    pass
-
-
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
-
-
-def port_of(addr):
-    """'127.0.0.1:29500', '[::1]:29500', '[::ffff:127.0.0.1]:29500' -> 29500; None -> None."""
-    if not addr or not isinstance(addr, str) or ":" not in addr:
-        return None
-    try:
-        return int(addr.rsplit(":", 1)[1])
-    except ValueError:
-        return None
 
 
 def launch(args, out_dir, log_dir, port):
     procs = []
     for rank in range(WORLD_SIZE):
-        env = dict(os.environ)
-        for var in ("RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "LD_PRELOAD", "TORCHELASTIC_RUN_ID",
-                    "GROUP_RANK", "TORCHELASTIC_RESTART_COUNT"):
-            env.pop(var, None)
-        env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD_SIZE),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   RDZV_TIMEOUT_S=str(RDZV_TIMEOUT_S), GLOO_SOCKET_IFNAME="lo",
-                   OMP_NUM_THREADS="1")
+        env = job_env(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD_SIZE),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                      RDZV_TIMEOUT_S=str(RDZV_TIMEOUT_S), GLOO_SOCKET_IFNAME="lo",
+                      OMP_NUM_THREADS="1")
         cmd = [args.rdzvscope, "run", "--out", out_dir, "--", args.python, args.train]
         log = open(os.path.join(log_dir, f"rank{rank}.log"), "w+")
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log,
@@ -89,31 +69,9 @@ def wait_all(procs):
 
 
 def dump(args, out_dir):
-    p = subprocess.run([args.rdzvscope, "dump", out_dir], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=DUMP_TIMEOUT_S)
-    if p.returncode != 0:
-        raise Failure(f"`rdzvscope dump {out_dir}` exited {p.returncode}\nstderr:\n{p.stderr}"
-                      f"\nstdout (first 4000 chars):\n{p.stdout[:4000]}")
-    files, current = [], None
-    for n, line in enumerate(p.stdout.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise Failure(f"dump line {n} is not JSON ({e}): {line[:300]}")
-        if not isinstance(rec, dict) or "type" not in rec:
-            raise Failure(f"dump line {n} has no type: {line[:300]}")
-        if rec["type"] == "header":
-            current = {"header": rec, "events": [], "summary": None}
-            files.append(current)
-        elif current is None:
-            raise Failure(f"dump line {n}: {rec['type']} before any header")
-        elif rec["type"] == "event":
-            current["events"].append(rec)
-        elif rec["type"] == "summary":
-            current["summary"] = rec
-    return files, p.stdout
+    """(parsed files, the text) of `rdzvscope dump OUT_DIR`."""
+    text = cli.dump_text(args.rdzvscope, out_dir)
+    return cli.parse_dump(text), text
 
 
 def describe(f):
@@ -245,7 +203,7 @@ def main():
     try:
         files, dump_text = dump(args, out_dir)
         errors = check(files, results, port)
-    except (Failure, subprocess.TimeoutExpired) as e:
+    except (Fail, subprocess.TimeoutExpired) as e:
         errors = [str(e)]
 
     if errors:

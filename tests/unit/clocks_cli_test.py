@@ -8,14 +8,23 @@ host's accept/send/recv records of those connections.
 
 usage: clocks_cli_test.py RDZVSCOPE GOLDEN_DIR CASE
 """
+import importlib.util
 import json
 import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import trace_patch  # noqa: E402
-from cli_harness import GOLDEN, expect, main, run  # noqa: E402
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import trace_patch  # noqa: E402
+from rdzvtest.cli import expect, run_case, run_cli  # noqa: E402
+
+RDZVSCOPE, GOLDEN, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def run(args, **kw):
+    """rdzvscope ARGS, the parent environment scrubbed (RDZVSCOPE read at each call)."""
+    return run_cli(RDZVSCOPE, args, **kw)
 
 LOOPBACK = bytes([127, 0, 0, 1])
 VM2_CLIENT = bytes([10, 9, 0, 2])
@@ -126,4 +135,4 @@ def case_one_host_shows_no_clocks(tmp):
 
 
 if __name__ == "__main__":
-    main(globals())
+    run_case(globals(), CASE)

@@ -5,14 +5,23 @@ id or clock rewritten by trace_patch.py.
 
 usage: runs_cli_test.py RDZVSCOPE GOLDEN_DIR CASE
 """
+import importlib.util
 import json
 import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import trace_patch  # noqa: E402
-from cli_harness import GOLDEN, expect, main, run  # noqa: E402
+if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import trace_patch  # noqa: E402
+from rdzvtest.cli import expect, run_case, run_cli  # noqa: E402
+
+RDZVSCOPE, GOLDEN, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def run(args, **kw):
+    """rdzvscope ARGS, the parent environment scrubbed (RDZVSCOPE read at each call)."""
+    return run_cli(RDZVSCOPE, args, **kw)
 
 
 def scenario(name, dest, **kw):
@@ -162,4 +171,4 @@ def case_sequential_runs_in_one_dir_hinted(tmp):
 
 
 if __name__ == "__main__":
-    main(globals())
+    run_case(globals(), CASE)

@@ -1,5 +1,6 @@
 """Rewrites fields of real trace files (include/rdzvscope/trace_format.h, little-endian) for
-the CLI tests: a run id, a host name, a clock moved by N seconds, addresses of records.
+the CLI tests (tests/unit) and the cluster's clock check (tests/cluster): a run id, a host
+name, a clock moved by N seconds, addresses of records.
 
 Offsets of struct rdzv_file_header (4096 bytes) and struct rdzv_record (192 bytes, after the
 header), checked against the static_asserts of trace_format.h: header size 4096, identity at
@@ -22,6 +23,7 @@ OFF_RANK = OFF_IDENT + 0
 OFF_RUN_ID = OFF_IDENT + 32 + 64   # after 8 s32 and master_addr[64]
 OFF_SLURM_JOB_ID = OFF_RUN_ID + 64
 OFF_HOST = 320
+MAGIC = b"RDZVTRC1"
 # rdzv_record: kind u8 @0, ..., union @40; rdzv_ev_net: peer sockaddr @40, local @64;
 # rdzv_sockaddr: family u16, port u16, scope u32, addr[16].
 REC_PEER = 40
