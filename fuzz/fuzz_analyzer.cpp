@@ -74,15 +74,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const rdzvscope::TraceInputs traces = rdzvscope::load_traces({dir});
   const rdzvscope::LogFacts facts = rdzvscope::load_logs(logs);
-  const rdzvscope::Diagnosis d = rdzvscope::diagnose(traces, facts);
+  const rdzvscope::Context model(traces, facts);
+  const rdzvscope::Diagnosis d = rdzvscope::diagnose(model);
   const std::string json = rdzvscope::diagnosis_json(d).dump(
       2, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string text = rdzvscope::diagnosis_text(d);
   // The other views read the same garbage: the timeline, the HTML page and the markdown.
-  const std::string timeline = rdzvscope::timeline_json(d, traces, facts).dump(
+  const std::string timeline = rdzvscope::timeline_json(d, model).dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string html = rdzvscope::diagnosis_html(d);
-  const std::string markdown = rdzvscope::diagnosis_markdown(d, traces, facts);
+  const std::string markdown = rdzvscope::diagnosis_markdown(d, model);
   if (json.empty() || text.empty() || timeline.empty() || html.empty() || markdown.empty()) __builtin_trap();
   return 0;
 }

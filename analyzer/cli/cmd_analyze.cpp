@@ -108,10 +108,12 @@ int run_analyze(const AnalyzeOptions& opt) {
   }
 
   warn_sequential_runs(traces);
-  Diagnosis d = diagnose(traces, logs);
+  const Context model(traces, logs);  // the facts, derived once for the verdict and every view
+  log()->debug("derived the facts of {} processes in {}", model.facts.size(), step.lap());
+  Diagnosis d = diagnose(model);
   log()->debug("diagnosed {} in {}", name_of(d.verdict.cls), step.lap());
   if (!opt.timeline.empty() &&
-      !write_file(opt.timeline, timeline_json(d, traces, logs).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"))
+      !write_file(opt.timeline, timeline_json(d, model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"))
     return kExitUsage;
   if (!opt.html.empty() && !write_file(opt.html, diagnosis_html(d))) return kExitUsage;
   if (opt.format == "json") {
@@ -119,7 +121,7 @@ int run_analyze(const AnalyzeOptions& opt) {
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
   } else if (opt.format == "markdown") {
-    std::string out = diagnosis_markdown(d, traces, logs);
+    std::string out = diagnosis_markdown(d, model);
     std::fwrite(out.data(), 1, out.size(), stdout);
   } else {
     std::string out = diagnosis_text(d);

@@ -20,6 +20,42 @@ bool Context::any_rank_failed() const {
   return false;
 }
 
+void Context::find_expected_ranks() {
+  const auto rs = ranks();
+  if (rs.empty()) return;
+  for (const auto& f : facts)
+    if (f.proc->rank < 0 && f.proc->role != Role::Agent && f.first_store_attempt_ns) return;
+  std::optional<int> ws;
+  for (const ProcessFacts* f : rs) {
+    const int w = f->proc->world_size;
+    if (w <= 0) continue;
+    if (ws && *ws != w) return;  // the traced ranks disagree: two jobs, or a damaged header
+    ws = w;
+  }
+  if (!ws) {
+    // No header has WORLD_SIZE: the store host's "k/N clients joined" (or the store barrier's
+    // world_size=N), when every such line agrees. Headers win when present: a torchrun agent's
+    // own store counts nodes, not ranks.
+    for (const auto& e : logs.events)
+      if ((e.has(LogFamily::ClientsJoinTimeout) || e.has(LogFamily::StoreBarrierTimeout)) && e.expected &&
+          *e.expected > 0) {
+        if (ws && *ws != *e.expected) return;
+        ws = *e.expected;
+      }
+  }
+  // A world size beyond any real job is a damaged value, not a job.
+  constexpr int kMaxWorldSize = 1 << 20;
+  if (!ws || *ws > kMaxWorldSize) return;
+  std::vector<bool> seen(static_cast<std::size_t>(*ws), false);
+  for (const ProcessFacts* f : rs) {
+    if (f->proc->rank >= *ws) return;  // not ranks 0..N-1 of one job
+    seen[static_cast<std::size_t>(f->proc->rank)] = true;
+  }
+  expected_world_size = ws;
+  for (int r = 0; r < *ws; ++r)
+    if (!seen[static_cast<std::size_t>(r)]) absent_ranks.push_back(r);
+}
+
 const ProcessFacts* Context::rank(int r) const {
   for (const auto& f : facts)
     if (f.proc->rank == r && f.proc->role != Role::Agent && f.proc->role != Role::Helper) return &f;

@@ -16,7 +16,13 @@ struct Context {
   const LogFacts& logs;
   std::vector<ProcessFacts> facts;
 
-  Context(const TraceInputs& t, const LogFacts& l) : traces(t), logs(l), facts(derive_facts(t.processes)) {}
+  // The ranks the job expected and the ones of them no traced process is (find_expected_ranks).
+  std::optional<int> expected_world_size;
+  std::vector<int> absent_ranks;
+
+  Context(const TraceInputs& t, const LogFacts& l) : traces(t), logs(l), facts(derive_facts(t.processes)) {
+    find_expected_ranks();
+  }
 
   // Processes that take part in the job as ranks (workers and the store host), by rank.
   std::vector<const ProcessFacts*> ranks() const;
@@ -29,6 +35,14 @@ struct Context {
   std::optional<std::int64_t> timeout_ms() const;
   bool has_traces() const { return !traces.processes.empty(); }
   bool any_rank_failed() const;
+
+ private:
+  // WORLD_SIZE from the traced ranks' headers when they agree (else the logs' "k/N clients
+  // joined" when no header has it): ranks 0..N-1 are expected, and every one of them with no
+  // process in the traces is absent. Left empty when it cannot be known for sure: no traced
+  // rank, no or disagreeing world sizes, a traced rank outside 0..N-1, or a process that used
+  // the store without a rank in its environment (a rank given on the command line).
+  void find_expected_ranks();
 };
 
 // A rule's answer: a verdict it stands behind. Its class's row in the registry says how it

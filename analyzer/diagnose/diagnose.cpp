@@ -65,6 +65,8 @@ void find_common_evidence(const Context& c, Evidence& ev) {
         if (!first_failure_s || s < *first_failure_s) first_failure_s = s;
       }
     }
+  ev.expected_world_size = c.expected_world_size;
+  ev.absent_ranks = c.absent_ranks;
   if (first_failure_s) ev.seconds_to_first_failure = std::round(*first_failure_s * 100) / 100;
   if (auto t = c.timeout_ms()) {
     const char* internal = internal_default_name(*t);
@@ -92,6 +94,12 @@ void common_discriminators(const Context& c, Diagnosis& d) {
     if (e.family == LogFamily::GaiError || e.family == LogFamily::HostNotFound)
       above.push_back(e.file + ":" + std::to_string(e.line));
   j["name_resolution_lines_in_logs"] = above;
+  // Added in issue 17, present only when some expected rank has no trace (older reports,
+  // and every job with all its ranks traced, keep their keys).
+  if (!ev.absent_ranks.empty()) {
+    j["absent_ranks"] = ev.absent_ranks;
+    j["expected_world_size"] = *ev.expected_world_size;
+  }
   j["pytorch"] = !c.logs.torch_version.empty() ? nlohmann::ordered_json(c.logs.torch_version)
                  : !c.logs.version_hint.empty() ? nlohmann::ordered_json(c.logs.version_hint + " (guessed from message style)")
                                                 : nlohmann::ordered_json(nullptr);
@@ -112,7 +120,13 @@ const ProcessFacts* failed_agent(const Context& c) {
 }  // namespace
 
 Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
-  Context c(traces, logs);
+  const Context model(traces, logs);
+  return diagnose(model);
+}
+
+Diagnosis diagnose(const Context& c) {
+  const TraceInputs& traces = c.traces;
+  const LogFacts& logs = c.logs;
   Diagnosis d;
   d.t0_ns = c.t0();
 
@@ -145,6 +159,18 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
                               candidates[i].verdict.summary);
       d.findings.push_back(also);
     }
+  } else if (c.has_traces() && !any_failed && !failed_agent(c) && !c.absent_ranks.empty()) {
+    // Every traced rank did well, but ranks the job expected have no trace: they ran where
+    // rdzvscope did not look (another node's directory not given, started without it). Not
+    // "healthy": the rendezvous of ranks nobody traced is unknown.
+    d.verdict.cls = FailureClass::Unknown;
+    d.verdict.confidence = "low";
+    d.verdict.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0, but rank(s) " +
+                        rank_list(c.absent_ranks) + " of WORLD_SIZE=" + std::to_string(*c.expected_world_size) +
+                        " have no trace: they ran untraced or their trace files are not in the given directories "
+                        "(the traced ranks completing suggests they did join)";
+    d.verdict.next_step = "pass the trace directories of every node (or run the missing ranks under rdzvscope run) "
+                          "to check their rendezvous too";
   } else if (c.has_traces() && !any_failed && !failed_agent(c)) {
     d.verdict.cls = FailureClass::Healthy;
     d.verdict.confidence = "high";
@@ -163,6 +189,9 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     if (logs.files == 0) missing += "no logs (--log); ";
     else if (logs.matched == 0) missing += "no c10d/TCPStore line in the logs; ";
     if (any_failed) missing += "rank(s) " + rank_list(failed_ranks) + " failed without a rendezvous error in their traces; ";
+    if (!c.absent_ranks.empty())
+      missing += "rank(s) " + rank_list(c.absent_ranks) + " of WORLD_SIZE=" + std::to_string(*c.expected_world_size) +
+                 " have no trace (not started, started without rdzvscope, or their directories not given); ";
     if (const ProcessFacts* a = failed_agent(c))
       missing += "the launcher agent " + a->proc->label() + " failed" +
                  (c.ranks().empty() ? std::string(" before any worker started") : std::string()) + "; ";
@@ -174,6 +203,14 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
   }
   find_common_evidence(c, d.evidence);
   common_discriminators(c, d);
+  // Absent ranks beside a verdict that is not about them (straggler_timeout says it itself).
+  if (!c.absent_ranks.empty() && d.verdict.cls != FailureClass::StragglerTimeout && d.verdict.cls != FailureClass::Unknown) {
+    Finding f;
+    f.cls = d.verdict.cls;
+    f.evidence.push_back("rank(s) " + rank_list(c.absent_ranks) + " of WORLD_SIZE=" + std::to_string(*c.expected_world_size) +
+                         " have no trace: not started, started without rdzvscope, or their trace files not given");
+    d.findings.push_back(f);
+  }
   if (traces.attempts > 1) {
     d.discriminators["attempts"] = traces.attempts;
     Finding f;
@@ -193,6 +230,20 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
     row.late = d.verdict.cls == FailureClass::StragglerTimeout &&
                std::find(late.begin(), late.end(), f->proc->rank) != late.end();
     d.ranks.push_back(row);
+  }
+  // The absent ranks' own rows, in rank order among the traced ones; not for a world of
+  // thousands of which one node's directory was given (the discriminator lists them).
+  constexpr std::size_t kMaxAbsentRows = 256;
+  if (!c.absent_ranks.empty() && c.absent_ranks.size() <= kMaxAbsentRows) {
+    for (int r : c.absent_ranks) {
+      RankRow row;
+      row.rank = r;
+      row.role = "absent";
+      row.absent = true;
+      d.ranks.push_back(row);
+    }
+    std::stable_sort(d.ranks.begin(), d.ranks.end(),
+                     [](const RankRow& a, const RankRow& b) { return a.rank.value_or(-1) < b.rank.value_or(-1); });
   }
   if (const ProcessFacts* s = c.store_server(0)) {
     char buf[256];

@@ -38,6 +38,12 @@ struct Evidence {
   std::optional<TimeoutFact> timeout;
   std::vector<int> late_ranks;                      // straggler_timeout: who arrived late
   std::optional<std::string> unresolved_name;       // name_resolution: the name that failed
+  // The ranks the job expected (WORLD_SIZE, the same in every traced rank's header; else the
+  // logs' "k/N clients joined") of which no process is in the traces: never started, or
+  // started without rdzvscope, or their trace files were not given. Empty when the expected
+  // set is not known (no WORLD_SIZE, or the traced ranks disagree on it).
+  std::optional<int> expected_world_size;
+  std::vector<int> absent_ranks;
 };
 
 struct Finding {
@@ -62,6 +68,9 @@ struct RankRow {
   std::optional<int> exit_status;
   bool vanished = false;
   bool late = false;
+  // A rank the job expected of which no process was traced (Evidence::absent_ranks): only
+  // `rank` is set, every time is empty.
+  bool absent = false;
   // The last traced event: where a vanished process was last seen (views only, not in JSON).
   std::optional<std::int64_t> last_seen_ns;
 };

@@ -65,11 +65,23 @@ ProcessKey key_of(const rdzv_file_header& h) {
   return {bounded_string(h.host), h.pid, static_cast<std::int64_t>(h.start_realtime_ns / 100'000'000)};
 }
 
+}  // namespace
+
+ProcessHeader::ProcessHeader(const rdzv_file_header& h)
+    : features(h.features), pid(h.pid), ppid(h.ppid), start_realtime_ns(h.start_realtime_ns),
+      clock_realtime_ns(h.clock_realtime_ns), ident(h.ident), host(bounded_string(h.host)),
+      cmdline(bounded_string(h.cmdline)), cmdline_truncated(h.cmdline_truncated != 0),
+      exec_generation(h.exec_generation) {
+  std::copy(std::begin(h.store_ports), std::end(h.store_ports), std::begin(store_ports));
+}
+
+namespace {
+
 void finish(Process& p) {
   std::stable_sort(p.events.begin(), p.events.end(),
                    [](const Event& a, const Event& b) { return a.wall_ns < b.wall_ns; });
-  const rdzv_file_header& h = p.header;
-  p.host = bounded_string(h.host);
+  const ProcessHeader& h = p.header;
+  p.host = h.host;
   p.pid = h.pid;
   p.rank = h.ident.rank >= 0 ? h.ident.rank : h.ident.slurm_procid;
   p.world_size = h.ident.world_size;
@@ -80,7 +92,7 @@ void finish(Process& p) {
                           near(h.start_realtime_ns, h.clock_realtime_ns)
                       ? static_cast<std::int64_t>(h.start_realtime_ns)
                       : static_cast<std::int64_t>(h.clock_realtime_ns);
-  if (is_agent(bounded_string(h.cmdline))) p.role = Role::Agent;
+  if (is_agent(h.cmdline)) p.role = Role::Agent;
   for (const Event& e : p.events) {
     const rdzv_record& r = e.rec;
     if (r.kind == RDZV_EV_LISTEN && r.ret == 0 && (r.flags & RDZV_F_STORE) && p.role != Role::Agent)
@@ -209,7 +221,7 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
       Process& p = by_key[key];
       p.files.push_back(file);
       if (p.files.size() == 1 || trace.header.exec_generation >= newest_generation[key]) {
-        p.header = trace.header;
+        p.header = ProcessHeader(trace.header);
         newest_generation[key] = trace.header.exec_generation;
       }
       p.cut_short |= trace.damage.has_value();

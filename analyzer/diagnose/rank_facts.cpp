@@ -15,7 +15,7 @@ bool ProcessFacts::failed() const {
 
 namespace {
 
-bool in_store_ports(const rdzv_file_header& h, std::uint16_t port) {
+bool in_store_ports(const ProcessHeader& h, std::uint16_t port) {
   if (port == 0) return false;
   for (auto p : h.store_ports)
     if (p == port) return true;

@@ -7,6 +7,7 @@
 
 #include "diagnosis.h"
 #include "log_facts.h"
+#include "context.h"
 #include "process_model.h"
 
 namespace rdzvscope {
@@ -22,16 +23,16 @@ std::string diagnosis_text(const Diagnosis& d);
 
 // Chrome trace-event JSON (report_timeline.cpp): one process track per host, one thread track
 // per rank, spans for resolves, connect attempts and time connected to the store, instants for
-// errors and timeout deadlines, the verdict in "metadata". It reads the traces themselves (the
+// errors and timeout deadlines, the verdict in "metadata". It reads the model's events (the
 // Diagnosis keeps only the first of each kind); times are µs after the earliest launch.
-nlohmann::ordered_json timeline_json(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs);
+nlohmann::ordered_json timeline_json(const Diagnosis& d, const Context& model);
 
 // One self-contained HTML page (report_html.cpp): inline CSS and SVG, no script, no URL.
 std::string diagnosis_html(const Diagnosis& d);
 
 // A support-ticket summary in Markdown (report_markdown.cpp): the exact error line, the
 // PyTorch version, the launcher command, the first failing rank, verdict and next step.
-std::string diagnosis_markdown(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs);
+std::string diagnosis_markdown(const Diagnosis& d, const Context& model);
 
 // Inline Markdown text for a table cell or a list: a '|' would end the cell, a newline the
 // row, and Markdown's punctuation would turn log text into emphasis or links.

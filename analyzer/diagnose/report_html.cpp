@@ -85,8 +85,14 @@ ChartRow row_of(const Diagnosis& d, const RankRow& r) {
   if (r.vanished) c.last_seen = rel_s(d, r.last_seen_ns);
   c.vanished = r.vanished;
   c.error_text = r.first_error;
-  if (r.late) c.css += " late";
+  if (r.late || r.absent) c.css += " late";
+  if (r.absent) c.css += " absent";
   if (r.rank && r.rank == d.verdict.initiating_rank) c.css += " initiating";
+  if (r.absent) {
+    c.label = "rank " + std::to_string(r.rank.value_or(-1)) + "  (absent)";
+    c.tip = c.label + ": no trace of it; WORLD_SIZE expects it";
+    return c;
+  }
   auto t = [](const std::optional<double>& v) { return v ? secs(*v) : std::string("-"); };
   c.tip = c.label + " (pid " + std::to_string(r.pid) + ", " + r.role + "): launched " + t(c.launch) + ", resolved " +
           t(c.resolved) + ", first store connect " + t(c.connect) + ", connected " + t(c.connected) +
@@ -157,7 +163,8 @@ struct HostOrder {
 Chart build_chart(const Diagnosis& d) {
   Chart ch;
   std::set<std::string> hosts;
-  for (const RankRow& r : d.ranks) hosts.insert(r.host);
+  for (const RankRow& r : d.ranks)
+    if (!r.absent) hosts.insert(r.host);
   ch.hosts = hosts.size();
   ch.aggregated = d.ranks.size() > kMaxRankRows;
   if (!ch.aggregated) {
@@ -166,7 +173,7 @@ Chart build_chart(const Diagnosis& d) {
     // The ranks the verdict is about keep their own rows, on top; the rest fold by host.
     std::map<std::string, std::vector<const RankRow*>, HostOrder> by_host;
     for (const RankRow& r : d.ranks) {
-      if (r.late || (r.rank && r.rank == d.verdict.initiating_rank)) ch.rows.push_back(row_of(d, r));
+      if (r.late || r.absent || (r.rank && r.rank == d.verdict.initiating_rank)) ch.rows.push_back(row_of(d, r));
       else by_host[r.host].push_back(&r);
     }
     for (const auto& [host, rs] : by_host) ch.rows.push_back(host_row(d, host, rs));
@@ -253,6 +260,8 @@ std::string svg_chart(const Chart& ch) {
     if (r.error)
       s += "<path class=\"mk-error\" d=\"M" + num(x(*r.error) - 5) + " " + num(mid - 5) + "l10 10M" + num(x(*r.error) - 5) + " " +
            num(mid + 5) + "l10 -10\"/>\n";
+    if (r.css.find(" absent") != std::string::npos)
+      s += "<text class=\"mk-vanished\" x=\"" + num(x(0) + 6) + "\" y=\"" + num(mid + 4) + "\">absent: no trace of this rank</text>\n";
     if (r.end) s += "<rect class=\"mk-exit\" x=\"" + num(x(*r.end) - 1.5) + "\" y=\"" + num(mid - 7) + "\" width=\"3\" height=\"14\"/>\n";
     else if (r.vanished && last)
       s += "<path class=\"mk-gone\" d=\"M" + num(x(*last)) + " " + num(mid - 7) + "v14\"/><text class=\"mk-vanished\" x=\"" +
@@ -352,12 +361,14 @@ std::string rank_table(const Diagnosis& d) {
                   "<tr><th>rank</th><th>host</th><th>pid</th><th>role</th><th>launched</th><th>resolved</th><th>store connect</th>"
                   "<th>connected</th><th>first error</th><th>exit</th></tr>\n";
   for (const RankRow& r : d.ranks) {
-    std::string cls = std::string(r.late ? " late" : "") + (r.rank && r.rank == d.verdict.initiating_rank ? " initiating" : "");
+    std::string cls = std::string(r.late || r.absent ? " late" : "") + (r.rank && r.rank == d.verdict.initiating_rank ? " initiating" : "");
     s += "<tr class=\"" + (cls.empty() ? std::string() : cls.substr(1)) + "\"><td>" + (r.rank ? std::to_string(*r.rank) : "-") +
-         "</td><td>" + esc(r.host) + "</td><td>" + std::to_string(r.pid) + "</td><td>" + esc(r.role) + "</td><td>" +
+         "</td><td>" + (r.absent ? std::string("-") : esc(r.host)) + "</td><td>" + (r.absent ? std::string("-") : std::to_string(r.pid)) +
+         "</td><td>" + esc(r.role) + "</td><td>" +
          t(r.launched_ns) + "</td><td>" + t(r.resolved_ns) + "</td><td>" + t(r.first_store_connect_ns) + "</td><td>" +
          t(r.connected_ns) + "</td><td>" + (r.first_error.empty() ? "-" : t(r.first_error_ns) + " " + esc(r.first_error)) +
-         "</td><td>" + (r.vanished ? std::string("vanished") : r.exit_status ? std::to_string(*r.exit_status) : "?") + "</td></tr>\n";
+         "</td><td>" + (r.absent ? std::string("absent (no trace)") : r.vanished ? std::string("vanished")
+                        : r.exit_status ? std::to_string(*r.exit_status) : "?") + "</td></tr>\n";
   }
   return s + "</table>\n</details>\n";
 }

@@ -51,6 +51,13 @@ ojson diagnosis_json(const Diagnosis& d) {
                      {"first_error", err},
                      {"exit", r.vanished ? ojson("vanished") : ojson(json_opt(r.exit_status))},
                      {"late", r.late}});
+    // Added in issue 17: only on the rows of ranks with no trace (Evidence::absent_ranks),
+    // which have no process: no host, no pid.
+    if (r.absent) {
+      ranks.back()["host"] = nullptr;
+      ranks.back()["pid"] = nullptr;
+      ranks.back()["absent"] = true;
+    }
   }
   j["ranks"] = ranks;
   const InputStats& in = d.inputs;

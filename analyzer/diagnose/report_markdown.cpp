@@ -97,7 +97,9 @@ std::vector<std::string> rdzv_flags(const std::string& cmdline) {
 
 }  // namespace
 
-std::string diagnosis_markdown(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs) {
+std::string diagnosis_markdown(const Diagnosis& d, const Context& model) {
+  const TraceInputs& traces = model.traces;
+  const LogFacts& logs = model.logs;
   const Verdict& v = d.verdict;
   std::string s = "## Rendezvous failure report: `" + std::string(name_of(v.cls)) + "`" + (v.cause ? " (" + *v.cause + ")" : "") + "\n\n";
   s += "**Verdict:** " + md_inline(v.summary) + " (confidence: " + v.confidence + ")\n\n";
@@ -120,9 +122,14 @@ std::string diagnosis_markdown(const Diagnosis& d, const TraceInputs& traces, co
   s += "| PyTorch | " + md_inline(torch) + " |\n";
   if (!d.ranks.empty()) {
     std::set<std::string> hosts;
-    for (const RankRow& r : d.ranks) hosts.insert(r.host);
-    s += "| Ranks traced | " + std::to_string(d.ranks.size()) + " on " + std::to_string(hosts.size()) + " host(s) |\n";
+    std::size_t traced = 0;
+    for (const RankRow& r : d.ranks)
+      if (!r.absent) hosts.insert(r.host), ++traced;
+    s += "| Ranks traced | " + std::to_string(traced) + " on " + std::to_string(hosts.size()) + " host(s) |\n";
   }
+  if (!d.evidence.absent_ranks.empty())
+    s += "| Ranks absent | " + rank_list(d.evidence.absent_ranks) + " of WORLD_SIZE=" +
+         std::to_string(d.evidence.expected_world_size.value_or(0)) + ": no trace of them |\n";
   if (!d.store_endpoint.empty()) s += "| Store | " + md_inline(d.store_endpoint) + " |\n";
   for (const ClockEstimate& c : d.clocks)
     if (!c.reference) s += "| Clock of " + md_inline(c.host) + " | " + md_inline(describe_clock(c, d.clocks[0].host)) + " |\n";
@@ -158,7 +165,7 @@ std::string diagnosis_markdown(const Diagnosis& d, const TraceInputs& traces, co
 
   s += "\n### Launcher command\n\n";
   if (const Process* p = launcher(traces)) {
-    const std::string cmd = bounded_string(p->header.cmdline);
+    const std::string cmd = p->header.cmdline;
     s += "From the trace of " + md_inline(p->label()) + (p->role == Role::Agent ? " (launcher agent)" : "") + ":\n\n";
     s += md_block(cmd + (p->header.cmdline_truncated ? " ...(cut)" : ""), "sh");
     auto flags = rdzv_flags(cmd);

@@ -76,13 +76,14 @@ std::string diagnosis_text(const Diagnosis& d) {
         shown_as[key] = r.rank.value_or(-1);
         order.push_back(key);
       }
-      std::string exit = r.vanished ? "vanished" : r.exit_status ? std::to_string(*r.exit_status) : "?";
-      std::string err = r.first_error.empty() ? "-" : at(d, r.first_error_ns) + " " + r.first_error;
+      std::string exit = r.absent ? "absent" : r.vanished ? "vanished" : r.exit_status ? std::to_string(*r.exit_status) : "?";
+      std::string err = r.absent ? "no trace (expected by WORLD_SIZE)"
+                        : r.first_error.empty() ? "-" : at(d, r.first_error_ns) + " " + r.first_error;
       if (err.size() > 60) err = err.substr(0, 57) + "...";
       std::string connect = at(d, r.first_store_connect_ns) + (r.late ? " LATE" : "");
       if (r.role == "store server") connect += " (srv)";
       std::snprintf(line, sizeof line, " %5s  %-14s %9s %9s %14s %10s  %-34s %s\n",
-                    r.rank ? std::to_string(*r.rank).c_str() : "-", r.host.substr(0, 14).c_str(),
+                    r.rank ? std::to_string(*r.rank).c_str() : "-", r.absent ? "-" : r.host.substr(0, 14).c_str(),
                     at(d, r.launched_ns).c_str(), at(d, r.resolved_ns).c_str(), connect.c_str(),
                     at(d, r.connected_ns).c_str(), err.c_str(), exit.c_str());
       s += line;

@@ -132,7 +132,7 @@ class TimelineWriter {
     // The whole life as the parent span, so every call nests under its process.
     span(t, p.vanished() ? "process (vanished)" : "process (exit " + (p.exit_status ? std::to_string(*p.exit_status) : std::string("?")) + ")",
          "process", p.launched_ns, end,
-         {{"host", p.host}, {"pid", p.pid}, {"role", role_name(p.role)}, {"cmdline", bounded_string(p.header.cmdline)}});
+         {{"host", p.host}, {"pid", p.pid}, {"role", role_name(p.role)}, {"cmdline", p.header.cmdline}});
 
     for (std::size_t i = 0; i < p.events.size(); ++i) {
       const Event& e = p.events[i];
@@ -299,9 +299,8 @@ class TimelineWriter {
 
 }  // namespace
 
-ojson timeline_json(const Diagnosis& d, const TraceInputs& traces, const LogFacts& logs) {
-  Context c(traces, logs);
-  return TimelineWriter(d, c).build(logs);
+ojson timeline_json(const Diagnosis& d, const Context& model) {
+  return TimelineWriter(d, model).build(model.logs);
 }
 
 }  // namespace rdzvscope

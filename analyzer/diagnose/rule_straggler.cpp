@@ -54,7 +54,10 @@ std::optional<Candidate> rule_straggler(const Context& c) {
       if (!a && f->proc->cut_short) continue;
       if (!a || *a >= diff_ns(100'000'000, first_timeout)) late.push_back(f);
     }
-    if (late.empty()) return std::nullopt;
+    // Ranks the job expected (WORLD_SIZE) of which there is no process at all: they never
+    // reached the store, the limit of a late rank, and the ones the others waited for.
+    const std::vector<int>& absent = c.absent_ranks;
+    if (late.empty() && absent.empty()) return std::nullopt;
     // A rank that never arrived was late by at least the time until the job's last record (a
     // launcher such as torchrun stops it once the others failed).
     std::int64_t job_end = 0;
@@ -62,28 +65,63 @@ std::optional<Candidate> rule_straggler(const Context& c) {
     auto lateness = [&](const ProcessFacts* f) {
       return diff_ns(usual, f->arrival_ns() ? *f->arrival_ns() : job_end);
     };
-    const ProcessFacts* worst = *std::max_element(late.begin(), late.end(), [&](auto* a, auto* b) {
-      return lateness(a) < lateness(b);
-    });
-    v.initiating_rank = rank_of(*worst);
-    v.initiating_host = worst->proc->host;
-    v.confidence = "high";
     std::vector<int> fast_ranks, late_ranks;
     for (auto* f : waited) fast_ranks.push_back(f->proc->rank);
     for (auto* f : late) late_ranks.push_back(f->proc->rank);
-    const double late_s = lateness(worst) / 1e9;
-    const std::string act = activity(*worst);
-    v.summary = worst->proc->label() + (worst->arrival_ns() ? " reached the store " + fmt_seconds(late_s) + " after the others"
-                                                            : " never reached the store (still missing " + fmt_seconds(late_s) +
-                                                                  " after the others arrived)") +
-                "; rank(s) " + rank_list(fast_ranks) + " gave up after their " +
-                (timeout ? fmt_seconds(*timeout / 1000.0) + " " : std::string()) +
-                "timeout";
-    std::string why = act.empty() ? "" : " Before it arrived it was " + act + ".";
-    double raise_to = late_s + (timeout ? *timeout / 1000.0 : 0) * 1.5 + 1;
-    v.next_step = "look at what " + worst->proc->label() + " does before init_process_group (checkpoint or data loading, storage on " +
-                  worst->proc->host + ")." + why + " Or raise init_process_group(timeout=...) above " +
-                  fmt_seconds(raise_to) + ".";
+    const std::string gave_up = "; rank(s) " + rank_list(fast_ranks) + " gave up after their " +
+                                (timeout ? fmt_seconds(*timeout / 1000.0) + " " : std::string()) + "timeout";
+    const ProcessFacts* worst = nullptr;
+    double late_s = 0;
+    std::string act;
+    if (!absent.empty()) {
+      // No trace, no host: what is known is that the rank was expected and never showed up.
+      const int first = absent.front();
+      const bool one = absent.size() == 1;
+      const std::string who = one ? "rank " + std::to_string(first) : "ranks " + rank_list(absent);
+      v.initiating_rank = first;
+      v.confidence = "high";
+      late_s = seconds(usual, job_end);
+      v.summary = who + (one ? " never reached the store: no trace of it exists; it was not started under rdzvscope, or its "
+                               "trace file is not in the given directories"
+                             : " never reached the store: no trace of them exists; they were not started under rdzvscope, "
+                               "or their trace files are not in the given directories") +
+                  " (WORLD_SIZE=" + std::to_string(*c.expected_world_size) + ")" + gave_up;
+      if (!late.empty()) v.summary += "; rank(s) " + rank_list(late_ranks) + " were late as well";
+      v.next_step = "find out whether " + who + " was started at all: look in the launcher's log (the job "
+                    "scheduler's, srun's, the pod's events: a pending pod, a failed step, a typo in the launch "
+                    "command) and on the node that should have run " + (one ? "it" : "them") +
+                    "; if it did run, run it under rdzvscope run as well and pass every node's trace directory";
+      std::vector<int> traced;
+      for (const ProcessFacts* f : c.ranks()) traced.push_back(f->proc->rank);
+      Finding fd;
+      fd.cls = FailureClass::StragglerTimeout;
+      if (one) fd.rank = first;
+      fd.evidence.push_back(who + ": no trace at all; WORLD_SIZE=" + std::to_string(*c.expected_world_size) +
+                            " expects ranks 0-" + std::to_string(*c.expected_world_size - 1) + ", traced: " +
+                            rank_list(traced) + "; still missing at " + rel(c, job_end) + ", " +
+                            fmt_seconds(late_s) + " after the usual arrival");
+      out.findings.push_back(fd);
+      late_ranks.insert(late_ranks.end(), absent.begin(), absent.end());
+      std::sort(late_ranks.begin(), late_ranks.end());
+    } else {
+      worst = *std::max_element(late.begin(), late.end(), [&](auto* a, auto* b) {
+        return lateness(a) < lateness(b);
+      });
+      v.initiating_rank = rank_of(*worst);
+      v.initiating_host = worst->proc->host;
+      v.confidence = "high";
+      late_s = lateness(worst) / 1e9;
+      act = activity(*worst);
+      v.summary = worst->proc->label() + (worst->arrival_ns() ? " reached the store " + fmt_seconds(late_s) + " after the others"
+                                                              : " never reached the store (still missing " + fmt_seconds(late_s) +
+                                                                    " after the others arrived)") +
+                  gave_up;
+      std::string why = act.empty() ? "" : " Before it arrived it was " + act + ".";
+      double raise_to = late_s + (timeout ? *timeout / 1000.0 : 0) * 1.5 + 1;
+      v.next_step = "look at what " + worst->proc->label() + " does before init_process_group (checkpoint or data loading, storage on " +
+                    worst->proc->host + ")." + why + " Or raise init_process_group(timeout=...) above " +
+                    fmt_seconds(raise_to) + ".";
+    }
     for (auto* f : late) {
       Finding fd = finding_for(FailureClass::StragglerTimeout, *f, f->arrival_ns());
       fd.evidence.push_back(f->proc->label() + ": launched at " + rel(c, f->proc->launched_ns) + ", " +
@@ -97,7 +135,7 @@ std::optional<Candidate> rule_straggler(const Context& c) {
       out.findings.push_back(fd);
     }
     // The late rank's own error is a consequence when the store host had already gone.
-    if (const ProcessFacts* store = c.store_server(0); store && worst->arrival_ns()) {
+    if (const ProcessFacts* store = c.store_server(0); store && worst && worst->arrival_ns()) {
       const Process& sp = *store->proc;
       const std::int64_t gone = sp.exit_ns ? *sp.exit_ns : sp.last_event_ns();
       if (gone < *worst->arrival_ns()) {

@@ -18,6 +18,11 @@ std::optional<Candidate> rule_straggler(const Context& c);
 std::optional<Candidate> rule_store_not_ready(const Context& c);
 std::optional<Candidate> rule_transient_recv(const Context& c);
 
+// The verdict on one model (Context: the facts derived once from the traces and logs). The
+// reports that need more than the Diagnosis (timeline, markdown) take the same model, so
+// that nothing is derived twice.
+Diagnosis diagnose(const Context& model);
+// The same, for callers that need nothing but the Diagnosis (--runs, tests).
 Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs);
 
 }  // namespace rdzvscope

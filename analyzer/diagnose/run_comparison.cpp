@@ -47,6 +47,7 @@ RunOutcome outcome_of(const Diagnosis& d) {
   o.failed_ranks = d.evidence.failed_ranks;
   std::set<std::string> hosts, all_hosts;
   for (const RankRow& row : d.ranks) {
+    if (row.absent) continue;  // no process, no host
     all_hosts.insert(row.host);
     if (row.rank && std::find(o.failed_ranks.begin(), o.failed_ranks.end(), *row.rank) != o.failed_ranks.end())
       hosts.insert(row.host);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -152,9 +153,18 @@ class Job {
     ++logs_.lines;
     return *this;
   }
+  // WORLD_SIZE in every process's header (-1: unset, as when the job did not export it);
+  // without this call each process says 4.
+  Job& world_size(int n) {
+    world_size_ = n;
+    return *this;
+  }
   Diagnosis diagnose_it() {
     int n = 0;
-    for (const auto& p : procs_) p->write(dir_.file("p" + std::to_string(n++) + ".rzt"));
+    for (const auto& p : procs_) {
+      if (world_size_) p->header().ident.world_size = *world_size_;
+      p->write(dir_.file("p" + std::to_string(n++) + ".rzt"));
+    }
     traces_ = load_traces({dir_.path()});
     return diagnose(traces_, logs_);
   }
@@ -166,6 +176,7 @@ class Job {
   TraceInputs traces_;
   LogFacts logs_;
   std::uint64_t log_lines_ = 0;
+  std::optional<int> world_size_;
 };
 
 }  // namespace rdzvscope::test

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "diagnose/class_registry.h"
+#include "diagnose/report.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;
@@ -77,6 +78,154 @@ TEST_CASE("straggler stopped by torchrun before its first socket call: named, la
   CHECK(*d.verdict.initiating_rank == 2);
   CHECK(d.verdict.summary.find("never reached the store (still missing 3.") != std::string::npos);
   CHECK(d.discriminators["seconds_late"].get<double>() > 3.0);
+}
+
+namespace {
+
+// Ranks 0-2 of a WORLD_SIZE=4 job (rank 0 hosts the store) connect and time out waiting at
+// +4.1 s; rank 3 was never started, so nothing of it is traced. When the store host exits,
+// rank 1's last read gets 0 bytes (what made the old verdict transient_recv).
+void ranks_waiting_for_an_absent_rank(Job& job) {
+  for (int r = 0; r < 3; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r));
+    if (r == 1) p.io(RDZV_EV_RECV, 4.2, 0, 0, RDZV_F_ZERO_READ, 40001);
+    p.exit(4.3, 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a rank never started: the others timed out waiting, the absent rank initiated it") {
+  Job job;
+  ranks_waiting_for_an_absent_rank(job);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  REQUIRE(d.verdict.initiating_rank);
+  CHECK(*d.verdict.initiating_rank == 3);
+  CHECK_FALSE(d.verdict.initiating_host);  // no trace, no host
+  CHECK(d.verdict.summary.find("rank 3 never reached the store: no trace of it exists") != std::string::npos);
+  CHECK(d.verdict.summary.find("rank(s) 0-2 gave up") != std::string::npos);
+  CHECK(d.verdict.next_step.find("launcher's log") != std::string::npos);
+  CHECK(d.evidence.absent_ranks == std::vector<int>{3});
+  CHECK(d.evidence.expected_world_size == 4);
+  CHECK(d.evidence.late_ranks == std::vector<int>{3});
+  CHECK(d.discriminators["absent_ranks"] == nlohmann::ordered_json::array({3}));
+  CHECK(d.discriminators["expected_world_size"] == 4);
+  CHECK(d.discriminators["late_ranks"] == nlohmann::ordered_json::array({3}));
+  // transient_recv (rank 1's 0-byte read) does not stand beside it.
+  for (const Finding& f : d.findings) CHECK(f.cls == FailureClass::StragglerTimeout);
+  // The rank table: a row of its own, flagged, in rank order.
+  REQUIRE(d.ranks.size() == 4);
+  CHECK(d.ranks[3].rank == 3);
+  CHECK(d.ranks[3].absent);
+  CHECK_FALSE(d.ranks[3].launched_ns);
+  for (int r = 0; r < 3; ++r) CHECK_FALSE(d.ranks[r].absent);
+  // Every view says so.
+  const auto j = diagnosis_json(d);
+  CHECK(j["ranks"][3]["absent"] == true);
+  CHECK_FALSE(j["ranks"][0].contains("absent"));
+  CHECK(diagnosis_text(d).find("no trace (expected by WORLD_SIZE)") != std::string::npos);
+  const LogFacts no_logs;
+  CHECK(diagnosis_markdown(d, Context(job.traces(), no_logs)).find("| Ranks absent | 3 of WORLD_SIZE=4") != std::string::npos);
+  CHECK(diagnosis_html(d).find("absent: no trace of this rank") != std::string::npos);
+}
+
+TEST_CASE("a rank never started, and a traced one late too: the absent rank initiated it, both are late") {
+  Job job;
+  for (int r = 0; r < 3; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    if (r == 2) {  // arrived after the others gave up
+      p.connect(8.0, ECONNREFUSED).exit(9.0, 1);
+      continue;
+    }
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r)).exit(4.1, 1);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.evidence.late_ranks == std::vector<int>{2, 3});
+  CHECK(d.verdict.summary.find("rank(s) 2 were late as well") != std::string::npos);
+}
+
+TEST_CASE("absent ranks but every traced rank exited 0: unknown, never healthy") {
+  // The traced ranks completed their rendezvous, so the others probably ran where rdzvscope
+  // did not look (another node's directory not given): their rendezvous is unknown.
+  Job job;
+  for (int r = 0; r < 4; ++r) healthy_rank(job, r);
+  job.world_size(8);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::Unknown);
+  CHECK_FALSE(d.verdict.initiating_rank);
+  CHECK(d.verdict.summary.find("rank(s) 4-7 of WORLD_SIZE=8 have no trace") != std::string::npos);
+  CHECK(d.evidence.absent_ranks == std::vector<int>{4, 5, 6, 7});
+  CHECK(d.ranks.size() == 8);
+}
+
+TEST_CASE("no absent ranks: the keys are left out, and WORLD_SIZE unset or disagreeing expects nothing") {
+  {
+    Job job;
+    for (int r = 0; r < 4; ++r) healthy_rank(job, r);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::Healthy);
+    CHECK(d.evidence.absent_ranks.empty());
+    CHECK_FALSE(d.discriminators.contains("absent_ranks"));
+    CHECK_FALSE(d.discriminators.contains("expected_world_size"));
+  }
+  {
+    Job job;  // WORLD_SIZE not exported: the expected ranks are unknown
+    ranks_waiting_for_an_absent_rank(job);
+    job.world_size(-1);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.evidence.absent_ranks.empty());
+    CHECK_FALSE(d.evidence.expected_world_size);
+    CHECK(d.verdict.cls != FailureClass::StragglerTimeout);
+  }
+  {
+    Job job;  // the traced ranks disagree on WORLD_SIZE
+    ranks_waiting_for_an_absent_rank(job);
+    job.proc(5, 1005).header().ident.world_size = 8;
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.evidence.absent_ranks.empty());
+  }
+  {
+    Job job;  // a process used the store without RANK (given on its command line): not knowable
+    ranks_waiting_for_an_absent_rank(job);
+    job.proc(-1, 1009).connect(1.0, 0, kPort, 0.001, 40009).exit(4.3, 1);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.evidence.absent_ranks.empty());
+  }
+}
+
+TEST_CASE("absent ranks with WORLD_SIZE unset in the headers: the store host's 'k/N clients joined'") {
+  Job job;
+  ranks_waiting_for_an_absent_rank(job);
+  job.world_size(-1);
+  job.log_line("torch.distributed.DistStoreError: Timed out after 4 seconds waiting for clients. 3/4 clients joined.", 0);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.evidence.expected_world_size == 4);
+  CHECK(d.evidence.absent_ranks == std::vector<int>{3});
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 3);
+}
+
+TEST_CASE("a torchrun agent and a helper of a rank are no ranks: rank 3 is still absent") {
+  Job job;
+  ranks_waiting_for_an_absent_rank(job);
+  Proc& agent = job.proc(-1, 900);  // hosts the workers' store, like torchrun's c10d agent
+  std::strcpy(agent.header().cmdline, "/usr/bin/python3 /usr/local/bin/torchrun --nproc-per-node 4 x.py");
+  agent.connect(0.5, 0, 29400, 0.001, 41000).exit(5.0, 1);
+  Proc& tool = job.proc(1, 5001);  // inherited RANK=1
+  tool.header().ppid = 1001;
+  tool.exit(0.5, 0);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.evidence.absent_ranks == std::vector<int>{3});
 }
 
 TEST_CASE("a program a rank started inherits its RANK: a helper, not a second rank 1") {
@@ -302,7 +451,7 @@ TEST_CASE("broken pipe on attach's traces of a running job: sockets found connec
   CHECK(d.verdict.cause == "peer_died");
   CHECK(d.verdict.initiating_rank == 0);
   for (const auto& row : d.ranks) {
-    if (row.rank == 0) continue;
+    if (row.rank == 0 || row.absent) continue;  // WORLD_SIZE=4, rank 3 untraced: a row of its own
     INFO("rank " << *row.rank);
     CHECK(row.connected_ns);
     CHECK_FALSE(row.first_store_connect_ns);  // attach's start is no connect attempt
