@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <set>
 #include <memory>
+#include <thread>
 #include <tuple>
 
 #include "clock_alignment.h"
@@ -184,61 +186,131 @@ Result<std::vector<std::string>> trace_files_in(const std::string& path) {
   return names;
 }
 
+namespace {
+
+// One file as read, decoded and checked, before it is merged into its process. Files are
+// read in parallel into these (each independent of the others) and merged in file order, so
+// the result does not depend on the number of threads.
+struct FileRead {
+  std::optional<Error> unusable;   // the file could not be used at all
+  std::optional<ProcessKey> key;
+  ProcessHeader header;
+  std::uint32_t exec_generation = 0;
+  std::vector<Event> events;       // on the wall clock, plausible times only
+  std::uint64_t torn = 0, invalid = 0, implausible = 0, dropped = 0, lost = 0, records = 0;
+  std::optional<Error> damage;     // the file was cut: what it holds before the cut is kept
+};
+
+FileRead read_one(const std::string& file) {
+  FileRead out;
+  auto t = read_trace(file);
+  if (!t) {
+    out.unusable = t.error();
+    return out;
+  }
+  const Trace& trace = t.value();
+  const rdzv_file_header& h = trace.header;
+  if (h.clock_realtime_ns < kClockMin || h.clock_realtime_ns > kClockMax) {
+    out.unusable = Error{file, "the header's wall clock is outside 2000-2100: the file's times cannot be placed", std::nullopt};
+    return out;
+  }
+  out.key = key_of(h);
+  out.header = ProcessHeader(h);
+  out.exec_generation = h.exec_generation;
+  out.events.reserve(trace.records.size());
+  for (const auto& r : trace.records) {
+    const std::int64_t wall = wall_ns(h, r.raw.ts_ns);
+    if (near(static_cast<std::uint64_t>(wall), h.clock_realtime_ns) && r.raw.dur_ns < kPlausibleNs)
+      out.events.push_back(Event{wall, r.raw});
+    else
+      ++out.implausible;
+  }
+  out.records = trace.records.size();
+  out.torn = trace.torn;
+  out.invalid = trace.invalid;
+  out.dropped = trace.dropped();
+  out.lost = h.lost;
+  out.damage = trace.damage;
+  return out;
+}
+
+// Reading is most of analyze's time on a large job (one open, read and decode per file): it
+// is spread over the machine's cores. Small inputs are read on this thread.
+std::vector<FileRead> read_all(const std::vector<std::string>& files) {
+  std::vector<FileRead> out(files.size());
+  const std::size_t kFilesPerThread = 256;
+  const std::size_t threads = std::min<std::size_t>(
+      std::max(1u, std::thread::hardware_concurrency()), (files.size() + kFilesPerThread - 1) / kFilesPerThread);
+  if (threads <= 1) {
+    for (std::size_t i = 0; i < files.size(); ++i) out[i] = read_one(files[i]);
+    return out;
+  }
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(64)) < files.size();)
+      for (std::size_t j = i; j < std::min(i + 64, files.size()); ++j) out[j] = read_one(files[j]);
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+}  // namespace
+
 TraceInputs load_traces(const std::vector<std::string>& paths) {
   TraceInputs in;
+  std::vector<std::string> files;
+  // A path that lists no file is reported where it stands among the inputs: before the
+  // problems of the files listed after it.
+  std::vector<std::pair<std::size_t, Error>> listing_errors;
+  for (const auto& path : paths) {
+    auto listed = trace_files_in(path);
+    if (!listed) listing_errors.emplace_back(files.size(), listed.error());
+    else files.insert(files.end(), listed.value().begin(), listed.value().end());
+  }
+  std::vector<FileRead> reads = read_all(files);
+  auto report_listing_errors_before = [&, next = std::size_t{0}](std::size_t file_index) mutable {
+    for (; next < listing_errors.size() && listing_errors[next].first <= file_index; ++next)
+      in.errors.push_back(listing_errors[next].second);
+  };
+
   std::map<ProcessKey, Process> by_key;
   std::map<ProcessKey, std::uint32_t> newest_generation;
-  for (const auto& path : paths) {
-    auto files = trace_files_in(path);
-    if (!files) {
-      in.errors.push_back(files.error());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    report_listing_errors_before(i);
+    const std::string& file = files[i];
+    FileRead& r = reads[i];
+    ++in.files;
+    if (r.unusable) {
+      ++in.damaged_files;
+      in.errors.push_back(std::move(*r.unusable));
       continue;
     }
-    for (const auto& file : files.value()) {
-      ++in.files;
-      auto t = read_trace(file);
-      if (!t) {
-        ++in.damaged_files;
-        in.errors.push_back(t.error());
-        continue;
-      }
-      const Trace& trace = t.value();
-      if (trace.header.clock_realtime_ns < kClockMin || trace.header.clock_realtime_ns > kClockMax) {
-        ++in.damaged_files;
-        in.errors.push_back(Error{file, "the header's wall clock is outside 2000-2100: the file's times cannot be placed", std::nullopt});
-        continue;
-      }
-      std::uint64_t implausible = 0;
-      for (const auto& r : trace.records)
-        implausible += !near(static_cast<std::uint64_t>(wall_ns(trace.header, r.raw.ts_ns)),
-                             trace.header.clock_realtime_ns) ||
-                       r.raw.dur_ns >= kPlausibleNs;
-      if (trace.damage || trace.torn || trace.invalid || implausible) ++in.damaged_files;
-      if (trace.damage) in.errors.push_back(*trace.damage);
-      if (implausible)
-        in.errors.push_back(Error{file, std::to_string(implausible) + " record(s) with impossible times (more than 30 days from the file's clock) left out", std::nullopt});
-      const ProcessKey key = key_of(trace.header);
-      Process& p = by_key[key];
-      p.files.push_back(file);
-      if (p.files.size() == 1 || trace.header.exec_generation >= newest_generation[key]) {
-        p.header = ProcessHeader(trace.header);
-        newest_generation[key] = trace.header.exec_generation;
-      }
-      p.cut_short |= trace.damage.has_value();
-      p.torn += trace.torn;
-      p.invalid += trace.invalid;
-      p.dropped += trace.dropped();
-      p.lost += trace.header.lost;
-      in.lost_events += trace.header.lost + trace.dropped();
-      p.invalid += implausible;
-      for (const auto& r : trace.records) {
-        const std::int64_t wall = wall_ns(trace.header, r.raw.ts_ns);
-        if (near(static_cast<std::uint64_t>(wall), trace.header.clock_realtime_ns) && r.raw.dur_ns < kPlausibleNs)
-          p.events.push_back(Event{wall, r.raw});
-      }
-      in.events += trace.records.size() - implausible;
+    if (r.damage || r.torn || r.invalid || r.implausible) ++in.damaged_files;
+    if (r.damage) in.errors.push_back(*r.damage);
+    if (r.implausible)
+      in.errors.push_back(Error{file, std::to_string(r.implausible) + " record(s) with impossible times (more than 30 days from the file's clock) left out", std::nullopt});
+    const ProcessKey& key = *r.key;
+    Process& p = by_key[key];
+    p.files.push_back(file);
+    if (p.files.size() == 1 || r.exec_generation >= newest_generation[key]) {
+      p.header = std::move(r.header);
+      newest_generation[key] = r.exec_generation;
     }
+    p.cut_short |= r.damage.has_value();
+    p.torn += r.torn;
+    p.invalid += r.invalid + r.implausible;
+    p.dropped += r.dropped;
+    p.lost += r.lost;
+    in.lost_events += r.lost + r.dropped;
+    in.events += r.records - r.implausible;
+    if (p.events.empty()) p.events = std::move(r.events);
+    else p.events.insert(p.events.end(), r.events.begin(), r.events.end());
+    r.events = {};
   }
+  report_listing_errors_before(files.size());
   mark_store_sockets(by_key);
   for (auto& [key, p] : by_key) {
     finish(p);
