@@ -1,5 +1,6 @@
 #include "clock_alignment.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstdio>
 #include <deque>
@@ -230,8 +231,7 @@ namespace rdzvscope {
 
 std::string describe_clock(const ClockEstimate& e, const std::string& reference_host) {
   if (e.reference) return e.host + " (the store host) is the reference clock";
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%+.2f ms (+- %.2f ms)", e.offset_ns / 1e6, e.uncertainty_ns / 1e6);
+  const std::string buf = fmt::format("{:+.2f} ms (+- {:.2f} ms)", e.offset_ns / 1e6, e.uncertainty_ns / 1e6);
   return e.host + "'s clock is " + buf + " off " + reference_host + "'s (" + std::to_string(e.pairs) +
          " connection(s)); " +
          (e.applied ? "its times were moved onto " + reference_host + "'s clock"

@@ -1,5 +1,6 @@
 #include "context.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstdio>
 
@@ -91,19 +92,12 @@ std::optional<std::int64_t> Context::timeout_ms() const {
   return std::nullopt;
 }
 
-std::string fmt_seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
+std::string fmt_seconds(double s) { return fmt::format("{:.2f} s", s); }
 
 std::string rel(const Context& c, std::int64_t wall_ns) {
   auto t0 = c.t0();
   if (!t0) return "?";
-  double s = seconds(*t0, wall_ns);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.2f s", s);
-  return buf;
+  return fmt::format("{:+.2f} s", seconds(*t0, wall_ns));
 }
 
 std::string rank_list(const std::vector<int>& ranks) {
@@ -182,13 +176,11 @@ std::string activity(const ProcessFacts& f) {
   const double age = s.since_start_ns / 1e9;
   const double cpu = (s.utime_us + s.stime_us) / 1e6;
   const double read_mb = static_cast<double>(std::max(s.read_bytes, s.rchar)) / 1e6;
-  char buf[160];
   const char* kind = "idle/waiting";
   if (age > 0 && cpu > 0.5 * age) kind = "CPU-bound";
   else if (read_mb > 256) kind = "I/O-bound";
-  std::snprintf(buf, sizeof buf, "%s (%.1f s CPU in %.1f s since launch, read %.0f MB, %llu voluntary context switches)",
-                kind, cpu, age, read_mb, static_cast<unsigned long long>(s.vol_ctxsw));
-  return buf;
+  return fmt::format("{} ({:.1f} s CPU in {:.1f} s since launch, read {:.0f} MB, {} voluntary context switches)",
+                     kind, cpu, age, read_mb, s.vol_ctxsw);
 }
 
 }  // namespace rdzvscope

@@ -1,5 +1,6 @@
 // The analysis: facts -> every rule -> the strongest candidate, or healthy / unknown; then
 // the per-rank table and the discriminators that every verdict carries (docs/classes.md).
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -246,10 +247,7 @@ Diagnosis diagnose(const Context& c) {
                      [](const RankRow& a, const RankRow& b) { return a.rank.value_or(-1) < b.rank.value_or(-1); });
   }
   if (const ProcessFacts* s = c.store_server(0)) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s:%u, hosted by %s", s->proc->host.c_str(), s->listen_port,
-                  s->proc->label().c_str());
-    d.store_endpoint = buf;
+    d.store_endpoint = fmt::format("{}:{}, hosted by {}", s->proc->host, s->listen_port, s->proc->label());
     if (const auto& t = d.evidence.timeout)
       d.store_endpoint += "; timeout " + fmt_seconds(t->ms / 1000.0) + " (" +
                           (t->internal_default ? "internal default" : "configured") + ")";

@@ -3,6 +3,7 @@
 // offline, behind a proxy, or in a mail client that blocks remote content. Tooltips are SVG
 // <title> elements and the per-rank table a <details>: both work without JavaScript.
 // Every string that came from the inputs (host names, log text, commands) goes through esc().
+#include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -37,17 +38,9 @@ std::string esc(const std::string& s) {
   return out;
 }
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+std::string num(double v) { return fmt::format("{:.1f}", v); }
 
-std::string secs(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.2f s", s);
-  return buf;
-}
+std::string secs(double s) { return fmt::format("{:+.2f} s", s); }
 
 // One row of the arrival chart: a rank, or a host's ranks folded (min / median / max).
 struct ChartRow {
@@ -222,8 +215,7 @@ std::string svg_chart(const Chart& ch) {
   const double step = tick_step(tmax, 8);
   s += "<g class=\"axis\">\n";
   for (double t = 0; t <= tmax + 1e-9; t += step) {
-    char label[32];
-    std::snprintf(label, sizeof label, step < 1 ? "%.1f s" : "%.0f s", t);
+    const std::string label = step < 1 ? fmt::format("{:.1f} s", t) : fmt::format("{:.0f} s", t);
     s += "<line class=\"grid\" x1=\"" + num(x(t)) + "\" y1=\"" + num(top - 6) + "\" x2=\"" + num(x(t)) + "\" y2=\"" +
          num(H - 4) + "\"/><text x=\"" + num(x(t)) + "\" y=\"" + num(top - 12) + "\" text-anchor=\"" +
          (t == 0 ? "start" : "middle") + "\">" + label + "</text>\n";

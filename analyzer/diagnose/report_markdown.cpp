@@ -2,6 +2,7 @@
 // Markdown): the exact error line, PyTorch version, launcher command with its rendezvous
 // flags, the first failing rank, the verdict and next step. Whether it reproduces is unknown
 // from one run, and the summary says so rather than leaving the field out.
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -35,9 +36,7 @@ std::string md_block(const std::string& text, const char* lang) {
 
 std::string at(const Diagnosis& d, std::int64_t ns) {
   if (!d.t0_ns) return "";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.2f s", (ns - *d.t0_ns) / 1e9);
-  return buf;
+  return fmt::format("{:+.2f} s", (ns - *d.t0_ns) / 1e9);
 }
 
 const RankRow* first_failing(const Diagnosis& d) {
@@ -190,11 +189,8 @@ std::string diagnosis_markdown(const Diagnosis& d, const Context& model) {
       for (const std::string& e : f.evidence) s += "- " + md_inline(e) + "\n";
   }
   const InputStats& in = d.inputs;
-  char line[256];
-  std::snprintf(line, sizeof line, "\n_rdzvscope analyze read %zu trace file(s) (%zu damaged, %llu events lost) and %zu log(s) (%llu lines matched)._\n",
-                in.trace_files, in.damaged_files, static_cast<unsigned long long>(in.lost_events), in.log_files,
-                static_cast<unsigned long long>(in.log_lines_matched));
-  s += line;
+  s += fmt::format("\n_rdzvscope analyze read {} trace file(s) ({} damaged, {} events lost) and {} log(s) ({} lines matched)._\n",
+                   in.trace_files, in.damaged_files, in.lost_events, in.log_files, in.log_lines_matched);
   return s;
 }
 

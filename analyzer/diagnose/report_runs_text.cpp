@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <cstdio>
 
 #include "context.h"
@@ -39,10 +40,8 @@ std::string wrap9(const std::string& text) {
 std::string runs_text(const std::vector<RunResult>& runs, const RunComparison& c, const std::vector<Error>& skipped) {
   std::string s = "VERDICT  " + wrap9(c.pattern + ": " + c.summary) + "\n";
   s += "NEXT     " + wrap9(c.next_step) + "\n\n";
-  char line[512];
-  std::snprintf(line, sizeof line, " %-20s %-26s %-22s %-14s %s\n", "run", "class", "initiating", "failed ranks",
-                "failed after");
-  s += line;
+  constexpr const char* kRow = " {:<20} {:<26} {:<22} {:<14} {}\n";
+  s += fmt::format(kRow, "run", "class", "initiating", "failed ranks", "failed after");
   for (std::size_t i = 0; i < runs.size() && i < c.outcomes.size(); ++i) {
     const Verdict& v = runs[i].diagnosis.verdict;
     const RunOutcome& o = c.outcomes[i];
@@ -50,9 +49,7 @@ std::string runs_text(const std::vector<RunResult>& runs, const RunComparison& c
     const std::string failed = o.failed_ranks.empty() ? "-" : rank_list(o.failed_ranks);
     std::string after = "-";
     if (o.seconds_to_failure) after = fmt_seconds(*o.seconds_to_failure);
-    std::snprintf(line, sizeof line, " %-20s %-26s %-22s %-14s %s\n", cut(runs[i].id, 20).c_str(),
-                  cut(cls, 26).c_str(), cut(initiating(v), 22).c_str(), cut(failed, 14).c_str(), after.c_str());
-    s += line;
+    s += fmt::format(kRow, cut(runs[i].id, 20), cut(cls, 26), cut(initiating(v), 22), cut(failed, 14), after);
   }
   s += "\n";
   for (std::size_t i = 0; i < runs.size(); ++i)

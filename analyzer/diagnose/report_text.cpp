@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -31,9 +32,7 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
 
 std::string at(const Diagnosis& d, const std::optional<std::int64_t>& ns) {
   if (!ns || !d.t0_ns) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.2f s", seconds(*d.t0_ns, *ns));
-  return buf;
+  return fmt::format("{:+.2f} s", seconds(*d.t0_ns, *ns));
 }
 
 }  // namespace
@@ -52,10 +51,9 @@ std::string diagnosis_text(const Diagnosis& d) {
       s += (d.store_endpoint.empty() ? "\nCLOCK    " : "CLOCK    ") + wrap(describe_clock(c, d.clocks[0].host), 80, 9) + "\n";
 
   if (!d.ranks.empty()) {
-    char line[512];
-    std::snprintf(line, sizeof line, "\n %5s  %-14s %9s %9s %14s %10s  %-34s %s\n", "rank", "host", "launched",
-                  "resolved", "store connect", "connected", "first error", "exit");
-    s += line;
+    constexpr const char* kRow = " {:>5}  {:<14} {:>9} {:>9} {:>14} {:>10}  {:<34} {}\n";
+    s += "\n" + fmt::format(kRow, "rank", "host", "launched", "resolved", "store connect", "connected",
+                            "first error", "exit");
     // Ranks that tell the same story (same role, same first error, same exit, not late) are
     // folded into one line after the first of them, so that 4,096 ranks stay readable.
     auto story = [](const RankRow& r) {
@@ -82,11 +80,8 @@ std::string diagnosis_text(const Diagnosis& d) {
       if (err.size() > 60) err = err.substr(0, 57) + "...";
       std::string connect = at(d, r.first_store_connect_ns) + (r.late ? " LATE" : "");
       if (r.role == "store server") connect += " (srv)";
-      std::snprintf(line, sizeof line, " %5s  %-14s %9s %9s %14s %10s  %-34s %s\n",
-                    r.rank ? std::to_string(*r.rank).c_str() : "-", r.absent ? "-" : r.host.substr(0, 14).c_str(),
-                    at(d, r.launched_ns).c_str(), at(d, r.resolved_ns).c_str(), connect.c_str(),
-                    at(d, r.connected_ns).c_str(), err.c_str(), exit.c_str());
-      s += line;
+      s += fmt::format(kRow, r.rank ? std::to_string(*r.rank) : "-", r.absent ? "-" : r.host.substr(0, 14),
+                       at(d, r.launched_ns), at(d, r.resolved_ns), connect, at(d, r.connected_ns), err, exit);
     }
     for (const std::string& key : order)
       if (auto it = folded.find(key); it != folded.end())
@@ -101,19 +96,12 @@ std::string diagnosis_text(const Diagnosis& d) {
     s += "\nDISCRIMINATORS\n";
     for (const auto& [k, val] : d.discriminators.items()) {
       std::string text = val.is_string() ? val.get<std::string>() : val.dump();
-      char line[64];
-      std::snprintf(line, sizeof line, "  %-36s ", k.c_str());
-      s += line + wrap(text, 60, 39) + "\n";
+      s += fmt::format("  {:<36} ", k) + wrap(text, 60, 39) + "\n";
     }
   }
   const InputStats& in = d.inputs;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "\nREAD     %zu trace file(s) (%zu damaged, %llu events, %llu lost), %zu log(s) (%llu lines matched)\n",
-                in.trace_files, in.damaged_files, static_cast<unsigned long long>(in.events),
-                static_cast<unsigned long long>(in.lost_events), in.log_files,
-                static_cast<unsigned long long>(in.log_lines_matched));
-  s += line;
+  s += fmt::format("\nREAD     {} trace file(s) ({} damaged, {} events, {} lost), {} log(s) ({} lines matched)\n",
+                   in.trace_files, in.damaged_files, in.events, in.lost_events, in.log_files, in.log_lines_matched);
   for (const auto& p : in.problems) s += "         problem: " + p + "\n";
   s += "         more: --format json|markdown, --timeline t.json (Perfetto), --html report.html\n";
   return s;

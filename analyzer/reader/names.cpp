@@ -1,5 +1,6 @@
 #include "names.h"
 
+#include <fmt/format.h>
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -247,9 +248,7 @@ std::string iso8601_utc(std::int64_t realtime_ns) {
   if (gmtime_r(&t, &tm) == nullptr) return "invalid-time(" + std::to_string(realtime_ns) + "ns)";
   char date[40];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-  char ms[8];
-  std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>(rem / 1000000));
-  return std::string(date) + ms;
+  return fmt::format("{}.{:03d}Z", date, static_cast<int>(rem / 1000000));
 }
 
 std::int64_t wall_ns(const rdzv_file_header& h, std::uint64_t ts_ns) {
