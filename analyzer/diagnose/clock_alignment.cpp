@@ -1,6 +1,5 @@
 #include "clock_alignment.h"
 
-#include <fmt/format.h>
 #include <algorithm>
 #include <cstdio>
 #include <deque>
@@ -9,6 +8,8 @@
 #include <optional>
 #include <set>
 #include <sys/socket.h>
+
+#include <fmt/format.h>
 
 namespace rdzvscope {
 

@@ -1,8 +1,9 @@
 #include "context.h"
 
-#include <fmt/format.h>
 #include <algorithm>
 #include <cstdio>
+
+#include <fmt/format.h>
 
 namespace rdzvscope {
 
@@ -141,6 +142,8 @@ Finding finding_for(FailureClass cls, const ProcessFacts& f, std::optional<std::
 }
 
 }  // namespace rdzvscope
+
+#include <fmt/format.h>
 
 #include "reader/names.h"
 

@@ -1,9 +1,11 @@
 // The analysis: facts -> every rule -> the strongest candidate, or healthy / unknown; then
 // the per-rank table and the discriminators that every verdict carries (docs/classes.md).
-#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "reader/names.h"
 #include "class_registry.h"
@@ -118,148 +120,198 @@ const ProcessFacts* failed_agent(const Context& c) {
   return nullptr;
 }
 
-}  // namespace
+// Workers (and the store host) that failed, with their ranks where they have one.
+struct FailedWorkers {
+  bool any = false;
+  std::vector<int> ranks;
+};
 
-Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
-  const Context model(traces, logs);
-  return diagnose(model);
+FailedWorkers failed_workers(const Context& c) {
+  FailedWorkers out;
+  for (const auto& f : c.facts)
+    if (f.failed() && f.proc->role != Role::Agent && f.proc->role != Role::Helper) {
+      out.any = true;
+      if (f.proc->rank >= 0) out.ranks.push_back(f.proc->rank);
+    }
+  return out;
 }
 
-Diagnosis diagnose(const Context& c) {
-  const TraceInputs& traces = c.traces;
-  const LogFacts& logs = c.logs;
-  Diagnosis d;
-  d.t0_ns = c.t0();
-
+// Every rule's answer, strongest first (the registry's precedence; ties keep registry order).
+std::vector<Candidate> candidates_of(const Context& c) {
   std::vector<Candidate> candidates;
   for (const ClassRow& row : class_registry())
     if (auto cand = row.rule(c)) candidates.push_back(std::move(*cand));
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return precedence_of(a) > precedence_of(b); });
+  return candidates;
+}
 
-  std::vector<int> failed_ranks;
-  bool any_failed = false;
-  for (const auto& f : c.facts)
-    if (f.failed() && f.proc->role != Role::Agent && f.proc->role != Role::Helper) {
-      any_failed = true;
-      if (f.proc->rank >= 0) failed_ranks.push_back(f.proc->rank);
-    }
+// The strongest candidate is the verdict; the others are noted as also consistent.
+void adopt(std::vector<Candidate>& candidates, Diagnosis& d) {
+  Candidate& best = candidates.front();
+  d.verdict = best.verdict;
+  d.findings = best.findings;
+  d.discriminators = best.discriminators;
+  d.evidence = best.evidence;
+  for (std::size_t i = 1; i < candidates.size(); ++i) {
+    // transient_recv means "no other cause": beside another verdict it says nothing.
+    if (candidates[i].verdict.cls == FailureClass::TransientRecv) continue;
+    Finding also;
+    also.cls = candidates[i].verdict.cls;
+    also.evidence.push_back("also consistent with " + std::string(name_of(also.cls)) + ": " +
+                            candidates[i].verdict.summary);
+    d.findings.push_back(also);
+  }
+}
 
-  if (!candidates.empty()) {
-    Candidate& best = candidates.front();
-    d.verdict = best.verdict;
-    d.findings = best.findings;
-    d.discriminators = best.discriminators;
-    d.evidence = best.evidence;
-    for (std::size_t i = 1; i < candidates.size(); ++i) {
-      // transient_recv means "no other cause": beside another verdict it says nothing.
-      if (candidates[i].verdict.cls == FailureClass::TransientRecv) continue;
-      Finding also;
-      also.cls = candidates[i].verdict.cls;
-      also.evidence.push_back("also consistent with " + std::string(name_of(also.cls)) + ": " +
-                              candidates[i].verdict.summary);
-      d.findings.push_back(also);
-    }
-  } else if (c.has_traces() && !any_failed && !failed_agent(c) && !c.absent_ranks.empty()) {
-    // Every traced rank did well, but ranks the job expected have no trace: they ran where
-    // rdzvscope did not look (another node's directory not given, started without it). Not
-    // "healthy": the rendezvous of ranks nobody traced is unknown.
-    d.verdict.cls = FailureClass::Unknown;
-    d.verdict.confidence = "low";
-    d.verdict.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0, but rank(s) " +
-                        rank_list(c.absent_ranks) + " of WORLD_SIZE=" + std::to_string(*c.expected_world_size) +
-                        " have no trace: they ran untraced or their trace files are not in the given directories "
-                        "(the traced ranks completing suggests they did join)";
-    d.verdict.next_step = "pass the trace directories of every node (or run the missing ranks under rdzvscope run) "
-                          "to check their rendezvous too";
-  } else if (c.has_traces() && !any_failed && !failed_agent(c)) {
-    d.verdict.cls = FailureClass::Healthy;
-    d.verdict.confidence = "high";
-    d.verdict.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0";
-    d.verdict.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
-  } else if (!c.has_traces() && logs.files > logs.errors.size() && logs.events.empty()) {
-    d.verdict.cls = FailureClass::Healthy;
-    d.verdict.confidence = "low";
-    d.verdict.summary = "no c10d / TCPStore error in " + std::to_string(logs.lines) +
-                        " log lines; logs alone cannot show a hang or a late rank";
-    d.verdict.next_step = "if the job still hung, rerun under rdzvscope run to trace every rank";
-  } else {
-    d.verdict.cls = FailureClass::Unknown;
-    std::string missing;
-    if (!c.has_traces()) missing += "no traces (rerun under rdzvscope run); ";
-    if (logs.files == 0) missing += "no logs (--log); ";
-    else if (logs.matched == 0) missing += "no c10d/TCPStore line in the logs; ";
-    if (any_failed) missing += "rank(s) " + rank_list(failed_ranks) + " failed without a rendezvous error in their traces; ";
-    if (!c.absent_ranks.empty())
-      missing += "rank(s) " + rank_list(c.absent_ranks) + " of WORLD_SIZE=" + std::to_string(*c.expected_world_size) +
-                 " have no trace (not started, started without rdzvscope, or their directories not given); ";
-    if (const ProcessFacts* a = failed_agent(c))
-      missing += "the launcher agent " + a->proc->label() + " failed" +
-                 (c.ranks().empty() ? std::string(" before any worker started") : std::string()) + "; ";
-    if (logs.any({LogFamily::RendezvousTimeout}))
-      missing += "the agents' rendezvous never completed (RendezvousTimeoutError: not every node joined "
-                 "within the join timeout); the nodes that did not join hold the cause: add their traces and logs; ";
-    d.verdict.summary = "no failure class fits: " + (missing.empty() ? std::string("nothing went wrong that rdzvscope can see") : missing.substr(0, missing.size() - 2));
-    d.verdict.next_step = "rerun with rdzvscope run --out DIR and pass every rank's log with --log";
-  }
-  find_common_evidence(c, d.evidence);
-  common_discriminators(c, d);
-  // Absent ranks beside a verdict that is not about them (straggler_timeout says it itself).
-  if (!c.absent_ranks.empty() && d.verdict.cls != FailureClass::StragglerTimeout && d.verdict.cls != FailureClass::Unknown) {
-    Finding f;
-    f.cls = d.verdict.cls;
-    f.evidence.push_back("rank(s) " + rank_list(c.absent_ranks) + " of WORLD_SIZE=" + std::to_string(*c.expected_world_size) +
-                         " have no trace: not started, started without rdzvscope, or their trace files not given");
-    d.findings.push_back(f);
-  }
-  if (traces.attempts > 1) {
-    d.discriminators["attempts"] = traces.attempts;
-    Finding f;
-    f.cls = d.verdict.cls;
-    f.evidence.push_back("torchrun restarted the workers " + std::to_string(traces.attempts - 1) +
-                         " time(s) (TORCHELASTIC_RESTART_COUNT 0-" + std::to_string(traces.attempts - 1) +
-                         "): this is the last attempt's diagnosis; the earlier attempts' workers are left out "
-                         "(analyze them with --runs on one directory per attempt to compare)");
-    d.findings.insert(d.findings.begin(), f);
-    if (d.verdict.cls != FailureClass::Healthy)
-      d.verdict.summary += " (attempt " + std::to_string(traces.attempts) + " of " + std::to_string(traces.attempts) + ")";
-  }
+std::string absent_ranks_words(const Context& c) {
+  return "rank(s) " + rank_list(c.absent_ranks) + " of WORLD_SIZE=" + std::to_string(*c.expected_world_size);
+}
 
+// Every traced rank did well, but ranks the job expected have no trace: they ran where
+// rdzvscope did not look (another node's directory not given, started without it). Not
+// "healthy": the rendezvous of ranks nobody traced is unknown.
+Verdict unknown_for_absent_ranks(const Context& c) {
+  Verdict v;
+  v.cls = FailureClass::Unknown;
+  v.confidence = "low";
+  v.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0, but " +
+              absent_ranks_words(c) +
+              " have no trace: they ran untraced or their trace files are not in the given directories "
+              "(the traced ranks completing suggests they did join)";
+  v.next_step = "pass the trace directories of every node (or run the missing ranks under rdzvscope run) "
+                "to check their rendezvous too";
+  return v;
+}
+
+Verdict healthy_from_traces(const Context& c) {
+  Verdict v;
+  v.cls = FailureClass::Healthy;
+  v.confidence = "high";
+  v.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0";
+  v.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
+  return v;
+}
+
+Verdict healthy_from_logs(const LogFacts& logs) {
+  Verdict v;
+  v.cls = FailureClass::Healthy;
+  v.confidence = "low";
+  v.summary = "no c10d / TCPStore error in " + std::to_string(logs.lines) +
+              " log lines; logs alone cannot show a hang or a late rank";
+  v.next_step = "if the job still hung, rerun under rdzvscope run to trace every rank";
+  return v;
+}
+
+// No class fits: say what is missing to tell, and how to get it.
+Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& failed) {
+  const LogFacts& logs = c.logs;
+  std::vector<std::string> missing;
+  if (!c.has_traces()) missing.push_back("no traces (rerun under rdzvscope run)");
+  if (logs.files == 0) missing.push_back("no logs (--log)");
+  else if (logs.matched == 0) missing.push_back("no c10d/TCPStore line in the logs");
+  if (failed.any)
+    missing.push_back("rank(s) " + rank_list(failed.ranks) + " failed without a rendezvous error in their traces");
+  if (!c.absent_ranks.empty())
+    missing.push_back(absent_ranks_words(c) +
+                      " have no trace (not started, started without rdzvscope, or their directories not given)");
+  if (const ProcessFacts* a = failed_agent(c))
+    missing.push_back("the launcher agent " + a->proc->label() + " failed" +
+                      (c.ranks().empty() ? std::string(" before any worker started") : std::string()));
+  if (logs.any({LogFamily::RendezvousTimeout}))
+    missing.push_back("the agents' rendezvous never completed (RendezvousTimeoutError: not every node joined "
+                      "within the join timeout); the nodes that did not join hold the cause: add their traces and logs");
+  Verdict v;
+  v.cls = FailureClass::Unknown;
+  v.summary = "no failure class fits: " + (missing.empty() ? std::string("nothing went wrong that rdzvscope can see")
+                                                           : fmt::format("{}", fmt::join(missing, "; ")));
+  v.next_step = "rerun with rdzvscope run --out DIR and pass every rank's log with --log";
+  return v;
+}
+
+// The verdict when no rule answered: healthy when everything that can be seen went well.
+Verdict verdict_without_candidates(const Context& c) {
+  const FailedWorkers failed = failed_workers(c);
+  const bool traced_ranks_fine = c.has_traces() && !failed.any && !failed_agent(c);
+  if (traced_ranks_fine && !c.absent_ranks.empty()) return unknown_for_absent_ranks(c);
+  if (traced_ranks_fine) return healthy_from_traces(c);
+  if (!c.has_traces() && c.logs.files > c.logs.errors.size() && c.logs.events.empty()) return healthy_from_logs(c.logs);
+  return unknown_with_what_is_missing(c, failed);
+}
+
+// Absent ranks beside a verdict that is not about them (straggler_timeout says it itself).
+void note_absent_ranks(const Context& c, Diagnosis& d) {
+  if (c.absent_ranks.empty() || d.verdict.cls == FailureClass::StragglerTimeout || d.verdict.cls == FailureClass::Unknown)
+    return;
+  Finding f;
+  f.cls = d.verdict.cls;
+  f.evidence.push_back(absent_ranks_words(c) +
+                       " have no trace: not started, started without rdzvscope, or their trace files not given");
+  d.findings.push_back(f);
+}
+
+// A job torchrun restarted: the diagnosis is the last attempt's.
+void note_attempts(int attempts, Diagnosis& d) {
+  if (attempts <= 1) return;
+  d.discriminators["attempts"] = attempts;
+  Finding f;
+  f.cls = d.verdict.cls;
+  f.evidence.push_back("torchrun restarted the workers " + std::to_string(attempts - 1) +
+                       " time(s) (TORCHELASTIC_RESTART_COUNT 0-" + std::to_string(attempts - 1) +
+                       "): this is the last attempt's diagnosis; the earlier attempts' workers are left out "
+                       "(analyze them with --runs on one directory per attempt to compare)");
+  d.findings.insert(d.findings.begin(), f);
+  if (d.verdict.cls != FailureClass::Healthy)
+    d.verdict.summary += " (attempt " + std::to_string(attempts) + " of " + std::to_string(attempts) + ")";
+}
+
+// One row per rank, late ones marked; the absent ranks' own rows among them, in rank order,
+// but not for a world of thousands of which one node's directory was given (the
+// discriminator lists them).
+std::vector<RankRow> rank_rows(const Context& c, const Diagnosis& d) {
+  std::vector<RankRow> rows;
+  const bool straggler = d.verdict.cls == FailureClass::StragglerTimeout;
+  const std::set<int> late(d.evidence.late_ranks.begin(), d.evidence.late_ranks.end());
   for (const ProcessFacts* f : c.ranks()) {
     RankRow row = row_for(c, *f);
-    const auto& late = d.evidence.late_ranks;
-    row.late = d.verdict.cls == FailureClass::StragglerTimeout &&
-               std::find(late.begin(), late.end(), f->proc->rank) != late.end();
-    d.ranks.push_back(row);
+    row.late = straggler && late.count(f->proc->rank) > 0;
+    rows.push_back(row);
   }
-  // The absent ranks' own rows, in rank order among the traced ones; not for a world of
-  // thousands of which one node's directory was given (the discriminator lists them).
   constexpr std::size_t kMaxAbsentRows = 256;
-  if (!c.absent_ranks.empty() && c.absent_ranks.size() <= kMaxAbsentRows) {
-    for (int r : c.absent_ranks) {
-      RankRow row;
-      row.rank = r;
-      row.role = "absent";
-      row.absent = true;
-      d.ranks.push_back(row);
-    }
-    std::stable_sort(d.ranks.begin(), d.ranks.end(),
-                     [](const RankRow& a, const RankRow& b) { return a.rank.value_or(-1) < b.rank.value_or(-1); });
+  if (c.absent_ranks.empty() || c.absent_ranks.size() > kMaxAbsentRows) return rows;
+  for (int r : c.absent_ranks) {
+    RankRow row;
+    row.rank = r;
+    row.role = "absent";
+    row.absent = true;
+    rows.push_back(row);
   }
-  if (const ProcessFacts* s = c.store_server(0)) {
-    d.store_endpoint = fmt::format("{}:{}, hosted by {}", s->proc->host, s->listen_port, s->proc->label());
-    if (const auto& t = d.evidence.timeout)
-      d.store_endpoint += "; timeout " + fmt_seconds(t->ms / 1000.0) + " (" +
-                          (t->internal_default ? "internal default" : "configured") + ")";
-  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const RankRow& a, const RankRow& b) { return a.rank.value_or(-1) < b.rank.value_or(-1); });
+  return rows;
+}
 
-  d.clocks = traces.clocks;
-  for (const Process& p : traces.processes)
-    d.hosts.push_back(p.host);
+// "node1:29500, hosted by rank 0 (node1 pid 4242); timeout 3.00 s (configured)".
+std::string store_endpoint_line(const Context& c, const Evidence& ev) {
+  const ProcessFacts* s = c.store_server(0);
+  if (!s) return "";
+  std::string line = fmt::format("{}:{}, hosted by {}", s->proc->host, s->listen_port, s->proc->label());
+  if (const auto& t = ev.timeout)
+    line += "; timeout " + fmt_seconds(t->ms / 1000.0) + " (" + (t->internal_default ? "internal default" : "configured") + ")";
+  return line;
+}
+
+std::vector<std::string> hosts_of(const TraceInputs& traces) {
+  std::vector<std::string> hosts;
+  for (const Process& p : traces.processes) hosts.push_back(p.host);
   // Sorted, then unique: a search per process was quadratic (131,072 ranks on 16,384 hosts).
-  std::sort(d.hosts.begin(), d.hosts.end());
-  d.hosts.erase(std::unique(d.hosts.begin(), d.hosts.end()), d.hosts.end());
-  InputStats& in = d.inputs;
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  return hosts;
+}
+
+InputStats input_stats(const TraceInputs& traces, const LogFacts& logs) {
+  InputStats in;
   in.trace_files = traces.files;
   in.damaged_files = traces.damaged_files;
   in.events = traces.events;
@@ -269,6 +321,31 @@ Diagnosis diagnose(const Context& c) {
   in.log_lines_matched = logs.matched;
   for (const auto& e : traces.errors) in.problems.push_back(e.message());
   for (const auto& e : logs.errors) in.problems.push_back(e.message());
+  return in;
+}
+
+}  // namespace
+
+Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
+  const Context model(traces, logs);
+  return diagnose(model);
+}
+
+Diagnosis diagnose(const Context& c) {
+  Diagnosis d;
+  d.t0_ns = c.t0();
+  std::vector<Candidate> candidates = candidates_of(c);
+  if (!candidates.empty()) adopt(candidates, d);
+  else d.verdict = verdict_without_candidates(c);
+  find_common_evidence(c, d.evidence);
+  common_discriminators(c, d);
+  note_absent_ranks(c, d);
+  note_attempts(c.traces.attempts, d);
+  d.ranks = rank_rows(c, d);
+  d.store_endpoint = store_endpoint_line(c, d.evidence);
+  d.clocks = c.traces.clocks;
+  d.hosts = hosts_of(c.traces);
+  d.inputs = input_stats(c.traces, c.logs);
   return d;
 }
 

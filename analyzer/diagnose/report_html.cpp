@@ -3,7 +3,6 @@
 // offline, behind a proxy, or in a mail client that blocks remote content. Tooltips are SVG
 // <title> elements and the per-rank table a <details>: both work without JavaScript.
 // Every string that came from the inputs (host names, log text, commands) goes through esc().
-#include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -11,6 +10,8 @@
 #include <map>
 #include <set>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "context.h"
 #include "report.h"

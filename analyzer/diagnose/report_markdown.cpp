@@ -2,11 +2,12 @@
 // Markdown): the exact error line, PyTorch version, launcher command with its rendezvous
 // flags, the first failing rank, the verdict and next step. Whether it reproduces is unknown
 // from one run, and the summary says so rather than leaving the field out.
-#include <fmt/format.h>
 #include <algorithm>
 #include <cstdio>
 #include <set>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "context.h"
 #include "reader/names.h"

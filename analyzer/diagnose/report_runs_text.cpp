@@ -1,5 +1,6 @@
-#include <fmt/format.h>
 #include <cstdio>
+
+#include <fmt/format.h>
 
 #include "context.h"
 #include "report_runs.h"

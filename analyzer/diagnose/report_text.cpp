@@ -1,10 +1,10 @@
-#include <fmt/format.h>
 #include <cstdio>
 #include <map>
 #include <vector>
 
-#include "context.h"
+#include <fmt/format.h>
 
+#include "context.h"
 #include "reader/names.h"
 #include "report.h"
 

@@ -1,6 +1,5 @@
 #include "names.h"
 
-#include <fmt/format.h>
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -9,6 +8,8 @@
 #include <cstdio>
 #include <ctime>
 #include <iterator>
+
+#include <fmt/format.h>
 
 namespace rdzvscope {
 namespace {
