@@ -21,148 +21,179 @@ std::int64_t median(std::vector<std::int64_t> v) {
   return v[v.size() / 2];
 }
 
-}  // namespace
+// Who arrived when, from the traces: the fast ranks that connected and gave up waiting, the
+// ranks that came after the first of them gave up (or never), and the usual arrival.
+struct Arrivals {
+  std::vector<const ProcessFacts*> waited, late;
+  std::int64_t first_timeout = 0;  // when the first fast rank gave up
+  std::int64_t usual = 0;          // the median arrival of the fast ranks
+  std::int64_t job_end = 0;        // the job's last record
+  std::vector<int> fast_ranks, late_ranks;
 
-std::optional<Candidate> rule_straggler(const Context& c) {
+  // A rank that never arrived was late by at least the time until the job's last record (a
+  // launcher such as torchrun stops it once the others failed).
+  std::int64_t lateness(const ProcessFacts* f) const {
+    return diff_ns(usual, f->arrival_ns() ? *f->arrival_ns() : job_end);
+  }
+};
+
+std::optional<Arrivals> find_arrivals(const Context& c) {
+  Arrivals a;
   // Fast ranks: connected, then a wait on the store ran out.
-  std::vector<const ProcessFacts*> waited;
-  std::int64_t first_timeout = 0;
   for (const ProcessFacts* f : c.ranks())
     if (!f->wait_timeouts.empty() && f->connected_ns) {
-      waited.push_back(f);
+      a.waited.push_back(f);
       // When it gave up: the end of the wait, not its start.
       const Event* w = f->wait_timeouts.front();
       std::int64_t t = w->wall_ns + static_cast<std::int64_t>(w->rec.dur_ns);
-      if (!first_timeout || t < first_timeout) first_timeout = t;
+      if (!a.first_timeout || t < a.first_timeout) a.first_timeout = t;
     }
+  if (a.waited.empty()) return std::nullopt;
+  std::vector<std::int64_t> arrivals;
+  for (const ProcessFacts* f : a.waited) arrivals.push_back(*f->arrival_ns());
+  a.usual = median(arrivals);
+  // Late: reached the store after the first fast rank gave up, or never reached it.
+  const std::unordered_set<const ProcessFacts*> waited_set(a.waited.begin(), a.waited.end());
+  for (const ProcessFacts* f : c.ranks()) {
+    if (waited_set.count(f)) continue;
+    auto arrived = f->arrival_ns();
+    // A trace cut short says nothing of a later arrival: no evidence of lateness.
+    if (!arrived && f->proc->cut_short) continue;
+    if (!arrived || *arrived >= diff_ns(100'000'000, a.first_timeout)) a.late.push_back(f);
+  }
+  for (const auto& f : c.facts) a.job_end = std::max(a.job_end, f.proc->exit_ns.value_or(f.proc->last_event_ns()));
+  for (auto* f : a.waited) a.fast_ranks.push_back(f->proc->rank);
+  for (auto* f : a.late) a.late_ranks.push_back(f->proc->rank);
+  return a;
+}
+
+// Ranks the job expected (WORLD_SIZE) of which there is no process at all: they never reached
+// the store, the limit of a late rank, and the ones the others waited for. No trace, no host:
+// what is known is that the rank was expected and never showed up.
+void word_absent(const Context& c, Arrivals& a, const std::string& gave_up, Candidate& out) {
+  Verdict& v = out.verdict;
+  const std::vector<int>& absent = c.absent_ranks;
+  const int first = absent.front();
+  const bool one = absent.size() == 1;
+  const std::string who = one ? "rank " + std::to_string(first) : "ranks " + rank_list(absent);
+  v.initiating_rank = first;
+  v.confidence = "high";
+  v.summary = who + (one ? " never reached the store: no trace of it exists; it was not started under rdzvscope, or its "
+                           "trace file is not in the given directories"
+                         : " never reached the store: no trace of them exists; they were not started under rdzvscope, "
+                           "or their trace files are not in the given directories") +
+              " (WORLD_SIZE=" + std::to_string(*c.expected_world_size) + ")" + gave_up;
+  if (!a.late.empty()) v.summary += "; rank(s) " + rank_list(a.late_ranks) + " were late as well";
+  v.next_step = "find out whether " + who + " was started at all: look in the launcher's log (the job "
+                "scheduler's, srun's, the pod's events: a pending pod, a failed step, a typo in the launch "
+                "command) and on the node that should have run " + (one ? "it" : "them") +
+                "; if it did run, run it under rdzvscope run as well and pass every node's trace directory";
+  std::vector<int> traced;
+  for (const ProcessFacts* f : c.ranks()) traced.push_back(f->proc->rank);
+  Finding fd;
+  fd.cls = FailureClass::StragglerTimeout;
+  if (one) fd.rank = first;
+  fd.evidence.push_back(who + ": no trace at all; WORLD_SIZE=" + std::to_string(*c.expected_world_size) +
+                        " expects ranks 0-" + std::to_string(*c.expected_world_size - 1) + ", traced: " +
+                        rank_list(traced) + "; still missing at " + rel(c, a.job_end) + ", " +
+                        fmt_seconds(seconds(a.usual, a.job_end)) + " after the usual arrival");
+  out.findings.push_back(fd);
+  a.late_ranks.insert(a.late_ranks.end(), absent.begin(), absent.end());
+  std::sort(a.late_ranks.begin(), a.late_ranks.end());
+}
+
+// The latest of the traced late ranks initiates: how late, what it was doing, what to do.
+void word_worst_late(const Context& c, const Arrivals& a, const ProcessFacts& worst, const std::string& gave_up,
+                     Verdict& v) {
+  const auto timeout = c.timeout_ms();
+  const double late_s = a.lateness(&worst) / 1e9;
+  v.initiating_rank = rank_of(worst);
+  v.initiating_host = worst.proc->host;
+  v.confidence = "high";
+  v.summary = worst.proc->label() + (worst.arrival_ns() ? " reached the store " + fmt_seconds(late_s) + " after the others"
+                                                        : " never reached the store (still missing " + fmt_seconds(late_s) +
+                                                              " after the others arrived)") +
+              gave_up;
+  const std::string act = activity(worst);
+  std::string why = act.empty() ? "" : " Before it arrived it was " + act + ".";
+  double raise_to = late_s + (timeout ? *timeout / 1000.0 : 0) * 1.5 + 1;
+  v.next_step = "look at what " + worst.proc->label() + " does before init_process_group (checkpoint or data loading, storage on " +
+                worst.proc->host + ")." + why + " Or raise init_process_group(timeout=...) above " +
+                fmt_seconds(raise_to) + ".";
+}
+
+Finding late_finding(const Context& c, const Arrivals& a, const ProcessFacts& f) {
+  const auto timeout = c.timeout_ms();
+  Finding fd = finding_for(FailureClass::StragglerTimeout, f, f.arrival_ns());
+  fd.evidence.push_back(f.proc->label() + ": launched at " + rel(c, f.proc->launched_ns) + ", " +
+                        (f.arrival_ns() ? "first store connect at " + rel(c, *f.arrival_ns()) + ", " +
+                                              fmt_seconds(a.lateness(&f) / 1e9) + " after the usual arrival"
+                                        : "no store connect at all, still missing at " + rel(c, a.job_end) + ", " +
+                                              fmt_seconds(a.lateness(&f) / 1e9) + " after the usual arrival") +
+                        (timeout ? " (timeout " + std::to_string(*timeout) + " ms)" : std::string()));
+  const std::string act = activity(f);
+  if (!act.empty()) fd.evidence.push_back("  before arriving: " + act);
+  return fd;
+}
+
+// The late rank's own error is a consequence when the store host had already gone.
+std::optional<Finding> store_gone_first(const Context& c, const ProcessFacts& worst) {
+  const ProcessFacts* store = c.store_server(0);
+  if (!store || !worst.arrival_ns()) return std::nullopt;
+  const Process& sp = *store->proc;
+  const std::int64_t gone = sp.exit_ns ? *sp.exit_ns : sp.last_event_ns();
+  if (gone >= *worst.arrival_ns()) return std::nullopt;
+  Finding fd = finding_for(FailureClass::StragglerTimeout, *store, gone);
+  fd.evidence.push_back(sp.label() + " (the store host) " + (sp.exit_ns ? "exited" : "was last seen") + " at " +
+                        rel(c, gone) + ", " + fmt_seconds(seconds(gone, *worst.arrival_ns())) + " before " +
+                        worst.proc->label() + " tried to connect: its error is a consequence, the store was already gone");
+  return fd;
+}
+
+std::optional<Candidate> from_traces(const Context& c, Arrivals a) {
+  if (a.late.empty() && c.absent_ranks.empty()) return std::nullopt;
+  Candidate out;
+  out.verdict.cls = FailureClass::StragglerTimeout;
+  const auto timeout = c.timeout_ms();
+  const std::string gave_up = "; rank(s) " + rank_list(a.fast_ranks) + " gave up after their " +
+                              (timeout ? fmt_seconds(*timeout / 1000.0) + " " : std::string()) + "timeout";
+  const ProcessFacts* worst = nullptr;
+  double late_s = 0;
+  std::string act;
+  if (!c.absent_ranks.empty()) {
+    word_absent(c, a, gave_up, out);
+    late_s = seconds(a.usual, a.job_end);
+  } else {
+    worst = *std::max_element(a.late.begin(), a.late.end(),
+                              [&](auto* x, auto* y) { return a.lateness(x) < a.lateness(y); });
+    word_worst_late(c, a, *worst, gave_up, out.verdict);
+    late_s = a.lateness(worst) / 1e9;
+    act = activity(*worst);
+  }
+  for (auto* f : a.late) out.findings.push_back(late_finding(c, a, *f));
+  if (worst)
+    if (auto gone = store_gone_first(c, *worst)) out.findings.push_back(*gone);
+  Finding fast;
+  fast.cls = FailureClass::StragglerTimeout;
+  fast.evidence.push_back("rank(s) " + rank_list(a.fast_ranks) + " connected by " + rel(c, a.usual) +
+                          " and timed out waiting from " + rel(c, a.first_timeout) + " (" +
+                          describe(*a.waited.front()->wait_timeouts.front()) + ")");
+  out.findings.push_back(fast);
+  out.evidence.late_ranks = a.late_ranks;
+  out.discriminators["late_ranks"] = a.late_ranks;
+  out.discriminators["seconds_late"] = std::round(late_s * 100) / 100;
+  out.discriminators["timed_out_ranks"] = a.fast_ranks;
+  out.discriminators["late_rank_activity"] = act;
+  return out;
+}
+
+// From logs alone: ranks that report a timeout, and a rank that does not.
+std::optional<Candidate> from_logs(const Context& c) {
+  auto timeouts = c.logs.of(kTimeoutFamilies);
+  if (c.has_traces() || timeouts.empty()) return std::nullopt;
   Candidate out;
   Verdict& v = out.verdict;
   v.cls = FailureClass::StragglerTimeout;
-  const auto timeout = c.timeout_ms();
-
-  if (!waited.empty()) {
-    std::vector<std::int64_t> arrivals;
-    for (const ProcessFacts* f : waited) arrivals.push_back(*f->arrival_ns());
-    const std::int64_t usual = median(arrivals);
-    // Late: reached the store after the first fast rank gave up, or never reached it.
-    std::vector<const ProcessFacts*> late;
-    const std::unordered_set<const ProcessFacts*> waited_set(waited.begin(), waited.end());
-    for (const ProcessFacts* f : c.ranks()) {
-      if (waited_set.count(f)) continue;
-      auto a = f->arrival_ns();
-      // A trace cut short says nothing of a later arrival: no evidence of lateness.
-      if (!a && f->proc->cut_short) continue;
-      if (!a || *a >= diff_ns(100'000'000, first_timeout)) late.push_back(f);
-    }
-    // Ranks the job expected (WORLD_SIZE) of which there is no process at all: they never
-    // reached the store, the limit of a late rank, and the ones the others waited for.
-    const std::vector<int>& absent = c.absent_ranks;
-    if (late.empty() && absent.empty()) return std::nullopt;
-    // A rank that never arrived was late by at least the time until the job's last record (a
-    // launcher such as torchrun stops it once the others failed).
-    std::int64_t job_end = 0;
-    for (const auto& f : c.facts) job_end = std::max(job_end, f.proc->exit_ns.value_or(f.proc->last_event_ns()));
-    auto lateness = [&](const ProcessFacts* f) {
-      return diff_ns(usual, f->arrival_ns() ? *f->arrival_ns() : job_end);
-    };
-    std::vector<int> fast_ranks, late_ranks;
-    for (auto* f : waited) fast_ranks.push_back(f->proc->rank);
-    for (auto* f : late) late_ranks.push_back(f->proc->rank);
-    const std::string gave_up = "; rank(s) " + rank_list(fast_ranks) + " gave up after their " +
-                                (timeout ? fmt_seconds(*timeout / 1000.0) + " " : std::string()) + "timeout";
-    const ProcessFacts* worst = nullptr;
-    double late_s = 0;
-    std::string act;
-    if (!absent.empty()) {
-      // No trace, no host: what is known is that the rank was expected and never showed up.
-      const int first = absent.front();
-      const bool one = absent.size() == 1;
-      const std::string who = one ? "rank " + std::to_string(first) : "ranks " + rank_list(absent);
-      v.initiating_rank = first;
-      v.confidence = "high";
-      late_s = seconds(usual, job_end);
-      v.summary = who + (one ? " never reached the store: no trace of it exists; it was not started under rdzvscope, or its "
-                               "trace file is not in the given directories"
-                             : " never reached the store: no trace of them exists; they were not started under rdzvscope, "
-                               "or their trace files are not in the given directories") +
-                  " (WORLD_SIZE=" + std::to_string(*c.expected_world_size) + ")" + gave_up;
-      if (!late.empty()) v.summary += "; rank(s) " + rank_list(late_ranks) + " were late as well";
-      v.next_step = "find out whether " + who + " was started at all: look in the launcher's log (the job "
-                    "scheduler's, srun's, the pod's events: a pending pod, a failed step, a typo in the launch "
-                    "command) and on the node that should have run " + (one ? "it" : "them") +
-                    "; if it did run, run it under rdzvscope run as well and pass every node's trace directory";
-      std::vector<int> traced;
-      for (const ProcessFacts* f : c.ranks()) traced.push_back(f->proc->rank);
-      Finding fd;
-      fd.cls = FailureClass::StragglerTimeout;
-      if (one) fd.rank = first;
-      fd.evidence.push_back(who + ": no trace at all; WORLD_SIZE=" + std::to_string(*c.expected_world_size) +
-                            " expects ranks 0-" + std::to_string(*c.expected_world_size - 1) + ", traced: " +
-                            rank_list(traced) + "; still missing at " + rel(c, job_end) + ", " +
-                            fmt_seconds(late_s) + " after the usual arrival");
-      out.findings.push_back(fd);
-      late_ranks.insert(late_ranks.end(), absent.begin(), absent.end());
-      std::sort(late_ranks.begin(), late_ranks.end());
-    } else {
-      worst = *std::max_element(late.begin(), late.end(), [&](auto* a, auto* b) {
-        return lateness(a) < lateness(b);
-      });
-      v.initiating_rank = rank_of(*worst);
-      v.initiating_host = worst->proc->host;
-      v.confidence = "high";
-      late_s = lateness(worst) / 1e9;
-      act = activity(*worst);
-      v.summary = worst->proc->label() + (worst->arrival_ns() ? " reached the store " + fmt_seconds(late_s) + " after the others"
-                                                              : " never reached the store (still missing " + fmt_seconds(late_s) +
-                                                                    " after the others arrived)") +
-                  gave_up;
-      std::string why = act.empty() ? "" : " Before it arrived it was " + act + ".";
-      double raise_to = late_s + (timeout ? *timeout / 1000.0 : 0) * 1.5 + 1;
-      v.next_step = "look at what " + worst->proc->label() + " does before init_process_group (checkpoint or data loading, storage on " +
-                    worst->proc->host + ")." + why + " Or raise init_process_group(timeout=...) above " +
-                    fmt_seconds(raise_to) + ".";
-    }
-    for (auto* f : late) {
-      Finding fd = finding_for(FailureClass::StragglerTimeout, *f, f->arrival_ns());
-      fd.evidence.push_back(f->proc->label() + ": launched at " + rel(c, f->proc->launched_ns) + ", " +
-                            (f->arrival_ns() ? "first store connect at " + rel(c, *f->arrival_ns()) + ", " +
-                                                   fmt_seconds(lateness(f) / 1e9) + " after the usual arrival"
-                                             : "no store connect at all, still missing at " + rel(c, job_end) + ", " +
-                                                   fmt_seconds(lateness(f) / 1e9) + " after the usual arrival") +
-                            (timeout ? " (timeout " + std::to_string(*timeout) + " ms)" : std::string()));
-      const std::string a = activity(*f);
-      if (!a.empty()) fd.evidence.push_back("  before arriving: " + a);
-      out.findings.push_back(fd);
-    }
-    // The late rank's own error is a consequence when the store host had already gone.
-    if (const ProcessFacts* store = c.store_server(0); store && worst && worst->arrival_ns()) {
-      const Process& sp = *store->proc;
-      const std::int64_t gone = sp.exit_ns ? *sp.exit_ns : sp.last_event_ns();
-      if (gone < *worst->arrival_ns()) {
-        Finding fd = finding_for(FailureClass::StragglerTimeout, *store, gone);
-        fd.evidence.push_back(sp.label() + " (the store host) " + (sp.exit_ns ? "exited" : "was last seen") + " at " +
-                              rel(c, gone) + ", " + fmt_seconds(seconds(gone, *worst->arrival_ns())) + " before " +
-                              worst->proc->label() + " tried to connect: its error is a consequence, the store was already gone");
-        out.findings.push_back(fd);
-      }
-    }
-    Finding fast;
-    fast.cls = FailureClass::StragglerTimeout;
-    fast.evidence.push_back("rank(s) " + rank_list(fast_ranks) + " connected by " + rel(c, usual) +
-                            " and timed out waiting from " + rel(c, first_timeout) + " (" +
-                            describe(*waited.front()->wait_timeouts.front()) + ")");
-    out.findings.push_back(fast);
-    out.evidence.late_ranks = late_ranks;
-    out.discriminators["late_ranks"] = late_ranks;
-    out.discriminators["seconds_late"] = std::round(late_s * 100) / 100;
-    out.discriminators["timed_out_ranks"] = fast_ranks;
-    out.discriminators["late_rank_activity"] = act;
-    return out;
-  }
-
-  // From logs alone: ranks that report a timeout, and a rank that does not.
-  auto timeouts = c.logs.of(kTimeoutFamilies);
-  if (c.has_traces() || timeouts.empty()) return std::nullopt;
   std::vector<int> timed_out, seen;
   for (const auto* e : timeouts)
     if (e->rank >= 0) timed_out.push_back(e->rank);
@@ -198,6 +229,13 @@ std::optional<Candidate> rule_straggler(const Context& c) {
   v.next_step = "rerun under rdzvscope run to measure each rank's arrival; meanwhile raise init_process_group(timeout=...)";
   out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *timeouts.front()));
   return out;
+}
+
+}  // namespace
+
+std::optional<Candidate> rule_straggler(const Context& c) {
+  if (auto arrivals = find_arrivals(c)) return from_traces(c, std::move(*arrivals));
+  return from_logs(c);
 }
 
 }  // namespace rdzvscope
