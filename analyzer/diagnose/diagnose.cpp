@@ -203,13 +203,43 @@ Verdict healthy_from_logs(const LogFacts& logs) {
   return v;
 }
 
+// Issue 13: errors in the logs that no rendezvous family matched, quoted with where they are
+// and what would settle them; never "healthy".
+std::string other_error_words(const std::vector<LogEvent>& errors) {
+  const LogEvent* first = &errors.front();
+  for (const auto& e : errors)  // a transport or NCCL line says more than a bare exception line
+    if (e.family != LogFamily::ErrorLine) {
+      first = &e;
+      break;
+    }
+  const std::string where = first->file + ":" + std::to_string(first->line) + ": " +
+                            first->text.substr(0, 200);
+  switch (first->family) {
+    case LogFamily::TransportError:
+      return "gloo/NCCL's own connections between ranks failed, not the c10d store (" + where +
+             "); check the interface they use (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) and the "
+             "firewall between nodes";
+    case LogFamily::NcclNoSocketInterface:
+      return "NCCL found no network interface to bootstrap on (" + where +
+             "); set NCCL_SOCKET_IFNAME";
+    case LogFamily::NoRouteToHost:
+      return "a connect ended in EHOSTUNREACH (" + where +
+             "): an unreachable store host (route, firewall REJECT) or, on old gloo, a store not "
+             "up yet; `nc -vz HOST PORT` from this node and the master's own log tell them apart";
+    default:
+      return "the logs hold an error that is no rendezvous failure rdzvscope knows (" + where +
+             "); the rank's full log, or a trace with rdzvscope run, would settle it";
+  }
+}
+
 // No class fits: say what is missing to tell, and how to get it.
 Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& failed) {
   const LogFacts& logs = c.logs;
   std::vector<std::string> missing;
   if (!c.has_traces()) missing.push_back("no traces (rerun under rdzvscope run)");
   if (logs.files == 0) missing.push_back("no logs (--log)");
-  else if (logs.matched == 0) missing.push_back("no c10d/TCPStore line in the logs");
+  else if (logs.events.empty() && logs.other_errors.empty())
+    missing.push_back("no c10d/TCPStore line in the logs");
   if (failed.any)
     missing.push_back("rank(s) " + rank_list(failed.ranks) + " failed without a rendezvous error in their traces");
   if (!c.absent_ranks.empty())
@@ -218,6 +248,8 @@ Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& fail
   if (const ProcessFacts* a = failed_agent(c))
     missing.push_back("the launcher agent " + a->proc->label() + " failed" +
                       (c.ranks().empty() ? std::string(" before any worker started") : std::string()));
+  if (!logs.other_errors.empty() && logs.events.empty())
+    missing.push_back(other_error_words(logs.other_errors));
   if (logs.any({LogFamily::RendezvousTimeout}))
     missing.push_back("the agents' rendezvous never completed (RendezvousTimeoutError: not every node joined "
                       "within the join timeout); the nodes that did not join hold the cause: add their traces and logs");
@@ -235,7 +267,9 @@ Verdict verdict_without_candidates(const Context& c) {
   const bool traced_ranks_fine = c.has_traces() && !failed.any && !failed_agent(c);
   if (traced_ranks_fine && !c.absent_ranks.empty()) return unknown_for_absent_ranks(c);
   if (traced_ranks_fine) return healthy_from_traces(c);
-  if (!c.has_traces() && c.logs.files > c.logs.errors.size() && c.logs.events.empty()) return healthy_from_logs(c.logs);
+  if (!c.has_traces() && c.logs.files > c.logs.errors.size() && c.logs.events.empty() &&
+      c.logs.other_errors.empty())
+    return healthy_from_logs(c.logs);
   return unknown_with_what_is_missing(c, failed);
 }
 

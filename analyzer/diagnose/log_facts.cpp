@@ -27,7 +27,12 @@ LogFacts load_logs(const std::vector<std::string>& paths) {
     facts.matched += s.matched;
     if (facts.torch_version.empty()) facts.torch_version = s.torch_version;
     if (facts.version_hint.empty()) facts.version_hint = rdzv::logs::version_hint(s);
-    for (auto& e : s.events) facts.events.push_back(std::move(e));
+    for (auto& e : s.events) {
+      if (rdzv::logs::is_other_error(e.family))
+        facts.other_errors.push_back(std::move(e));
+      else
+        facts.events.push_back(std::move(e));
+    }
   }
   return facts;
 }

@@ -14,6 +14,11 @@ using LogEvent = rdzv::logs::LogEvent;
 
 struct LogFacts {
   std::vector<LogEvent> events;
+  // Issue 13: lines of the families that say nothing about the store (logs::is_other_error:
+  // gloo/NCCL transport errors, NCCL without an interface, a bare "No route to host", exception
+  // lines no family matched), in file order. The rules never read them; a log that holds them
+  // is `unknown` (they are quoted), never `healthy`.
+  std::vector<LogEvent> other_errors;
   std::string torch_version;  // from the logs, "" when not printed
   std::string version_hint;   // ">=2.5" / "<=2.4" from message styles, "" when no clue
   std::size_t files = 0;

@@ -77,8 +77,15 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
     v.confidence = "low";
     const LogEvent* e = log_hits.front();
     v.initiating_rank = std::nullopt;
-    v.summary = "clients timed out connecting to the store (" + e->host + ") without another error: the store was not up; c10d retries refused connects silently, so only a trace can prove it";
-    v.next_step = "rerun with rdzvscope run to trace; check that the store host started before its timeout";
+    // Issue 13: the same line is printed by a store host that came late and by a blocked path.
+    v.summary = "clients timed out connecting to the store (" + e->host +
+                ") without another error: most likely the store was not up (c10d retries refused "
+                "connects silently); a store host that arrived late (straggler_timeout) or a "
+                "blocked path (connect_timeout) print the same line, so only a trace can prove it";
+    v.next_step =
+        "rerun with rdzvscope run to trace; meanwhile the store host's own log (did it start, and "
+        "when?) and `nc -vz HOST PORT` from a failing node tell the three apart";
+    out.discriminators["candidates"] = {"store_not_ready", "straggler_timeout", "connect_timeout"};
     out.findings.push_back(log_finding(FailureClass::StoreNotReady, *e));
   }
   out.discriminators["refused_connects"] = refused;

@@ -234,6 +234,39 @@ int strip_rank_prefix(sv& body) {
   for (int round = 0; round < 3; ++round) {
     size_t p = 0;
     while (p < body.size() && body[p] == ' ') ++p;
+    // torchx's "trainer/0 [1]:": a role/replica word before the "[N]:" prefix.
+    if (round == 0 && p < body.size() && body[p] != '[') {
+      const size_t sp = body.find(' ', p);
+      const sv word = body.substr(p, sp == npos ? npos : sp - p);
+      if (sp != npos && word.find('/') != npos && word.find('[') == npos &&
+          body.substr(sp + 1).starts_with("[")) {
+        size_t after = 0;
+        auto v = number_at(body, sp + 2, &after);
+        if (v && *v >= 0 && body.substr(after).starts_with("]:")) {
+          rank = static_cast<int>(*v);
+          body.remove_prefix(after + 2);
+          continue;
+        }
+      }
+    }
+    // "[host:N]" (pdsh/clush-style merged output) followed by ':' or a space.
+    if (p < body.size() && body[p] == '[') {
+      const size_t close = body.find(']', p);
+      const size_t colon = body.find(':', p);
+      if (close != npos && colon != npos && colon > p + 1 && colon < close) {
+        bool host_ok = true;
+        for (size_t k = p + 1; k < colon && host_ok; ++k)
+          host_ok = is_alnum(body[k]) || body[k] == '.' || body[k] == '-' || body[k] == '_';
+        size_t after = 0;
+        auto v = number_at(body, colon + 1, &after);
+        if (host_ok && v && *v >= 0 && after == close && close + 1 < body.size() &&
+            (body[close + 1] == ':' || body[close + 1] == ' ')) {
+          rank = static_cast<int>(*v);
+          body.remove_prefix(close + 2);
+          continue;
+        }
+      }
+    }
     if (p < body.size() && body[p] == '[') {
       size_t q = p + 1;
       for (sv word : {sv("rank"), sv("default"), sv("Rank"), sv("local_rank")}) {
@@ -422,7 +455,10 @@ const Detector kDetectors[] = {
               (contains(s, "Timed out initializing") || contains(s, "Waiting in store based barrier"));
      }},
     {Family::ClientsJoinTimeout,
-     [](sv s) { return contains(s, "Timed out after") && contains(s, "waiting for clients"); }},
+     [](sv s) {
+       return (contains(s, "Timed out after") && contains(s, "waiting for clients")) ||
+              (contains(s, "DistStoreError") && contains(s, " clients joined"));  // a title cut short
+     }},
     {Family::WaitForInputTimeout,
      [](sv s) {
        return contains(s, "waitForInput") &&
@@ -468,13 +504,181 @@ const Detector kDetectors[] = {
     {Family::ConnectionTimedOutErrno, [](sv s) { return contains(s, "Connection timed out"); }},
 };
 
-}  // namespace
+// gloo's and NCCL's own connections between ranks (after the store): their refused, reset or
+// closed connects are no store failure.
+bool is_transport_line(sv s) {
+  if (contains(s, "pair.cc") && contains(s, "connect ")) return true;  // gloo::IoException
+  if (contains(s, "gloo::IoException")) return true;
+  if (contains(s, "Proxy Call to rank") && contains(s, "failed")) return true;  // NCCL proxy
+  if (contains(s, "NCCL WARN") &&
+      (contains(s, "socketStartConnect") || contains(s, "Connect to ") ||
+       contains(s, "socketPollConnect") || contains(s, "socketProgress") ||
+       contains(s, "Connection refused") || contains(s, "Connection reset") ||
+       contains(s, "Connection closed")))
+    return true;
+  return false;
+}
 
-std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeContext& tc) {
-  sv body = line;
-  const int prefix_rank = strip_rank_prefix(body);
+bool is_ident(char c) { return is_alnum(c) || c == '_' || c == '.'; }
+
+// Past what precedes a log message: spaces, glog/ISO stamps, "[...]" groups, pytest's "E   ",
+// Ray's "(Actor pid=N, ip=...)", "INFO:"-style levels are kept (they are part of the line).
+sv message_start(sv s) {
+  for (int round = 0; round < 6; ++round) {
+    size_t p = 0;
+    while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
+    s.remove_prefix(p);
+    if (s.size() >= 3 && s[0] == 'E' && s[1] == ' ' && s[2] == ' ') {  // pytest "E       ..."
+      s.remove_prefix(1);
+      continue;
+    }
+    if (!s.empty() && (s[0] == '[' || s[0] == '(')) {
+      const size_t close = s.find(s[0] == '[' ? ']' : ')');
+      if (close != npos && close < 200) {
+        s.remove_prefix(close + 1);
+        if (!s.empty() && s[0] == ':') s.remove_prefix(1);
+        continue;
+      }
+    }
+    // ISO date "2022-05-10 05:38:33,123" / "2022-05-10T05:38:33Z" and what follows up to " - " or " | "
+    if (s.size() >= 19 && is_digit(s[0]) && s[4] == '-' && s[7] == '-' && s[13] == ':') {
+      size_t q = 19;
+      while (q < s.size() && s[q] != ' ') ++q;
+      s.remove_prefix(q);
+      continue;
+    }
+    break;
+  }
+  return s;
+}
+
+// A Python exception line, a traceback header or a C++ terminate: an error that no family
+// matched. "frame #0: c10::Error::Error(...)" and "Exception raised from" lines are not.
+bool is_error_line(sv s) {
+  const sv m = message_start(s);
+  if (m.starts_with("Traceback (most recent call last)") ||
+      m.starts_with("terminate called after throwing"))
+    return true;
+  size_t q = 0;
+  while (q < m.size() && is_ident(m[q])) ++q;
+  if (q == 0) return false;
+  const sv word = m.substr(0, q);
+  if (!(word.ends_with("Error") || word.ends_with("Exception"))) return false;
+  return q == m.size() || m[q] == ':' ||
+         (m[q] == ' ' && m.substr(q).find_first_not_of(' ') == npos);
+}
+
+// What pasting and log pipelines do to a line, undone: a JSON-lines record from a log collector
+// ({"log": "...", ...} / "message" / "msg") becomes its message; ANSI colour sequences, and the
+// "[0m" remnants a paste leaves of them once the ESC byte is lost, are dropped; a trailing '\r'
+// goes. Returns false when nothing changed (then `out` is untouched).
+bool normalize(sv line, std::string& out) {
+  sv s = line;
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  std::string json_msg;
+  {
+    size_t p = 0;
+    while (p < s.size() && s[p] == ' ') ++p;
+    if (p < s.size() && s[p] == '{') {
+      for (sv key : {sv("\"log\":"), sv("\"message\":"), sv("\"msg\":"), sv("\"MESSAGE\":")}) {
+        size_t k = s.find(key);
+        if (k == npos) continue;
+        size_t q = k + key.size();
+        while (q < s.size() && s[q] == ' ') ++q;
+        if (q >= s.size() || s[q] != '"') continue;
+        for (++q; q < s.size() && s[q] != '"'; ++q) {
+          if (s[q] != '\\' || q + 1 >= s.size()) {
+            json_msg.push_back(s[q]);
+            continue;
+          }
+          const char e = s[++q];
+          if (e == 'n' || e == 't' || e == 'r')
+            json_msg.push_back(' ');
+          else if (e == 'u' && q + 4 < s.size()) {
+            json_msg.push_back('?');
+            q += 4;
+          } else {
+            json_msg.push_back(e);  // \" \\ \/
+          }
+        }
+        break;
+      }
+    }
+  }
+  if (!json_msg.empty()) s = json_msg;
+  std::string r;
+  r.reserve(s.size());
+  bool changed = !json_msg.empty() || s.size() != line.size();
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    if (c == 0x1b && i + 1 < s.size() && s[i + 1] == '[') {  // CSI ... final byte
+      size_t j = i + 2;
+      while (j < s.size() && static_cast<unsigned char>(s[j]) >= 0x20 &&
+             static_cast<unsigned char>(s[j]) < 0x40)
+        ++j;
+      i = j < s.size() ? j + 1 : j;
+      changed = true;
+      continue;
+    }
+    if (c == '[' && i + 2 < s.size() && is_digit(s[i + 1])) {  // "[0m", "[1;31m" remnants
+      size_t j = i + 1;
+      while (j < s.size() && j - i < 9 && (is_digit(s[j]) || s[j] == ';')) ++j;
+      if (j < s.size() && s[j] == 'm' && (j + 1 == s.size() || !is_alnum(s[j + 1]))) {
+        i = j + 1;
+        changed = true;
+        continue;
+      }
+    }
+    r.push_back(c);
+    ++i;
+  }
+  if (!changed) return false;
+  out = std::move(r);
+  return true;
+}
+
+// Hard wraps: a message broken inside a word by a run of spaces ("failed to conn      ect to").
+// `collapse`: runs of 2+ spaces become one; else they are removed. Leading spaces stay.
+std::string unwrap(sv s, bool collapse) {
+  std::string r;
+  size_t p = 0;
+  while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) r.push_back(s[p++]);
+  for (size_t i = p; i < s.size();) {
+    if (s[i] == ' ' || s[i] == '\t') {
+      size_t j = i;
+      while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) ++j;
+      if (j - i >= 2 && j < s.size()) {
+        if (collapse) r.push_back(' ');
+      } else {
+        r.append(s.substr(i, j - i));
+      }
+      i = j;
+      continue;
+    }
+    r.push_back(s[i++]);
+  }
+  return r;
+}
+
+bool has_inner_space_run(sv s) {
+  size_t p = s.find_first_not_of(" \t");
+  if (p == npos) return false;
+  const size_t q = s.find("  ", p);
+  return q != npos && s.find_first_not_of(" \t", q) != npos;
+}
+
+// The families of `body`: the first is the event's, the others its `also`. Transport lines
+// are one family alone (their "Connection refused/reset" is not the store's).
+bool detect(sv body, LogEvent& ev) {
+  if (contains(body, "interface found") && contains(body, "Bootstrap")) {
+    ev.family = Family::NcclNoSocketInterface;
+    return true;
+  }
+  if (is_transport_line(body)) {
+    ev.family = Family::TransportError;
+    return true;
+  }
   bool found = false;
-  LogEvent ev;
   for (const auto& d : kDetectors) {
     if (!d.match(body)) continue;
     if (!found) {
@@ -482,6 +686,44 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
       found = true;
     } else {
       ev.also |= 1u << static_cast<int>(d.family);
+    }
+  }
+  if (!found && contains(body, "No route to host")) {
+    ev.family = Family::NoRouteToHost;
+    found = true;
+  }
+  if (is_error_line(body) || contains(body, "NCCL WARN")) {
+    if (!found)
+      ev.family = Family::ErrorLine;
+    else
+      ev.also |= 1u << static_cast<int>(Family::ErrorLine);
+    found = true;
+  }
+  return found;
+}
+
+}  // namespace
+
+std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeContext& tc) {
+  std::string normalized;
+  sv body = normalize(line, normalized) ? sv(normalized) : line;
+  const int prefix_rank = strip_rank_prefix(body);
+  LogEvent ev;
+  bool found = detect(body, ev);
+  // A hard-wrapped line: try it with its inner runs of spaces collapsed, then removed, when
+  // that finds a family the line as it is did not (an error line alone is no better).
+  std::string unwrapped;
+  if ((!found || ev.family == Family::ErrorLine) && has_inner_space_run(body)) {
+    for (bool collapse : {true, false}) {
+      std::string u = unwrap(body, collapse);
+      LogEvent e2;
+      if (detect(u, e2) && e2.family != Family::ErrorLine) {
+        unwrapped = std::move(u);
+        body = unwrapped;
+        ev = e2;
+        found = true;
+        break;
+      }
     }
   }
   if (!found) return std::nullopt;
@@ -517,6 +759,18 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
           auto m = number_at(body, after + 1);
           ev.joined = static_cast<int>(*n);
           if (m) ev.expected = static_cast<int>(*m);
+        }
+      } else if (size_t q = body.find(" clients joined"); q != npos) {  // "16/32 clients joined"
+        size_t b = q;
+        while (b > 0 && (is_digit(body[b - 1]) || body[b - 1] == '/')) --b;
+        auto n = number_at(body, b, &after);
+        if (n && after < q && body[after] == '/') {
+          size_t end = 0;
+          auto m = number_at(body, after + 1, &end);
+          if (m && end == q) {
+            ev.joined = static_cast<int>(*n);
+            ev.expected = static_cast<int>(*m);
+          }
         }
       }
       break;
@@ -617,6 +871,10 @@ const char* family_name(Family f) {
     case Family::WatchdogTimeout: return "watchdog_timeout";
     case Family::ReverseLookupFailed: return "reverse_lookup_failed";
     case Family::RendezvousTimeout: return "rendezvous_timeout";
+    case Family::TransportError: return "transport_error";
+    case Family::NcclNoSocketInterface: return "nccl_no_socket_interface";
+    case Family::NoRouteToHost: return "no_route_to_host";
+    case Family::ErrorLine: return "error_line";
   }
   return "unknown";
 }

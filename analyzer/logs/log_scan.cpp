@@ -94,10 +94,14 @@ class Scanner {
     if (!ev) return;
     ev->file = path_;
     ev->line = line_ + 1;
+    // `matched` counts lines of the c10d families: several '\r'-separated segments of one line
+    // are one line; the lines that are no store failure (is_other_error) are not counted.
+    const bool counted = !is_other_error(ev->family);
     scan_.events.push_back(std::move(*ev));
-    // `matched` counts lines: several '\r'-separated segments of one line are one line.
-    if (last_matched_line_ != line_ + 1) ++scan_.matched;
-    last_matched_line_ = line_ + 1;
+    if (counted && last_matched_line_ != line_ + 1) {
+      ++scan_.matched;
+      last_matched_line_ = line_ + 1;
+    }
   }
 
   LogScan& scan() { return scan_; }

@@ -52,8 +52,31 @@ enum class Family {
   // "RendezvousTimeoutError" (torchelastic): the agents' rendezvous did not complete within its
   // join timeout, i.e. not every node joined; the cause is on the nodes that did not.
   RendezvousTimeout,
+  // Issue 13. The families below are not rendezvous (store) failures: LogFacts keeps them
+  // apart from the events the rules read (LogFacts::other_errors), so that a log holding only
+  // them is `unknown` with the line quoted, never `healthy`.
+  // "gloo::IoException ... connect [ADDR]:PORT: Connection refused", NCCL "socketStartConnect:
+  // Connect to ... failed", "NCCL WARN Connect to ... failed : Connection refused", "Proxy Call to
+  // rank N failed (Connect)", a reset or closed connection on an NCCL/gloo line: the ranks' own
+  // transport connections after the store, not the store.
+  TransportError,
+  // "Bootstrap : no socket interface found" / "no NCCL_SOCKET_IFNAME interface found": NCCL has
+  // no network interface to bootstrap on.
+  NcclNoSocketInterface,
+  // A bare "No route to host" (EHOSTUNREACH) that no c10d connect line words: an unreachable
+  // store host (route, firewall REJECT) or, on old gloo, a store not up yet.
+  NoRouteToHost,
+  // A Python exception line ("RuntimeError: ...", "torch.distributed.DistNetworkError: ...",
+  // "...RendezvousClosedError"), "Traceback (most recent call last):", "terminate called after
+  // throwing": an error that no other family matched.
+  ErrorLine,
 };
-inline constexpr int kFamilyCount = static_cast<int>(Family::RendezvousTimeout) + 1;
+inline constexpr int kFamilyCount = static_cast<int>(Family::ErrorLine) + 1;
+// The families that say nothing about the store (see TransportError above).
+inline bool is_other_error(Family f) {
+  return f == Family::TransportError || f == Family::NcclNoSocketInterface || f == Family::NoRouteToHost ||
+         f == Family::ErrorLine;
+}
 
 struct LogEvent {
   std::string file;          // path as given

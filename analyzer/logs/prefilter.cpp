@@ -88,6 +88,15 @@ const std::vector<std::string_view>& anchors() {
       "ncclUniqueId",         // NcclUniqueIdStoreError
       "Watchdog caught",      // WatchdogTimeout
       "orch",                 // torch version lines
+      "No route to host",     // NoRouteToHost
+      "pair.cc",              // TransportError (gloo::IoException ... connect [ADDR]:PORT)
+      "NCCL WARN",            // TransportError (socketStartConnect, Connect to ... failed)
+      "Proxy Call",           // TransportError ("Proxy Call to rank N failed (Connect)")
+      "interface found",      // NcclNoSocketInterface
+      "Error",                // ErrorLine ("RuntimeError: ...", "...DistNetworkError: ...")
+      "Exception",            // ErrorLine ("Exception: ...")
+      "Traceback",            // ErrorLine
+      "terminate called",     // ErrorLine
   };
   return a;
 }

@@ -16,6 +16,15 @@ inline constexpr FamilyString kFamilyStrings[] = {
      "[rank3]:[W1129 10:00:00.123456 123 socket.cpp:767] [c10d] The IPv6 network addresses of (node0, 29500) "
      "cannot be retrieved (gai error: -2 - Name or service not known)."},
     {rdzv::logs::Family::HostNotFound, "ValueError: host not found: Name or service not known"},
+    // Issue 13: the families that are no store failure (kept apart by LogFacts).
+    {rdzv::logs::Family::TransportError,
+     "  what():  [/opt/conda/conda-bld/pytorch_1544084119927/work/third_party/gloo/gloo/transport/tcp/"
+     "pair.cc:724] connect [127.0.1.1]:3210: Connection refused"},  // pytorch#15592
+    {rdzv::logs::Family::NcclNoSocketInterface, "Bootstrap : no socket interface found"},  // MambaTree#14
+    {rdzv::logs::Family::NoRouteToHost, "RuntimeError: No route to host"},  // PyTorch-BigGraph#99
+    {rdzv::logs::Family::ErrorLine,
+     "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1201, internal error, "
+     "NCCL version 2.14.3"},  // MambaTree#14
     {rdzv::logs::Family::RendezvousTimeout,
      "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"},  // 2.13, a node never joined
     {rdzv::logs::Family::ReverseLookupFailed,

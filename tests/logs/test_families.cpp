@@ -395,9 +395,16 @@ TEST_CASE("watchdog_timeout: 1.10 and 2.x", "[families]") {
 TEST_CASE("ordinary lines match no family", "[families]") {
   for (const char* line : {
            "[rank0]:[2026-11-29 23:19:18,123] INFO train.py:12 step 10 loss=2.3",
-           "[default0]:INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers.",
-           "Traceback (most recent call last):",
-           "  File \"/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py\", line 113, in _call_store",
+           "[default0]:INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous "
+           "complete for workers.",
+           "Exception raised from recvBytes at ../torch/csrc/distributed/c10d/Utils.hpp:604 (most "
+           "recent call first):",
+           "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57 (0x7f735df914d7 "
+           "in libc10.so)",
+           "/usr/lib/python3/dist-packages/torch/cuda/__init__.py:83: UserWarning: CUDA "
+           "initialization: no GPU",
+           "  File \"/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py\", line 113, "
+           "in _call_store",
            "node1:123:123 [0] NCCL INFO Channel 00/32 : 0 1 2 3",
            "",
        }) {
