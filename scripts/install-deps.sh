@@ -42,6 +42,8 @@ PACKAGES=(
   python3-torch python3-venv iproute2 iptables strace valgrind binutils procps
   # fuzzing and sanitizers with clang (libFuzzer), the HTML report's headless-browser test
   libclang-rt-14-dev chromium
+  # watch: its terminal view is tested in tmux, its metrics with Prometheus' own promtool
+  tmux prometheus
 )
 
 missing=()
@@ -77,12 +79,21 @@ echo "install-deps: apt-get install -y --no-install-recommends ${missing[*]}"
 echo "install-deps: Debian packages done"
 }
 
-# A venv with torch==VERSION; nothing is run when it already imports that version.
+# What the tests import beside torch, pinned like it: the Prometheus client's own parser
+# checks the metrics files.
+VENV_EXTRAS=(numpy prometheus_client==0.26.0)
+
+# A venv with torch==VERSION; nothing is run when it already imports that version and the extras.
 install_torch_venv() {
   local version=$1 venv="$VENV_DIR/torch-$1"
   local py="$venv/bin/python3"
   if [[ -x $py ]] && have=$("$py" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null) &&
      [[ ${have%%+*} == "$version" ]]; then
+    if ! "$py" -c 'import numpy, prometheus_client' 2>/dev/null; then
+      echo "install-deps: adding ${VENV_EXTRAS[*]} to $venv"
+      "$venv/bin/pip" install --quiet --disable-pip-version-check "${VENV_EXTRAS[@]}" ||
+        { echo "install-deps: cannot install ${VENV_EXTRAS[*]} into $venv" >&2; return 1; }
+    fi
     echo "install-deps: torch $have already in $venv"
     return 0
   fi
@@ -90,7 +101,7 @@ install_torch_venv() {
   mkdir -p "$VENV_DIR"
   rm -rf "$venv"
   if ! "$VENV_PYTHON" -m venv "$venv" >/dev/null ||
-     ! "$venv/bin/pip" install --quiet --disable-pip-version-check "torch==$version" numpy; then
+     ! "$venv/bin/pip" install --quiet --disable-pip-version-check "torch==$version" "${VENV_EXTRAS[@]}"; then
     echo "install-deps: cannot install PyTorch $version into $venv (pip install torch==$version failed: see above); the tests need it" >&2
     return 1
   fi

@@ -8,10 +8,11 @@
 // reported one line each on stderr and counted in the report; the analysis goes on.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "analyze_runs.h"
 #include "commands.h"
 #include "diagnostics.h"
+#include "output_file.h"
 #include "diagnose/log_facts.h"
 #include "diagnose/report.h"
 #include "diagnose/rules.h"
@@ -37,20 +39,29 @@ struct AnalyzeOptions {
   std::string format = "text";
   std::string timeline;  // Chrome/Perfetto trace-event JSON, beside the report on stdout
   std::string html;      // self-contained HTML page
+  std::string prom;      // Prometheus textfile
   bool fail_on_problem = false;
   bool runs = false;     // every path is one run; compared (analyze_runs.h)
 };
 
-// Writes a side output (--timeline, --html); false, said on stderr, when it cannot.
+// Writes a side output (--timeline, --html, --prom) whole; false, said on stderr, when it cannot.
 bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (out) out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (out) out.close();
-  if (!out) {
-    log()->error("writing {}: {}", path, std::strerror(errno));
+  if (auto err = write_file_atomically(path, text)) {
+    log()->error("{}", err->message());
     return false;
   }
   return true;
+}
+
+// The moment a finished job's states describe: the last thing its traces show.
+std::int64_t end_of_traces(const TraceInputs& traces) {
+  std::int64_t end = 0;
+  for (const Process& p : traces.processes) end = std::max({end, p.last_event_ns(), p.exit_ns.value_or(0)});
+  return end;
+}
+
+std::int64_t wall_clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 bool exists(const std::string& path) {
@@ -73,7 +84,11 @@ void warn_sequential_runs(const TraceInputs& traces) {
 
 int run_analyze(const AnalyzeOptions& opt) {
   if (opt.runs) {
-    const char* refused = !opt.logs.empty() ? "--log" : !opt.timeline.empty() ? "--timeline" : !opt.html.empty() ? "--html" : nullptr;
+    const char* refused = !opt.logs.empty()       ? "--log"
+                          : !opt.timeline.empty() ? "--timeline"
+                          : !opt.html.empty()     ? "--html"
+                          : !opt.prom.empty()     ? "--prom"
+                                                  : nullptr;
     if (refused) {
       log()->error("{} cannot be used with --runs (each run's *.log files are found in its directory; "
                    "for one run's timeline or HTML page, analyze that run's directory alone)",
@@ -116,6 +131,9 @@ int run_analyze(const AnalyzeOptions& opt) {
       !write_file(opt.timeline, timeline_json(d, model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"))
     return kExitUsage;
   if (!opt.html.empty() && !write_file(opt.html, diagnosis_html(d))) return kExitUsage;
+  if (!opt.prom.empty() &&
+      !write_file(opt.prom, prometheus_text(join_status(model, end_of_traces(traces)), d, wall_clock_ns())))
+    return kExitUsage;
   if (opt.format == "json") {
     std::string out = diagnosis_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -149,6 +167,9 @@ Command add_analyze_command(CLI::App& app) {
   sub->add_option("--timeline", opt->timeline, "Also write the rendezvous as Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)")
       ->type_name("FILE");
   sub->add_option("--html", opt->html, "Also write a self-contained HTML report (no scripts, no network)")->type_name("FILE");
+  sub->add_option("--prom", opt->prom,
+                  "Also write Prometheus metrics (node_exporter textfile format; written whole, then renamed)")
+      ->type_name("FILE");
   sub->add_flag("--fail-on-problem", opt->fail_on_problem, "Exit 3 when the verdict is not healthy (with --runs: in any run)");
   sub->add_flag("--runs", opt->runs,
                 "Each PATH is one run of the same job (a directory; one directory of run directories stands for "

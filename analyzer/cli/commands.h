@@ -22,5 +22,7 @@ Command add_dump_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_analyze_command(CLI::App& app);
 Command add_attach_command(CLI::App& app);
+Command add_preflight_command(CLI::App& app);
+Command add_watch_command(CLI::App& app);
 
 }  // namespace rdzvscope::cli

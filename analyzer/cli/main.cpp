@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   std::vector<Command> commands{add_run_command(app), add_dump_command(app),
                                 add_analyze_command(app)};
   commands.push_back(add_attach_command(app));
+  commands.push_back(add_preflight_command(app));
+  commands.push_back(add_watch_command(app));
   // Every subcommand takes them, where a user puts them: after its name.
   bool verbose = false, quiet = false;
   for (const auto& c : commands) {

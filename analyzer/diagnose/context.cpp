@@ -22,13 +22,14 @@ bool Context::any_rank_failed() const {
   return false;
 }
 
-void Context::find_expected_ranks() {
+void Context::find_expected_ranks(std::optional<int> given) {
   const auto rs = ranks();
-  if (rs.empty()) return;
+  if (rs.empty() && !given) return;
   for (const auto& f : facts)
-    if (f.proc->rank < 0 && f.proc->role != Role::Agent && f.first_store_attempt_ns) return;
-  std::optional<int> ws;
+    if (!given && f.proc->rank < 0 && f.proc->role != Role::Agent && f.first_store_attempt_ns) return;
+  std::optional<int> ws = given;
   for (const ProcessFacts* f : rs) {
+    if (given) break;
     const int w = f->proc->world_size;
     if (w <= 0) continue;
     if (ws && *ws != w) return;  // the traced ranks disagree: two jobs, or a damaged header
@@ -47,7 +48,7 @@ void Context::find_expected_ranks() {
   }
   // A world size beyond any real job is a damaged value, not a job.
   constexpr int kMaxWorldSize = 1 << 20;
-  if (!ws || *ws > kMaxWorldSize) return;
+  if (!ws || *ws <= 0 || *ws > kMaxWorldSize) return;
   std::vector<bool> seen(static_cast<std::size_t>(*ws), false);
   for (const ProcessFacts* f : rs) {
     if (f->proc->rank >= *ws) return;  // not ranks 0..N-1 of one job

@@ -20,8 +20,11 @@ struct Context {
   std::optional<int> expected_world_size;
   std::vector<int> absent_ranks;
 
-  Context(const TraceInputs& t, const LogFacts& l) : traces(t), logs(l), facts(derive_facts(t.processes)) {
-    find_expected_ranks();
+  // world_size: the ranks the job expects, when the user knows it (watch --world-size); else
+  // found in the headers or logs.
+  Context(const TraceInputs& t, const LogFacts& l, std::optional<int> world_size = std::nullopt)
+      : traces(t), logs(l), facts(derive_facts(t.processes)) {
+    find_expected_ranks(world_size);
   }
 
   // Processes that take part in the job as ranks (workers and the store host), by rank.
@@ -41,8 +44,9 @@ struct Context {
   // joined" when no header has it): ranks 0..N-1 are expected, and every one of them with no
   // process in the traces is absent. Left empty when it cannot be known for sure: no traced
   // rank, no or disagreeing world sizes, a traced rank outside 0..N-1, or a process that used
-  // the store without a rank in its environment (a rank given on the command line).
-  void find_expected_ranks();
+  // the store without a rank in its environment (a rank given on the command line). A world
+  // size the user gave wins over the headers, and holds with no traced rank at all.
+  void find_expected_ranks(std::optional<int> given);
 };
 
 // A rule's answer: a verdict it stands behind. Its class's row in the registry says how it

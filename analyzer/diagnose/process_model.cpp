@@ -61,7 +61,6 @@ bool is_agent(const std::string& cmdline) {
 }
 
 // Files of one process: same host and pid, started at the same moment (an exec keeps both).
-using ProcessKey = std::tuple<std::string, std::int32_t, std::int64_t>;
 ProcessKey key_of(const rdzv_file_header& h) {
   // Start time to 100 ms: two computations of it from the same tick count differ slightly.
   return {bounded_string(h.host), h.pid, static_cast<std::int64_t>(h.start_realtime_ns / 100'000'000)};
@@ -186,22 +185,7 @@ Result<std::vector<std::string>> trace_files_in(const std::string& path) {
   return names;
 }
 
-namespace {
-
-// One file as read, decoded and checked, before it is merged into its process. Files are
-// read in parallel into these (each independent of the others) and merged in file order, so
-// the result does not depend on the number of threads.
-struct FileRead {
-  std::optional<Error> unusable;   // the file could not be used at all
-  std::optional<ProcessKey> key;
-  ProcessHeader header;
-  std::uint32_t exec_generation = 0;
-  std::vector<Event> events;       // on the wall clock, plausible times only
-  std::uint64_t torn = 0, invalid = 0, implausible = 0, dropped = 0, lost = 0, records = 0;
-  std::optional<Error> damage;     // the file was cut: what it holds before the cut is kept
-};
-
-FileRead read_one(const std::string& file) {
+FileRead read_trace_file(const std::string& file) {
   FileRead out;
   auto t = read_trace(file);
   if (!t) {
@@ -234,21 +218,19 @@ FileRead read_one(const std::string& file) {
   return out;
 }
 
-// Reading is most of analyze's time on a large job (one open, read and decode per file): it
-// is spread over the machine's cores. Small inputs are read on this thread.
-std::vector<FileRead> read_all(const std::vector<std::string>& files) {
+std::vector<FileRead> read_trace_files(const std::vector<std::string>& files) {
   std::vector<FileRead> out(files.size());
   const std::size_t kFilesPerThread = 256;
   const std::size_t threads = std::min<std::size_t>(
       std::max(1u, std::thread::hardware_concurrency()), (files.size() + kFilesPerThread - 1) / kFilesPerThread);
   if (threads <= 1) {
-    for (std::size_t i = 0; i < files.size(); ++i) out[i] = read_one(files[i]);
+    for (std::size_t i = 0; i < files.size(); ++i) out[i] = read_trace_file(files[i]);
     return out;
   }
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(64)) < files.size();)
-      for (std::size_t j = i; j < std::min(i + 64, files.size()); ++j) out[j] = read_one(files[j]);
+      for (std::size_t j = i; j < std::min(i + 64, files.size()); ++j) out[j] = read_trace_file(files[j]);
   };
   std::vector<std::thread> pool;
   for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(work);
@@ -257,10 +239,7 @@ std::vector<FileRead> read_all(const std::vector<std::string>& files) {
   return out;
 }
 
-}  // namespace
-
 TraceInputs load_traces(const std::vector<std::string>& paths) {
-  TraceInputs in;
   std::vector<std::string> files;
   // A path that lists no file is reported where it stands among the inputs: before the
   // problems of the files listed after it.
@@ -270,7 +249,12 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
     if (!listed) listing_errors.emplace_back(files.size(), listed.error());
     else files.insert(files.end(), listed.value().begin(), listed.value().end());
   }
-  std::vector<FileRead> reads = read_all(files);
+  return assemble_traces(files, read_trace_files(files), listing_errors);
+}
+
+TraceInputs assemble_traces(const std::vector<std::string>& files, std::vector<FileRead> reads,
+                            const std::vector<std::pair<std::size_t, Error>>& listing_errors) {
+  TraceInputs in;
   auto report_listing_errors_before = [&, next = std::size_t{0}](std::size_t file_index) mutable {
     for (; next < listing_errors.size() && listing_errors[next].first <= file_index; ++next)
       in.errors.push_back(listing_errors[next].second);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <rdzvscope/trace_format.h>
@@ -78,7 +79,33 @@ struct TraceInputs {
 };
 
 // Paths are trace files or directories of them (*.rzt). Never throws on bad input.
+// The same as trace_files_in + read_trace_files + assemble_traces.
 TraceInputs load_traces(const std::vector<std::string>& paths);
+
+// One file as read, decoded and checked, before it is merged into its process. Files are
+// read in parallel into these (each independent of the others) and merged in file order, so
+// the result does not depend on the number of threads. `watch` keeps them between refreshes
+// and reads again only the files that changed.
+using ProcessKey = std::tuple<std::string, std::int32_t, std::int64_t>;  // host, pid, start
+struct FileRead {
+  std::optional<Error> unusable;   // the file could not be used at all
+  std::optional<ProcessKey> key;
+  ProcessHeader header;
+  std::uint32_t exec_generation = 0;
+  std::vector<Event> events;       // on the wall clock, plausible times only
+  std::uint64_t torn = 0, invalid = 0, implausible = 0, dropped = 0, lost = 0, records = 0;
+  std::optional<Error> damage;     // the file was cut: what it holds before the cut is kept
+};
+FileRead read_trace_file(const std::string& file);
+// Reading is most of analyze's time on a large job (one open, read and decode per file): it
+// is spread over the machine's cores. Small inputs are read on this thread.
+std::vector<FileRead> read_trace_files(const std::vector<std::string>& files);
+
+// The processes of these files (reads[i] is files[i]): files of one process merged, roles
+// found, clocks aligned. listing_errors (a path that listed no file, with the number of files
+// listed before it) are reported in their place among the files' errors.
+TraceInputs assemble_traces(const std::vector<std::string>& files, std::vector<FileRead> reads,
+                            const std::vector<std::pair<std::size_t, Error>>& listing_errors = {});
 
 // Expands a directory into its *.rzt files (sorted); a file is returned as is.
 Result<std::vector<std::string>> trace_files_in(const std::string& path);

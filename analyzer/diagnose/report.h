@@ -4,10 +4,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "diagnosis.h"
 #include "log_facts.h"
 #include "context.h"
+#include "join_status.h"
 #include "process_model.h"
 
 namespace rdzvscope {
@@ -33,6 +35,19 @@ std::string diagnosis_html(const Diagnosis& d);
 // A support-ticket summary in Markdown (report_markdown.cpp): the exact error line, the
 // PyTorch version, the launcher command, the first failing rank, verdict and next step.
 std::string diagnosis_markdown(const Diagnosis& d, const Context& model);
+
+// Prometheus text exposition (report_prom.cpp), for node_exporter's textfile collector: the
+// expected and joined ranks, ranks by join state, the rendezvous' duration and deadline, the
+// verdict, and when it was written (written_ns, the wall clock: s.now_ns is the moment the
+// states describe, the end of the traces for a finished job); with the job's labels (run_id,
+// slurm_job_id).
+std::string prometheus_text(const JoinStatus& s, const Diagnosis& d, std::int64_t written_ns);
+
+// The live view (report_join.cpp, `watch`): JSON (schema rdzvscope.watch/1), and the lines of
+// a screen: headline, store, timeout, the verdict so far, the inputs, then one line per rank,
+// or per state and host when one per rank would make more than max_lines in all.
+nlohmann::ordered_json join_status_json(const JoinStatus& s, const Diagnosis& d);
+std::vector<std::string> join_status_lines(const JoinStatus& s, const Diagnosis& d, std::size_t max_lines);
 
 // Inline Markdown text for a table cell or a list: a '|' would end the cell, a newline the
 // row, and Markdown's punctuation would turn log text into emphasis or links.

@@ -177,4 +177,22 @@ Result<Trace> read_trace(const std::string& path) {
   return trace;
 }
 
+std::optional<TraceProgress> read_progress(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  TraceProgress p;
+  p.size = static_cast<std::uint64_t>(st.st_size);
+  rdzv_file_header h{};
+  const ssize_t n = pread_full(fd.get(), &h, sizeof h, 0);
+  if (n < 0) return std::nullopt;
+  if (static_cast<std::size_t>(n) < sizeof h) return p;  // too short: read_trace says why
+  p.header_complete = !magic_is_zero(h);
+  p.next_slot = h.next_slot;
+  p.dropped = h.dropped;
+  p.lost = h.lost;
+  p.exec_generation = h.exec_generation;
+  return p;
+}
+
 }  // namespace rdzvscope

@@ -47,4 +47,17 @@ inline constexpr std::uint64_t kMaxPlausibleCapacity = std::uint64_t{1} << 24;
 
 Result<Trace> read_trace(const std::string& path);
 
+// How far a file that is still being written has got, from its size and its header's
+// counters, without its records: equal progress means nothing new to read (`watch` reads a
+// file again only when its progress changed, or when it held unfinished records).
+struct TraceProgress {
+  std::uint64_t size = 0;
+  std::uint64_t next_slot = 0, dropped = 0, lost = 0;
+  std::uint32_t exec_generation = 0;
+  bool header_complete = false;  // the magic is stored last: false while the file is created
+  bool operator==(const TraceProgress&) const = default;
+};
+// nullopt when the file cannot be opened or read (gone, no permission).
+std::optional<TraceProgress> read_progress(const std::string& path);
+
 }  // namespace rdzvscope

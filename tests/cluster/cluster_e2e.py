@@ -43,13 +43,13 @@ from rdzvtest import scenarios, trace_patch  # noqa: E402
 from rdzvtest.checks import (Fail, expect, expect_any_text, expect_exit, expect_text,  # noqa: E402
                              finish_scenario, log, nonzero)
 from rdzvtest.cli import ANALYZE_TIMEOUT_S, AnalyzerMissing  # noqa: E402
+from rdzvtest.cluster import Cluster, missing_requirements  # noqa: E402
 from rdzvtest.launch import (RANK_SCRIPT, Launcher, Proc, job_env, read, torch_version,  # noqa: E402
                              torchrun_cmd)
 from rdzvtest.traces import events, failed_resolves, port_of, rank_of, wall_ns  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-CLUSTER_SH = os.path.join(HERE, "cluster.sh")
 PROXY = os.path.join(HERE, "reset_proxy.py")
 STORE_NAME = "store.rdzv"
 STORE_PORT = 29500      # the cluster is isolated: no other process can hold it there
@@ -116,53 +116,7 @@ def on_signal(signum, _frame):
     raise Interrupted(f"signal {signum}")
 
 
-# --------------------------------------------------------------------------- the cluster
-
-class Cluster:
-    """cluster.sh with a prefix of its own; `down` in every exit path."""
-
-    def __init__(self, n):
-        self.prefix = f"rze{os.getpid()}"
-        self.n = n
-        self.hosts = [f"node{i}" for i in range(n)]
-        self.up_done = False
-
-    def sh(self, *args, check=True, timeout=60):
-        env = dict(os.environ, RDZV_CLUSTER_OWNER=str(os.getpid()))
-        p = subprocess.run([CLUSTER_SH, "-p", self.prefix] + list(args), env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout)
-        if check and p.returncode != 0:
-            raise Fail(f"`cluster.sh -p {self.prefix} {' '.join(args)}` exited "
-                       f"{p.returncode}: {p.stdout.strip()}")
-        return p.stdout
-
-    def up(self):
-        self.up_done = True
-        out = self.sh("up", str(self.n))
-        self.addr = {}
-        for line in self.sh("hosts").splitlines():
-            host, addr, _ns = line.split()
-            self.addr[host] = addr
-        return out
-
-    def exec_prefix(self, host):
-        return [CLUSTER_SH, "-p", self.prefix, "exec", host]
-
-    def run_on(self, host, *cmd, check=True):
-        return self.sh("exec", host, *cmd, check=check)
-
-    def down(self):
-        if not self.up_done:
-            return []
-        self.sh("down", check=False)
-        left = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
-        stale = [l.split()[0] for l in left.splitlines() if l.startswith(self.prefix + "-")]
-        for path in (f"/run/rdzvscope-cluster/{self.prefix}",
-                     *(f"/etc/netns/{self.prefix}-{h}" for h in self.hosts)):
-            if os.path.exists(path):
-                stale.append(path)
-        return stale
+# The cluster itself: rdzvtest.cluster (Cluster, missing_requirements).
 
 
 # --------------------------------------------------------------------------- one run
@@ -654,15 +608,6 @@ def analyze_runs(rdzvscope, runs):
 
 
 # --------------------------------------------------------------------------- driver
-
-def missing_requirements():
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, iptables)"
-    for tool in ("ip", "iptables", "unshare"):
-        if not shutil.which(tool):
-            return f"needs `{tool}` (apt-get install iproute2 iptables util-linux)"
-    return None
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,

@@ -159,16 +159,19 @@ class Job {
     world_size_ = n;
     return *this;
   }
-  Diagnosis diagnose_it() {
+  // Writes every process's trace file and reads them back, as `analyze` would.
+  const TraceInputs& load_it() {
     int n = 0;
     for (const auto& p : procs_) {
       if (world_size_) p->header().ident.world_size = *world_size_;
       p->write(dir_.file("p" + std::to_string(n++) + ".rzt"));
     }
     traces_ = load_traces({dir_.path()});
-    return diagnose(traces_, logs_);
+    return traces_;
   }
+  Diagnosis diagnose_it() { return diagnose(load_it(), logs_); }
   const TraceInputs& traces() const { return traces_; }
+  const LogFacts& logs() const { return logs_; }
 
  private:
   TempDir dir_;

@@ -13,6 +13,10 @@ script run by hand adds it itself when `rdzvtest` is not importable.
     launch       launching jobs: job_env, Proc, Launcher (waiting, terminating, dump, analyze),
                  torch_version, torchrun_cmd, RANK_SCRIPT
     report       check_timeline_file: the Perfetto timeline's validator
+    cluster      the test cluster (tests/cluster/cluster.sh): Cluster (up, exec_prefix, run_on,
+                 down), missing_requirements
+    preflight    running `rdzvscope preflight` on cluster hosts and reading its reports
+    corpus       the labelled log corpus of tests/corpus: read_manifest, analyze_logs, judge, score
     scenarios    the scenario list of tests/pylib/scenarios.txt (also read by CMake)
     e2e          the real PyTorch fault scenarios of tests/e2e/harness.py, also run by
                  tests/golden/capture.py

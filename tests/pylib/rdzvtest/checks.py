@@ -78,3 +78,15 @@ def finish_scenario(name, verdict_errors, work, t_start, keep):
     if not keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def run_script(main):
+    """A test script's entry: exits with main()'s status; a Fail raised on the way is a FAIL
+    line and status 1."""
+    import sys
+    try:
+        rc = main()
+    except Fail as e:
+        log(f"FAIL: {e}")
+        rc = 1
+    sys.exit(rc)

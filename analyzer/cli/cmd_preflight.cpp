@@ -1,0 +1,146 @@
+// rdzvscope preflight [--endpoint HOST:PORT] [--world-size N] [--nodes H,...] [--ranks N]
+//                     [--timeout S] [--out DIR] [--format text|json]
+// Run on every node before the job starts, with the job's environment: will this node get
+// through the rendezvous? The checks are in preflight/ (preflight.h says which run where);
+// this file reads the options and the environment, prints the report and writes --out.
+// Exit: 0 the job can rendezvous (warnings allowed), 3 it cannot, 2 bad usage.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "diagnostics.h"
+#include "out_dir.h"
+#include "preflight/job_size.h"
+#include "preflight/preflight.h"
+#include "preflight/report.h"
+
+namespace rdzvscope::cli {
+namespace {
+
+inline constexpr int kExitCannotRendezvous = 3;
+
+std::shared_ptr<spdlog::logger> log() { return log_for("preflight"); }
+
+struct PreflightOptions {
+  std::optional<std::string> endpoint;
+  std::optional<unsigned> world_size;
+  std::vector<std::string> nodes;
+  std::optional<unsigned long> ranks;
+  double timeout_s = 30;
+  std::string out;
+  std::string format = "text";
+};
+
+int usage_error(const std::string& message) {
+  log()->error("{}", message);
+  return kExitUsage;
+}
+
+// Writes DIR/preflight.<host>.json; false, said on stderr, when it cannot.
+bool write_report(const std::string& dir, const preflight::Report& r) {
+  auto prepared = prepare_out_dir(dir);
+  if (!prepared) {
+    log()->error("{}", prepared.error().message());
+    return false;
+  }
+  const std::string path = prepared.value() + "/" + preflight::report_file_name(r.host);
+  const std::string text = preflight::report_json(r).dump(2, ' ', false,
+                                                          nlohmann::json::error_handler_t::replace);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (f) f << text << '\n';
+  if (f) f.close();
+  if (!f) {
+    log()->error("writing {}: {}", path, std::strerror(errno));
+    return false;
+  }
+  log()->debug("wrote {}", path);
+  return true;
+}
+
+int run_preflight_command(const PreflightOptions& opt) {
+  auto endpoint = preflight::choose_endpoint(opt.endpoint, preflight::endpoint_env_from_process());
+  if (!endpoint) return usage_error(endpoint.error().message());
+  if (opt.world_size && !opt.nodes.empty() && *opt.world_size != opt.nodes.size()) {
+    return usage_error(fmt::format("--world-size {} but --nodes names {} node(s)", *opt.world_size,
+                                   opt.nodes.size()));
+  }
+  const unsigned nodes = opt.world_size ? *opt.world_size : static_cast<unsigned>(opt.nodes.size());
+  const preflight::RankCount ranks = preflight::rank_count(opt.ranks,
+                                                           preflight::job_size_env_from_process(),
+                                                           nodes);
+
+  preflight::Options o;
+  o.endpoint = endpoint.value();
+  o.world_size = nodes;
+  o.node_names = opt.nodes;
+  o.ranks = ranks.count;
+  o.ranks_source = ranks.source;
+  o.timeout_s = opt.timeout_s;
+  o.hostname = preflight::this_hostname();
+  o.progress = [](const std::string& what) { log()->debug("{}", what); };
+  log()->debug("endpoint {} (from {}), {} node(s), {} rank(s) (from {}), timeout {} s",
+               o.endpoint.text(), o.endpoint.source, nodes, ranks.count, ranks.source,
+               opt.timeout_s);
+
+  const preflight::Report report = preflight::run_preflight(o);
+  const std::string out = opt.format == "json"
+                              ? preflight::report_json(report).dump(
+                                    2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                                    "\n"
+                              : preflight::report_text(report);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (std::fflush(stdout) != 0)
+    return usage_error(fmt::format("writing the report: {}", std::strerror(errno)));
+  if (!opt.out.empty() && !write_report(opt.out, report)) return kExitUsage;
+  return report.can_rendezvous() ? kExitOk : kExitCannotRendezvous;
+}
+
+}  // namespace
+
+Command add_preflight_command(CLI::App& app) {
+  auto opt = std::make_shared<PreflightOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "preflight",
+      "Before the job starts, on every node: will it get through the rendezvous? (resolve, bind or "
+      "connect, "
+      "limits, clocks; with --world-size all nodes meet at the store host)");
+  sub->add_option(
+         "--endpoint,-e", opt->endpoint,
+         "The rendezvous store (default: $PET_RDZV_ENDPOINT, else $MASTER_ADDR:$MASTER_PORT)")
+      ->type_name("HOST:PORT");
+  sub->add_option("--world-size,-n", opt->world_size,
+                  "Number of NODES running this preflight (not ranks): the store host's preflight "
+                  "listens on the "
+                  "endpoint and waits for the others")
+      ->type_name("N")
+      ->check(CLI::Range(1u, 1u << 20));
+  sub->add_option("--nodes", opt->nodes,
+                  "The nodes' host names, so that the missing ones are named (sets --world-size)")
+      ->delimiter(',')
+      ->type_name("H,...");
+  sub->add_option(
+         "--ranks", opt->ranks,
+         "Processes that will connect to the store, for the backlog and open-file checks (default: "
+         "$WORLD_SIZE, else $PET_NNODES x ($PET_NPROC_PER_NODE + 1), else --world-size)")
+      ->type_name("N")
+      ->check(CLI::Range(1ul, 1ul << 24));
+  sub->add_option("--timeout,-t", opt->timeout_s,
+                  "Seconds to wait for the store (nodes) or for the nodes (store host)")
+      ->type_name("S")
+      ->check(CLI::Range(0.1, 86400.0));
+  sub->add_option("--out,-o", opt->out,
+                  "Also write DIR/preflight.<host>.json (created 0700; a trace directory)")
+      ->type_name("DIR");
+  sub->add_option("--format", opt->format, "Report format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->type_name("text|json");
+  return Command{sub, [opt] { return run_preflight_command(*opt); }};
+}
+
+}  // namespace rdzvscope::cli

@@ -1,0 +1,368 @@
+#include "preflight/meeting.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "preflight/addresses.h"
+
+namespace rdzvscope::preflight {
+
+namespace {
+
+int ms_left(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
+                        .count();
+  return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
+}
+
+bool send_all(int fd, const std::string& s) {
+  std::size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// One connection of the store host: its bytes so far and where it is in the exchange.
+struct Conn {
+  int fd = -1;
+  std::string address;
+  std::string buffer;
+  std::optional<Peer> peer;  // set at hello
+  bool done = false;
+};
+
+void finish(Conn& c, Meeting& m) {
+  if (c.peer) m.peers.push_back(std::move(*c.peer));
+  c.peer.reset();
+  ::close(c.fd);
+  c.done = true;
+}
+
+void drop(Conn& c, Meeting& m, const std::string& why) {
+  m.problems.push_back(fmt::format("{}: {}", c.address, why));
+  finish(c, m);
+}
+
+// One complete line from a node.
+void on_line(Conn& c, Meeting& m, const std::string& line, const std::string& self_host,
+             std::int64_t received_ns) {
+  if (!c.peer) {
+    auto hello = parse_hello(line);
+    if (!hello) return drop(c, m, "not a preflight hello: " + hello.error().message());
+    Peer p{hello.value().host, c.address, hello.value().world_size, std::move(hello.value().checks),
+           std::nullopt};
+    ClockSample s;
+    s.t1_ns = hello.value().t1_ns;
+    s.t2_ns = received_ns;
+    s.t3_ns = wall_ns();
+    if (!send_all(c.fd, welcome_line(Welcome{self_host, s.t2_ns, s.t3_ns})))
+      return drop(c, m, fmt::format("{} said hello, the welcome could not be sent", p.host));
+    p.clock = s;  // t4 still to come
+    c.peer = std::move(p);
+    return;
+  }
+  auto clock = parse_clock(line);
+  if (!clock) {
+    c.peer->clock.reset();
+    return drop(c, m,
+                fmt::format("{}: not a clock line: {}", c.peer->host, clock.error().message()));
+  }
+  c.peer->clock->t4_ns = clock.value().t4_ns;
+  finish(c, m);
+}
+
+void on_readable(Conn& c, Meeting& m, const std::string& self_host) {
+  char buf[4096];
+  const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+  const std::int64_t now = wall_ns();
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    // Closed after its hello: counted, without a clock sample.
+    if (c.peer) {
+      c.peer->clock.reset();
+      return finish(c, m);
+    }
+    return drop(c, m,
+                n == 0 ? "closed before saying hello" : "connection failed: " + errno_text(errno));
+  }
+  c.buffer.append(buf, static_cast<std::size_t>(n));
+  std::size_t nl;
+  while (!c.done && (nl = c.buffer.find('\n')) != std::string::npos) {
+    const std::string line = c.buffer.substr(0, nl);
+    c.buffer.erase(0, nl + 1);
+    on_line(c, m, line, self_host, now);
+  }
+  if (!c.done && c.buffer.size() > kMaxLine)
+    drop(c, m, "a line longer than 64 KiB: not a preflight node");
+}
+
+std::size_t distinct_hosts(const Meeting& m) {
+  std::set<std::string> hosts;
+  for (const Peer& p : m.peers) hosts.insert(p.host);
+  return hosts.size();
+}
+
+}  // namespace
+
+Meeting wait_for_peers(int listen_fd, unsigned expected_peers, const std::string& self_host,
+                       Clock::time_point deadline) {
+  Meeting m;
+  const auto t0 = Clock::now();
+  std::vector<Conn> conns;
+  while (distinct_hosts(m) < expected_peers && Clock::now() < deadline) {
+    std::vector<pollfd> fds{{listen_fd, POLLIN, 0}};
+    for (const Conn& c : conns) fds.push_back({c.fd, POLLIN, 0});
+    const int n = ::poll(fds.data(), fds.size(), std::min(ms_left(deadline), 1000));
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents) on_readable(conns[i - 1], m, self_host);
+    }
+    if (fds[0].revents & POLLIN) {
+      sockaddr_storage from{};
+      socklen_t len = sizeof from;
+      const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        conns.push_back(
+            Conn{fd,
+                 canonical_address(from_sockaddr(reinterpret_cast<sockaddr*>(&from), len)),
+                 "",
+                 {},
+                 false});
+      }
+    }
+    std::erase_if(conns, [](const Conn& c) { return c.done; });
+  }
+  // Connections that said hello but whose clock line has not come yet still count.
+  for (Conn& c : conns) {
+    if (c.peer) c.peer->clock.reset();
+    if (c.peer) {
+      finish(c, m);
+    } else {
+      ::close(c.fd);
+    }
+  }
+  m.waited_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return m;
+}
+
+namespace {
+
+// One line from a blocking socket, within the deadline; "" and why on failure.
+bool read_line(int fd, Clock::time_point deadline, std::string& line, std::string& why) {
+  std::string buf;
+  while (buf.find('\n') == std::string::npos) {
+    if (buf.size() > kMaxLine) {
+      why = "the answer is not a preflight line (more than 64 KiB without a newline)";
+      return false;
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, ms_left(deadline));
+    if (n == 0) {
+      why = "no answer to the hello before the timeout";
+      return false;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      why = "poll: " + errno_text(errno);
+      return false;
+    }
+    char chunk[4096];
+    const ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
+    if (got == 0) {
+      why = "the listener closed the connection without answering";
+      return false;
+    }
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      why = "recv: " + errno_text(errno);
+      return false;
+    }
+    buf.append(chunk, static_cast<std::size_t>(got));
+  }
+  line = buf.substr(0, buf.find('\n'));
+  return true;
+}
+
+}  // namespace
+
+Exchange exchange_hello(int fd, const Hello& hello, Clock::time_point deadline) {
+  Exchange e;
+  Hello h = hello;
+  h.t1_ns = wall_ns();
+  if (!send_all(fd, hello_line(h))) {
+    e.problem = "sending the hello: " + errno_text(errno);
+    return e;
+  }
+  std::string line;
+  if (!read_line(fd, deadline, line, e.problem)) return e;
+  const std::int64_t t4 = wall_ns();
+  auto w = parse_welcome(line);
+  if (!w) {
+    e.problem = "what listens there answered, but not as a preflight: " + w.error().message();
+    return e;
+  }
+  send_all(fd, clock_line(ClockLine{t4}));  // the store host's clock figure; ours is complete
+  e.ok = true;
+  e.store_host = w.value().host;
+  e.clock = ClockSample{h.t1_ns, w.value().t2_ns, w.value().t3_ns, t4};
+  return e;
+}
+
+Check exchange_check(const std::string& endpoint, const Exchange& e) {
+  if (e.ok) {
+    return ok_check("meeting",
+                    fmt::format("said hello to the store host's preflight ({}) on {}", e.store_host,
+                                endpoint),
+                    {{"store_host", e.store_host}});
+  }
+  return fail_check(
+      "meeting", fmt::format("connected to {}, but {}", endpoint, e.problem),
+      "something else holds the port on the store host (an earlier job's store?), or the store "
+      "host's "
+      "preflight was not started with --world-size: see the store host's preflight report",
+      {{"problem", e.problem}});
+}
+
+Check clock_check(const std::string& other_host, const ClockSample& c, bool this_is_store_host) {
+  // Always the node's clock minus the store host's: positive, the node is ahead.
+  const double ahead = -c.offset_ms();
+  const double unc = c.uncertainty_ms();
+  const nlohmann::json data = {{"store_host", this_is_store_host ? "this node" : other_host},
+                               {"node_ahead_ms", ahead},
+                               {"uncertainty_ms", unc}};
+  const std::string node = this_is_store_host ? other_host : "this node";
+  const std::string store = this_is_store_host ? "this node (the store host)"
+                                               : other_host + " (the store host)";
+  const std::string seen = fmt::format(
+      "{} is {} {} by {:.1f} ms (+-{:.1f} ms, from the hello round trip)", node,
+      ahead >= 0 ? "ahead of" : "behind", store, std::fabs(ahead), std::fabs(unc));
+  // analyze realigns traces by itself (docs/commands.md); logs' timestamps it cannot.
+  if (std::fabs(ahead) > 1000) {
+    return warn_check(
+        "clock", seen,
+        "the nodes' logs disagree by that much (traces are realigned by analyze): sync the clocks "
+        "(chronyc tracking, timedatectl)",
+        data);
+  }
+  return ok_check("clock", seen, data);
+}
+
+std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
+                                  const std::string& self_host,
+                                  const std::vector<std::string>& node_names, double timeout_s) {
+  std::vector<Check> out;
+  std::set<std::string> came{self_host};
+  std::map<std::string, std::vector<std::string>> addresses_of;
+  for (const Peer& p : m.peers) {
+    came.insert(p.host);
+    addresses_of[p.host].push_back(p.address);
+  }
+  const std::size_t reported = came.size();
+  std::vector<std::string> missing;
+  for (const std::string& n : node_names) {
+    if (!came.count(n)) missing.push_back(n);
+  }
+  nlohmann::json peers = nlohmann::json::array();
+  for (const Peer& p : m.peers) {
+    nlohmann::json failed = nlohmann::json::array();
+    for (const Check& c : p.checks) {
+      if (c.verdict != Verdict::Ok) failed.push_back(c.name);
+    }
+    peers.push_back({{"host", p.host},
+                     {"address", p.address},
+                     {"node_ahead_ms",
+                      p.clock ? nlohmann::json(-p.clock->offset_ms()) : nlohmann::json(nullptr)},
+                     {"uncertainty_ms", p.clock ? nlohmann::json(p.clock->uncertainty_ms())
+                                                : nlohmann::json(nullptr)},
+                     {"not_ok", failed}});
+  }
+  nlohmann::json data = {{"expected", expected_nodes},
+                         {"peers", peers},
+                         {"reported", std::vector<std::string>(came.begin(), came.end())},
+                         {"missing", missing},
+                         {"waited_s", m.waited_s}};
+  if (reported < expected_nodes) {
+    const std::size_t absent = expected_nodes - reported;
+    const std::string names = missing.empty()
+                                  ? fmt::format("{} node(s) (give --nodes to have them named)",
+                                                absent)
+                                  : fmt::format("{}", fmt::join(missing, ", "));
+    out.push_back(fail_check(
+        "nodes",
+        fmt::format("{} of {} node(s) reported within {:.0f} s ({}); never showed up: {}", reported,
+                    expected_nodes, timeout_s, fmt::join(came, ", "), names),
+        "look at those nodes' own preflight output: a node that cannot resolve or reach the "
+        "endpoint says why; a "
+        "node with no output never started (scheduler, container, script); the job would wait for "
+        "it the same way",
+        std::move(data)));
+  } else {
+    out.push_back(
+        ok_check("nodes",
+                 fmt::format("all {} node(s) reported ({})", expected_nodes, fmt::join(came, ", ")),
+                 std::move(data)));
+  }
+  for (const auto& [host, addrs] : addresses_of) {
+    if (addrs.size() > 1 || host == self_host) {
+      out.push_back(warn_check(
+          "nodes",
+          fmt::format("host name {} was reported by {} ({} connection(s))", host,
+                      fmt::join(addrs, ", "), addrs.size() + (host == self_host)),
+          "two nodes with one host name: torchrun and the analyzer tell nodes apart by name; "
+          "give every node its own host name",
+          {{"host", host}, {"addresses", addrs}}));
+    }
+  }
+  for (const Peer& p : m.peers) {
+    if (p.world_size && p.world_size != expected_nodes) {
+      out.push_back(
+          fail_check("nodes",
+                     fmt::format("{} was started with --world-size {}, this node with {}", p.host,
+                                 p.world_size, expected_nodes),
+                     "give every node's preflight the same --world-size (the job's --nnodes)"));
+    }
+    for (const Check& c : p.checks) {
+      if (c.verdict == Verdict::Ok) continue;
+      Check peer = c;
+      peer.name = p.host + ":" + c.name;
+      out.push_back(std::move(peer));
+    }
+    if (p.clock) {
+      Check c = clock_check(p.host, *p.clock, true);
+      if (c.verdict != Verdict::Ok) c.name = p.host + ":clock";
+      if (c.verdict != Verdict::Ok) out.push_back(std::move(c));
+    }
+  }
+  // One line each, at most kShownProblems: a port scanner must not bury the report.
+  constexpr std::size_t kShownProblems = 10;
+  for (std::size_t i = 0; i < m.problems.size() && i < kShownProblems; ++i) {
+    out.push_back(warn_check(
+        "meeting", m.problems[i],
+        "something other than a node's preflight connected to the port; if it is the job, it "
+        "started before the preflights ended"));
+  }
+  if (m.problems.size() > kShownProblems) {
+    out.push_back(warn_check("meeting",
+                             fmt::format("and {} more such connection(s)",
+                                         m.problems.size() - kShownProblems),
+                             "see above"));
+  }
+  return out;
+}
+
+}  // namespace rdzvscope::preflight
