@@ -71,6 +71,17 @@ bool exists(const std::string& path) {
   return false;
 }
 
+// One line per unreadable or damaged input, up to a screenful: a directory of thousands of
+// bad files must not bury the report (they are all counted in it).
+void report_input_errors(const std::vector<Error>& trace_errors, const std::vector<Error>& log_errors) {
+  constexpr std::size_t kShown = 20;
+  std::size_t n = 0;
+  for (const auto* errors : {&trace_errors, &log_errors})
+    for (const auto& e : *errors)
+      if (n++ < kShown) log()->error("{}", e.message());
+  if (n > kShown) log()->error("... and {} more unreadable or damaged input(s) (counted in the report)", n - kShown);
+}
+
 // Retries one after the other in one directory are read as one job: say so, once.
 void warn_sequential_runs(const TraceInputs& traces) {
   const std::vector<RunSpan> runs = sequential_runs(traces);
@@ -115,8 +126,7 @@ int run_analyze(const AnalyzeOptions& opt) {
                traces.processes.size(), traces.events, traces.lost_events, traces.damaged_files, step.lap());
   LogFacts logs = load_logs(opt.logs);
   log()->debug("read {} log(s): {} lines, {} matched in {}", logs.files, logs.lines, logs.matched, step.lap());
-  for (const auto& e : traces.errors) log()->error("{}", e.message());
-  for (const auto& e : logs.errors) log()->error("{}", e.message());
+  report_input_errors(traces.errors, logs.errors);
   if (traces.processes.empty() && logs.files == logs.errors.size()) {
     log()->error("no readable trace or log among the inputs");
     return kExitUsage;
@@ -128,7 +138,7 @@ int run_analyze(const AnalyzeOptions& opt) {
   Diagnosis d = diagnose(model);
   log()->debug("diagnosed {} in {}", name_of(d.verdict.cls), step.lap());
   if (!opt.timeline.empty() &&
-      !write_file(opt.timeline, timeline_json(d, model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"))
+      !write_file(opt.timeline, timeline_json(d, model) + "\n"))
     return kExitUsage;
   if (!opt.html.empty() && !write_file(opt.html, diagnosis_html(d))) return kExitUsage;
   if (!opt.prom.empty() &&

@@ -58,7 +58,7 @@ int run_attach(const AttachArgs& a) {
   opt.duration_s = a.duration;
   opt.io_events = a.io_events;
   opt.max_bytes = std::uint64_t{a.max_mb} << 20;
-  auto dir = prepare_out_dir(a.out);
+  auto dir = prepare_out_dir(expand_out_dir(a.out));
   if (!dir) return fail(dir.error().message());
   opt.out_dir = dir.value();
 

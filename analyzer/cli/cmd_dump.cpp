@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "diagnostics.h"
+#include "diagnose/process_model.h"
 #include "reader/dump_json.h"
 #include "reader/trace_reader.h"
 
@@ -29,29 +30,6 @@ void report(const Error& e) { log_for("dump")->error("{}", e.message()); }
 void print_line(const std::string& line) {
   std::fwrite(line.data(), 1, line.size(), stdout);
   std::fputc('\n', stdout);
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// The *.rzt files of a directory, sorted by name (host.pid: stable, groups a host's files).
-Result<std::vector<std::string>> traces_in_dir(const std::string& dir) {
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
-  if (!d) return Error{dir, std::strerror(errno), std::nullopt};
-  std::vector<std::string> names;
-  while (const dirent* e = ::readdir(d.get())) {
-    const std::string name = e->d_name;
-    if (ends_with(name, RDZV_FILE_SUFFIX) && name != RDZV_FILE_SUFFIX) names.push_back(name);
-  }
-  if (names.empty()) {
-    return Error{dir, std::string("no *") + RDZV_FILE_SUFFIX + " trace files in this directory",
-                 std::nullopt};
-  }
-  std::sort(names.begin(), names.end());
-  const std::string prefix = ends_with(dir, "/") ? dir : dir + "/";
-  for (auto& n : names) n = prefix + n;
-  return names;
 }
 
 // Dumps one file; returns false when anything was wrong with it.
@@ -84,7 +62,7 @@ int run_dump(const DumpOptions& opt) {
     }
     std::vector<std::string> files{path};
     if (S_ISDIR(st.st_mode)) {
-      auto listed = traces_in_dir(path);
+      auto listed = trace_files_in(path);
       if (!listed) {
         report(listed.error());
         all_ok = false;

@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
+
+#include <rdzvscope/recorder_core.h>
 
 namespace rdzvscope::cli {
 
@@ -20,7 +23,19 @@ std::string default_out_dir(const char* slurm_job_id, std::time_t now) {
   return buf;
 }
 
-Result<std::string> prepare_out_dir(const std::string& dir) {
+namespace {
+
+// "traces/%j/%h" -> {"traces", "%j/%h"}: the directories that exist for every process, and
+// the placeholder part each process expands for itself.
+std::pair<std::string, std::string> split_at_placeholder(const std::string& dir) {
+  const std::size_t pct = dir.find('%');
+  if (pct == std::string::npos) return {dir, ""};
+  const std::size_t slash = dir.rfind('/', pct);
+  if (slash == std::string::npos) return {".", dir};
+  return {slash == 0 ? "/" : dir.substr(0, slash), dir.substr(slash + 1)};
+}
+
+Result<std::string> prepare_plain_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path abs = fs::absolute(dir, ec).lexically_normal();
@@ -49,6 +64,27 @@ Result<std::string> prepare_out_dir(const std::string& dir) {
   if (::access(out.c_str(), W_OK | X_OK) != 0) {
     return Error{out, "directory is not writable", std::nullopt};
   }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> prepare_out_dir(const std::string& dir) {
+  const auto [base, placeholders] = split_at_placeholder(dir);
+  auto prepared = prepare_plain_dir(base);
+  if (!prepared || placeholders.empty()) return prepared;
+  return (prepared.value() == "/" ? "" : prepared.value()) + "/" + placeholders;
+}
+
+std::string expand_out_dir(const std::string& pattern) {
+  if (pattern.find('%') == std::string::npos) return pattern;
+  char host[256];
+  rdzv_file_host(host, sizeof host);
+  std::string out(pattern.size() + 4096, '\0');
+  if (rdzv_trace_dir_expand(out.data(), out.size(), pattern.c_str(), rdzv_env_self, nullptr, host,
+                            std::time(nullptr)) != 0)
+    return pattern;
+  out.resize(std::strlen(out.c_str()));
   return out;
 }
 

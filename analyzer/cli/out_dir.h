@@ -14,7 +14,13 @@ namespace rdzvscope::cli {
 std::string default_out_dir(const char* slurm_job_id, std::time_t now);
 
 // Creates `dir` (and missing parents) with mode 0700, or checks that an existing one is a
-// writable directory. Returns the absolute path.
+// writable directory. Returns the absolute path. A directory with placeholders (%h, %j, %Y,
+// %m, %d: RDZVSCOPE_DIR's, see recorder_core.h) is prepared up to its first placeholder, and
+// returned with the placeholders left for each traced process to expand.
 Result<std::string> prepare_out_dir(const std::string& dir);
+
+// The placeholders expanded as a process on this host would expand them now (attach, which
+// writes every process's file itself).
+std::string expand_out_dir(const std::string& pattern);
 
 }  // namespace rdzvscope::cli

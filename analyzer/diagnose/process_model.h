@@ -107,7 +107,8 @@ std::vector<FileRead> read_trace_files(const std::vector<std::string>& files);
 TraceInputs assemble_traces(const std::vector<std::string>& files, std::vector<FileRead> reads,
                             const std::vector<std::pair<std::size_t, Error>>& listing_errors = {});
 
-// Expands a directory into its *.rzt files (sorted); a file is returned as is.
+// Expands a directory into its *.rzt files and those of its subdirectories (a per-host or
+// per-job layout), sorted; a file is returned as is.
 Result<std::vector<std::string>> trace_files_in(const std::string& path);
 
 }  // namespace rdzvscope

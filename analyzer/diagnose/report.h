@@ -27,7 +27,8 @@ std::string diagnosis_text(const Diagnosis& d);
 // per rank, spans for resolves, connect attempts and time connected to the store, instants for
 // errors and timeout deadlines, the verdict in "metadata". It reads the model's events (the
 // Diagnosis keeps only the first of each kind); times are µs after the earliest launch.
-nlohmann::ordered_json timeline_json(const Diagnosis& d, const Context& model);
+// Returned as text, each event serialized as it is made (no JSON tree of the whole timeline).
+std::string timeline_json(const Diagnosis& d, const Context& model);
 
 // One self-contained HTML page (report_html.cpp): inline CSS and SVG, no script, no URL.
 std::string diagnosis_html(const Diagnosis& d);

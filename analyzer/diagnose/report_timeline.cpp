@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "context.h"
 #include "reader/names.h"
 #include "report.h"
@@ -28,12 +30,23 @@ struct Track {
   long tid = 0;
 };
 
-// An "X" span waiting for the nesting check (see nest()).
+// An "X" span waiting for the nesting check (see nest()), its arguments already serialized:
+// at 131,072 ranks, millions of small JSON trees cost more in malloc and free than the rest
+// of the analysis.
 struct Span {
   Track track;
   std::int64_t begin_ns = 0, end_ns = 0;
-  ojson event;
+  std::string name;
+  const char* cat = "";
+  std::string args;  // a JSON object
+  bool cut = false;  // ended at its parent's end instead of its own
 };
+
+// A JSON value's text: nlohmann's own escaping and number format.
+template <class T>
+std::string json_text(const T& v) {
+  return ojson(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 // Failures worth a red instant: what the rules count as errors, plus the rest of the
 // failed calls (a timeline shows everything; the verdict picks).
@@ -56,9 +69,14 @@ bool is_error(const Event& e) {
 
 class TimelineWriter {
  public:
-  TimelineWriter(const Diagnosis& d, const Context& c) : d_(d), c_(c), t0_(d.t0_ns.value_or(0)) {}
+  TimelineWriter(const Diagnosis& d, const Context& c) : d_(d), c_(c), t0_(d.t0_ns.value_or(0)) {
+    // Looked up once per process: a scan of the rank table for each was quadratic (131,072
+    // ranks: most of a minute).
+    for (const RankRow& r : d_.ranks)
+      if (r.late) late_.insert({r.host, r.pid});
+  }
 
-  ojson build(const LogFacts& logs) {
+  std::string build(const LogFacts& logs) {
     std::set<std::string> hosts;
     for (const auto& f : c_.facts) hosts.insert(f.proc->host);
     int pid = 0;
@@ -71,37 +89,47 @@ class TimelineWriter {
     for (const auto& f : c_.facts) add_process(f);
     if (!c_.has_traces()) add_log_only(logs);
     add_verdict();
-    for (auto& s : nest()) events_.push_back(std::move(s.event));
-
-    ojson out;
-    out["traceEvents"] = std::move(events_);
-    out["displayTimeUnit"] = "ms";
-    out["metadata"] = metadata();
-    return out;
+    for (const Span& sp : nest()) append(span_text(sp));
+    spans_.clear();
+    return "{\"traceEvents\":[" + std::move(events_) + "],\"displayTimeUnit\":\"ms\",\"metadata\":" +
+           json_text(metadata()) + "}";
   }
 
  private:
   double us(std::int64_t ns) const { return (ns - t0_) / 1000.0; }
 
+  // Events are serialized as they are made, into one text: the trace-event array's body.
+  void append(const std::string& event) {
+    if (!events_.empty()) events_ += ',';
+    events_ += event;
+  }
+
   void meta(Track t, const char* what, const std::string& name) {
-    ojson e = {{"name", what}, {"ph", "M"}, {"ts", 0}, {"pid", t.pid}, {"tid", t.tid}, {"args", {{"name", name}}}};
-    events_.push_back(std::move(e));
+    append(fmt::format(R"({{"name":"{}","ph":"M","ts":0,"pid":{},"tid":{},"args":{{"name":{}}}}})", what, t.pid,
+                       t.tid, json_text(name)));
   }
   void meta_sort(Track t, const char* what, long index) {
-    ojson e = {{"name", what}, {"ph", "M"}, {"ts", 0}, {"pid", t.pid}, {"tid", t.tid}, {"args", {{"sort_index", index}}}};
-    events_.push_back(std::move(e));
+    append(fmt::format(R"({{"name":"{}","ph":"M","ts":0,"pid":{},"tid":{},"args":{{"sort_index":{}}}}})", what,
+                       t.pid, t.tid, index));
   }
 
-  void span(Track t, const std::string& name, const char* cat, std::int64_t b, std::int64_t e, ojson args) {
+  void span(Track t, const std::string& name, const char* cat, std::int64_t b, std::int64_t e, const ojson& args) {
     if (e < b) e = b;
-    ojson ev = {{"name", name}, {"cat", cat}, {"ph", "X"}, {"ts", us(b)}, {"dur", (e - b) / 1000.0},
-                {"pid", t.pid}, {"tid", t.tid}, {"args", std::move(args)}};
-    spans_.push_back(Span{t, b, e, std::move(ev)});
+    spans_.push_back(Span{t, b, e, name, cat, json_text(args)});
   }
 
-  void instant(Track t, const std::string& name, const char* cat, std::int64_t at, ojson args, const char* scope = "t") {
-    events_.push_back({{"name", name}, {"cat", cat}, {"ph", "i"}, {"s", scope}, {"ts", us(at)},
-                       {"pid", t.pid}, {"tid", t.tid}, {"args", std::move(args)}});
+  std::string span_text(const Span& sp) const {
+    std::string args = sp.args;
+    if (sp.cut) args.insert(args.size() - 1, args.size() > 2 ? ",\"cut_at_parent_end\":true" : "\"cut_at_parent_end\":true");
+    return fmt::format(R"({{"name":{},"cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{}}})",
+                       json_text(sp.name), sp.cat, json_text(us(sp.begin_ns)),
+                       json_text((sp.end_ns - sp.begin_ns) / 1000.0), sp.track.pid, sp.track.tid, args);
+  }
+
+  void instant(Track t, const std::string& name, const char* cat, std::int64_t at, const ojson& args,
+               const char* scope = "t") {
+    append(fmt::format(R"({{"name":{},"cat":"{}","ph":"i","s":"{}","ts":{},"pid":{},"tid":{},"args":{}}})",
+                       json_text(name), cat, scope, json_text(us(at)), t.pid, t.tid, json_text(args)));
   }
 
   Track track_for(const ProcessFacts& f) {
@@ -117,8 +145,7 @@ class TimelineWriter {
     std::string name = t.tid < kUnrankedTidBase ? "rank " + std::to_string(p.rank) : std::string(role_name(p.role));
     name += " (pid " + std::to_string(p.pid) + (p.role == Role::StoreServer ? ", store host" : "") + ")";
     if (p.rank >= 0 && d_.verdict.initiating_rank == p.rank && p.role != Role::Agent) name += " - initiating";
-    for (const RankRow& r : d_.ranks)
-      if (r.late && r.pid == p.pid && r.host == p.host) name += " - late";
+    if (late_.count({p.host, p.pid})) name += " - late";
     return name;
   }
 
@@ -265,7 +292,7 @@ class TimelineWriter {
   // Viewers need the X spans of one thread properly nested (Perfetto drops a span that ends
   // after its parent). A parent here is a longer span that started earlier; a child that
   // outlives it is cut at the parent's end and says so.
-  std::vector<Span> nest() {
+  std::vector<Span>& nest() {
     std::stable_sort(spans_.begin(), spans_.end(), [](const Span& a, const Span& b) {
       if (a.track.pid != b.track.pid) return a.track.pid < b.track.pid;
       if (a.track.tid != b.track.tid) return a.track.tid < b.track.tid;
@@ -279,12 +306,11 @@ class TimelineWriter {
       while (!stack.empty() && stack.back()->end_ns <= s.begin_ns) stack.pop_back();
       if (!stack.empty() && s.end_ns > stack.back()->end_ns) {
         s.end_ns = stack.back()->end_ns;
-        s.event["dur"] = (s.end_ns - s.begin_ns) / 1000.0;
-        s.event["args"]["cut_at_parent_end"] = true;
+        s.cut = true;
       }
       stack.push_back(&s);
     }
-    return std::move(spans_);
+    return spans_;
   }
 
   const Diagnosis& d_;
@@ -292,14 +318,15 @@ class TimelineWriter {
   std::int64_t t0_;
   std::map<std::string, int> host_pid_;
   std::set<std::pair<int, long>> used_;
+  std::set<std::pair<std::string, int>> late_;  // (host, pid) of the late ranks
   Track verdict_track_;
-  ojson events_ = ojson::array();
+  std::string events_;
   std::vector<Span> spans_;
 };
 
 }  // namespace
 
-ojson timeline_json(const Diagnosis& d, const Context& model) {
+std::string timeline_json(const Diagnosis& d, const Context& model) {
   return TimelineWriter(d, model).build(model.logs);
 }
 

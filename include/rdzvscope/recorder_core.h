@@ -108,11 +108,19 @@ int rdzv_env_flag(const char *value);
 /* ---------------------------------------------------------------- configuration */
 
 struct rdzv_config {
-  char dir[4096];     /* RDZVSCOPE_DIR; "" = tracing off */
+  char dir[4096];     /* RDZVSCOPE_DIR, placeholders expanded; "" = tracing off */
   rdzv_u64 max_bytes; /* RDZVSCOPE_MAX_MB in bytes (rdzv_max_bytes_for_mb) */
   int group_read;     /* RDZVSCOPE_GROUP_READ: files 0640 and a new directory 0750 */
 };
 void rdzv_config_read(struct rdzv_config *cfg, rdzv_env_fn env, void *ctx);
+
+/* RDZVSCOPE_DIR's placeholders, for a per-job, per-host layout (BASE/%Y/%m/%d/%j/%h): %h this
+ * host (rdzv_file_host), %j the job (SLURM_JOB_ID, else TORCHELASTIC_RUN_ID, else "nojob";
+ * characters unfit for a path become '_'), %Y %m %d the date of `now` (UTC: the same on every
+ * node whatever its time zone), %% a '%'. Any other %x is kept as written. Returns 0, or -1
+ * when the result does not fit in cap. */
+int rdzv_trace_dir_expand(char *out, size_t cap, const char *pattern, rdzv_env_fn env, void *ctx,
+                          const char *host, time_t now);
 
 /* A size cap in MiB as bytes: mb <= 0 gives the default, more than RDZV_TRACE_MAX_MB gives
  * RDZV_TRACE_MAX_MB. */
@@ -183,8 +191,9 @@ void rdzv_file_host(char *out, size_t cap);
 /* DIR/HOST.PID.rzt, or DIR/HOST.PID.N.rzt for n > 0. Returns 0, or -1 when it does not fit. */
 int rdzv_trace_name(char *out, size_t cap, const char *dir, const char *host, int pid, int n);
 
-/* Makes the trace directory (0700, 0750 with group_read, whatever the umask) unless it
- * exists; returns 0, or -1 with errno (ENOTDIR when it is something else). */
+/* Makes the trace directory and its missing parents (each 0700, 0750 with group_read,
+ * whatever the umask) unless they exist; returns 0, or -1 with errno (ENOTDIR when one is
+ * something else). */
 int rdzv_trace_dir_ensure(const char *dir, int group_read);
 
 /* One mapped trace file. */

@@ -13,6 +13,7 @@ Exit status 0 = pass, 1 = fail (with the reason and the relevant dump on stderr)
 import argparse
 import contextlib
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -289,6 +290,32 @@ def connect_refused():
     e = one(t, "proc_exit", "(return from main)")
     check(e["status"] == 11 and "status_unknown" not in e["flags"], "proc_exit wrong", [e])
     check(t.events[-1]["kind"] == "proc_exit", "proc_exit is not the last record", t.events[-3:])
+
+
+@scenario
+def per_job_layout():
+    """RDZVSCOPE_DIR=BASE/%Y/%m/%d/%j/%h: the shim expands the placeholders and makes the
+    directories (0700 each), so a host's files land in a directory of their own; dump and
+    analyze read the tree from BASE."""
+    port = free_port()
+    base = new_dir("layout")
+    res = run([prog("connect_errors"), "refused", str(port)], shim=True, ports=[port],
+              trace_dir=os.path.join(base, "%Y", "%m", "%d", "%j", "%h"),
+              extra={"SLURM_JOB_ID": "4242", "RANK": "0"})
+    check(res.rc == 11, "connect_errors did not run as without the shim", res.describe())
+    day = time.strftime("%Y/%m/%d", time.gmtime())
+    host = "".join(c if c.isalnum() or c in "._-" else "_" for c in socket.gethostname())
+    leaf = os.path.join(base, day, "4242", host)
+    files = trace_files(leaf)
+    check(len(files) == 1 and os.path.basename(files[0]).startswith(f"{host}.{res.pid}"),
+          f"want the trace in {leaf}, found {files} under {base}", res.describe())
+    for d in (os.path.join(base, day[:4]), os.path.join(base, day), leaf):
+        check(stat.S_IMODE(os.stat(d).st_mode) == 0o700, f"{d} is not 0700")
+    check([t.pid for t in dump(base)] == [res.pid], "dump BASE did not read the tree")
+    a = subprocess.run([OPTS.rdzvscope, "analyze", base, "--format", "json"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=60)
+    check(a.returncode == 0 and json.loads(a.stdout)["inputs"]["trace_files"] == 1,
+          f"analyze BASE: exit {a.returncode}", a.stdout[-2000:] + a.stderr)
 
 
 @scenario

@@ -98,8 +98,9 @@ def case_dump_dir(tmp):
     rc, out, err = run(["dump", tmp])
     expect(rc == 0, f"exit {rc}", err)
     headers = [l["file"] for l in parse_lines(out) if l["type"] == "header"]
-    expect(headers == [os.path.join(tmp, n) for n in sorted(names)],
-           "files in name order, .rzt only, not recursive", headers)
+    # A per-job or per-host layout puts files in subdirectories: read after the directory's own.
+    expect(headers == [os.path.join(tmp, n) for n in sorted(names)] + [os.path.join(tmp, "sub", "nested.rzt")],
+           "files in name order, .rzt only, subdirectories after", headers)
 
 
 def case_dump_truncated(tmp):
@@ -139,6 +140,22 @@ def case_analyze_damaged_among_good(tmp):
            "damage counted", report["inputs"])
     expect(len(err.splitlines()) == 2 and "b.rzt: truncated at offset" in err and "c.rzt" in err,
            "one stderr line per damaged file", err)
+
+
+def case_analyze_many_damaged(tmp):
+    """Thousands of bad files must not bury the report: 20 lines, then how many more."""
+    d = os.path.join(tmp, "traces")
+    os.makedirs(d)
+    make_trace("good", os.path.join(d, "a.rzt"))
+    for i in range(30):
+        with open(os.path.join(d, f"bad{i:02}.rzt"), "wb") as f:
+            f.write(b"not a trace at all" * 300)
+    rc, out, err = run(["analyze", d, "--format", "json"])
+    expect(rc == 0, f"exit {rc}: the analysis goes on", err)
+    expect(json.loads(out)["inputs"]["damaged_files"] == 30, "every damaged file counted", out[-500:])
+    lines = err.splitlines()
+    expect(len(lines) == 21 and "bad00.rzt" in lines[0] and "10 more" in lines[-1],
+           "20 lines, then the count of the others", err)
 
 
 def case_analyze_garbage_log(tmp):

@@ -94,6 +94,24 @@ TEST_CASE("default trace directory: per Slurm job, else per start time", "[cli]"
   CHECK(default_out_dir("", 1796080758) == stamped);
 }
 
+TEST_CASE("prepare_out_dir with placeholders: made up to the first, the rest kept for each process",
+          "[cli]") {
+  TempDir dir;
+  auto made = prepare_out_dir(dir.file("base/%Y/%j/%h"));
+  REQUIRE(made.ok());
+  CHECK(made.value() == dir.file("base") + "/%Y/%j/%h");
+  struct stat st {};
+  REQUIRE(::stat(dir.file("base").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  CHECK(::stat(dir.file("base/%Y").c_str(), &st) != 0);  // a process makes it, expanded
+  rdzvscope::test::write_file(dir.file("file"), "x");
+  CHECK_FALSE(prepare_out_dir(dir.file("file/%h")).ok());  // the fixed part must be usable
+  ::setenv("SLURM_JOB_ID", "31", 1);
+  CHECK(expand_out_dir("/b/%j/x") == "/b/31/x");
+  ::unsetenv("SLURM_JOB_ID");
+  CHECK(expand_out_dir("/b/plain") == "/b/plain");
+}
+
 TEST_CASE("prepare_out_dir creates private directories and refuses unusable ones", "[cli]") {
   TempDir dir;
   const std::string target = dir.file("a/b/traces");

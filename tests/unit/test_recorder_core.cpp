@@ -452,7 +452,56 @@ TEST_CASE("the trace directory is made 0700, or 0750 for the group, whatever the
   errno = 0;
   CHECK(rdzv_trace_dir_ensure(dir.file("file").c_str(), 0) == -1);
   CHECK(errno == ENOTDIR);
-  CHECK(rdzv_trace_dir_ensure(dir.file("no/such").c_str(), 0) == -1);
+  errno = 0;
+  CHECK(rdzv_trace_dir_ensure(dir.file("file/below").c_str(), 0) == -1);  // a parent is a file
+  CHECK(errno == ENOTDIR);
+}
+
+TEST_CASE("the trace directory's missing parents are made too, each with the same mode",
+          "[core][file]") {
+  TempDir dir;
+  Umask umask(0);
+  REQUIRE(rdzv_trace_dir_ensure(dir.file("2026/12/01/77/node3").c_str(), 1) == 0);
+  for (const char* d : {"2026", "2026/12", "2026/12/01", "2026/12/01/77", "2026/12/01/77/node3"}) {
+    INFO(d);
+    CHECK(mode_of(dir.file(d)) == 0750);
+  }
+  REQUIRE(rdzv_trace_dir_ensure((dir.file("2026//12/01/77/node4") + "/").c_str(), 0) == 0);
+  CHECK(mode_of(dir.file("2026/12/01/77/node4")) == 0700);
+  CHECK(mode_of(dir.file("2026/12")) == 0750);  // an existing parent is left as it is
+}
+
+TEST_CASE("RDZVSCOPE_DIR placeholders: host, job, date, a literal percent", "[core][env]") {
+  char out[256];
+  const time_t day = 1796083200;  // 2026-12-01T00:00:00Z
+  {
+    Env env({"SLURM_JOB_ID=4242", "TORCHELASTIC_RUN_ID=r1"});
+    REQUIRE(rdzv_trace_dir_expand(out, sizeof out, "/b/%Y/%m/%d/%j/%h", rdzv_env_block_get, &env.block,
+                                  "node7", day) == 0);
+    CHECK(std::string(out) == "/b/2026/12/01/4242/node7");
+  }
+  {
+    Env env({"TORCHELASTIC_RUN_ID=run/../x y"});  // never a path of its own
+    REQUIRE(rdzv_trace_dir_expand(out, sizeof out, "/b/%j", rdzv_env_block_get, &env.block, "h", day) == 0);
+    CHECK(std::string(out) == "/b/run_.._x_y");
+  }
+  {
+    Env env({"TORCHELASTIC_RUN_ID=.."});
+    REQUIRE(rdzv_trace_dir_expand(out, sizeof out, "/b/%j", rdzv_env_block_get, &env.block, "h", day) == 0);
+    CHECK(std::string(out) == "/b/_.");
+  }
+  {
+    Env env({});
+    REQUIRE(rdzv_trace_dir_expand(out, sizeof out, "/b/%j/100%%/%q/%", rdzv_env_block_get, &env.block, "h", day) == 0);
+    CHECK(std::string(out) == "/b/nojob/100%/%q/%");
+    CHECK(rdzv_trace_dir_expand(out, 8, "/b/%j/%h", rdzv_env_block_get, &env.block, "h", day) == -1);
+  }
+  {
+    Env env({"RDZVSCOPE_DIR=/b/%j", "SLURM_JOB_ID=9"});
+    rdzv_config cfg{};
+    rdzv_config_read(&cfg, rdzv_env_block_get, &env.block);
+    CHECK(std::string(cfg.dir) == "/b/9");  // expanded once, when the configuration is read
+  }
 }
 
 TEST_CASE("a new trace file: name, mode, size, blocks and header", "[core][file]") {
