@@ -11,7 +11,11 @@ lookups failing with EAI_NONAME, the time left before the timeout known. After t
 the last poll must agree with `rdzvscope analyze`: the same verdict and initiating rank, the
 same ranks joined, the same ranks failed.
 
-    watch_hang.py --rdzvscope BIN --python PYTHON --work DIR
+With --cluster the job is placed on three hosts of the test cluster (tests/cluster/cluster.sh):
+ranks 0-2 on node0 (the store's host), 3-4 on node1, rank 5 on node2, whose /etc/hosts alone
+lacks the rendezvous name `master`; the trace directory is shared, as on a shared file system.
+
+    watch_hang.py --rdzvscope BIN --python PYTHON --work DIR [--cluster]
 """
 import argparse
 import json
@@ -23,6 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from rdzvtest import prom  # noqa: E402
 from rdzvtest.checks import Fail, expect, finish_scenario, run_script  # noqa: E402
+from rdzvtest import cluster as test_cluster  # noqa: E402
 from rdzvtest.e2e import BOGUS_HOST, Harness, Run  # noqa: E402
 from rdzvtest.ports import free_port  # noqa: E402
 
@@ -62,6 +67,11 @@ def missing_in_headline(headline):
     return out
 
 
+# The name rank 5 cannot resolve: a bogus one on one machine; on the cluster the job's own
+# rendezvous name, missing from node2's /etc/hosts only.
+UNRESOLVED = [BOGUS_HOST]
+
+
 def check_poll(w, samples, errors):
     """What must hold at any moment of this job."""
     ranks = {r["rank"]: r for r in w["ranks"]}
@@ -75,9 +85,9 @@ def check_poll(w, samples, errors):
     expect(r5["state"] in ("not_started", "starting", "lookup_failing", "failed"),
            f"{at}: rank 5 in state {r5['state']}", errors)
     if r5["state"] == "lookup_failing":
-        expect(BOGUS_HOST in r5["reason"] and "EAI_NONAME" in r5["reason"],
+        expect(UNRESOLVED[0] in r5["reason"] and "EAI_NONAME" in r5["reason"],
                f"{at}: rank 5's reason {r5['reason']!r}", errors)
-        expect(f"5 ({r5['host']}: lookup of \"{BOGUS_HOST}\" fails with EAI_NONAME" in w["headline"],
+        expect(f"5 ({r5['host']}: lookup of \"{UNRESOLVED[0]}\" fails with EAI_NONAME" in w["headline"],
                f"{at}: headline {w['headline']!r}", errors)
     missing = {r for r, v in ranks.items() if not v["joined"]}
     expect(missing_in_headline(w["headline"]) == missing,
@@ -124,7 +134,28 @@ def main():
     ap.add_argument("--rdzvscope", required=True)
     ap.add_argument("--python", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--cluster", action="store_true", help="place the ranks on 3 hosts of the test cluster")
     args = ap.parse_args()
+    if not args.cluster:
+        return watch_hang(args, None)
+    why = test_cluster.missing_requirements()
+    if why:
+        print(f"SKIP: {why}")
+        return 77
+    c = test_cluster.Cluster(3)
+    try:
+        c.up()
+        c.sh("addname", "master", "node0", "node0", "node1")  # not on node2
+        UNRESOLVED[0] = "master"
+        return watch_hang(args, c)
+    finally:
+        left = c.down()
+        if left:
+            print(f"FAIL: the cluster left {left}")
+
+
+def watch_hang(args, c):
+    """The job, polled; c: the test cluster, or None for one machine."""
     os.makedirs(args.work, exist_ok=True)
     work = os.path.join(args.work, f"watch_hang-{os.getpid()}")
     os.makedirs(work)
@@ -134,8 +165,13 @@ def main():
     os.makedirs(run.trace_dir)
     prom_path = os.path.join(work, "rdzvscope.prom")
     for r in range(WORLD):
-        h.launch(run, r, world=WORLD, env={"E2E_DELAY_S": str(LATE_S)} if r == 4 else None,
-                 master_addr=BOGUS_HOST if r == 5 else "127.0.0.1")
+        env = {"E2E_DELAY_S": str(LATE_S)} if r == 4 else {}
+        if c:
+            host = "node0" if r < 3 else "node1" if r < 5 else "node2"
+            env["GLOO_SOCKET_IFNAME"] = "eth0"
+            h.launch(run, r, world=WORLD, env=env, master_addr="master", prefix=c.exec_prefix(host))
+        else:
+            h.launch(run, r, world=WORLD, env=env, master_addr=BOGUS_HOST if r == 5 else "127.0.0.1")
     errors, polls, moments, last = [], 0, 0, None
     try:
         while time.monotonic() - run.t0 < BOUND_S:
@@ -162,7 +198,7 @@ def main():
     check_against_analyze(h, run, last, errors)
     if errors:
         print(run.summary())
-    return finish_scenario("watch_hang", errors[:20], work, run.t0, keep=False)
+    return finish_scenario("watch_hang" + (" (cluster)" if c else ""), errors[:20], work, run.t0, keep=False)
 
 
 if __name__ == "__main__":
