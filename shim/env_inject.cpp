@@ -12,7 +12,8 @@ namespace {
 char g_shim_path[1024];
 // NAME=value strings for the settings worth carrying over, captured at start.
 constexpr const char* kCarried[] = {"RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "RDZVSCOPE_MAX_MB",
-                                    "RDZVSCOPE_GROUP_READ", "RDZVSCOPE_SHIM"};
+                                    "RDZVSCOPE_GROUP_READ", "RDZVSCOPE_SHIM",
+                                    "RDZVSCOPE_INJECT"};
 constexpr int kNumCarried = sizeof kCarried / sizeof kCarried[0];
 char g_carried[kNumCarried][1200];
 

@@ -9,6 +9,7 @@
 #include "fd_table.h"
 #include "guard.h"
 #include "hook.h"
+#include "inject.h"
 #include "real_calls.h"
 #include "sockets.h"
 
@@ -32,7 +33,7 @@ void repeated_connect(int fd, uint16_t info, int r, int err) {
 }
 
 void record_connect(int fd, const struct sockaddr* addr, socklen_t len, bool nonblock,
-                    uint64_t t0, int r, int err) {
+                    uint64_t t0, int r, int err, uint16_t extra_flags = 0) {
   rdzv_sockaddr peer;
   to_trace_addr(addr, len, &peer);
   const bool store = is_store_port(peer.port);
@@ -57,8 +58,9 @@ void record_connect(int fd, const struct sockaddr* addr, socklen_t len, bool non
   rdzv_ev_net net = net_fields();
   net.peer = peer;
   net.local = local;
-  record_net(call_head(RDZV_EV_CONNECT, RDZV_OP_CONNECT, socket_flags(store, nonblock), fd, t0, r,
-                       err),
+  record_net(call_head(RDZV_EV_CONNECT, RDZV_OP_CONNECT,
+                       static_cast<uint16_t>(socket_flags(store, nonblock) | extra_flags), fd, t0,
+                       r, err),
              net);
   if (r == 0 && store) snapshot_first_store_connect();
   if (r < 0 && !pending && err != EINTR) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
@@ -89,7 +91,7 @@ void record_accept(int listen_fd, uint16_t listen_info, int r, int err, bool non
 }
 
 void record_bind(int fd, const struct sockaddr* addr, socklen_t len, uint64_t t0, int r,
-                 int err) {
+                 int err, uint16_t extra_flags = 0) {
   if (!is_tcp_socket(fd)) return;
   rdzv_ev_net net = net_fields();
   to_trace_addr(addr, len, &net.local);
@@ -98,7 +100,9 @@ void record_bind(int fd, const struct sockaddr* addr, socklen_t len, uint64_t t0
   ConnSlot* slot = (r == 0 && store) ? conn_slot_claim(fd, true, t0, rdzv_sockaddr{}) : nullptr;
   if (slot) slot->local = net.local;
   fd_info_set(fd, static_cast<uint16_t>(kFdTcp | (slot ? kFdStore : 0) | conn_slot_bits(slot)));
-  record_net(call_head(RDZV_EV_BIND, RDZV_OP_BIND, socket_flags(store, false), fd, t0, r, err),
+  record_net(call_head(RDZV_EV_BIND, RDZV_OP_BIND,
+                       static_cast<uint16_t>(socket_flags(store, false) | extra_flags), fd, t0, r,
+                       err),
              net);
   if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
@@ -111,6 +115,47 @@ void record_listen(int fd, uint16_t info, int backlog, uint64_t t0, int r, int e
                        t0, r, err),
              net);
   if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
+}
+
+// Rehearsal (inject.h), only with injection on: a store connect held back, or failed without
+// being made. Returns true when the call was answered here (*r set, errno set for the caller).
+bool injected_connect(int fd, const struct sockaddr* addr, socklen_t len, bool nonblock,
+                      uint16_t* extra_flags, int* r) {
+  ConnectFault f;
+  {
+    RecordScope scope;
+    rdzv_sockaddr peer;
+    to_trace_addr(addr, len, &peer);
+    if (!is_store_port(peer.port)) return false;
+    f = inject_store_connect();  // sleeps first when this one is held back
+  }
+  if (f.held_back) *extra_flags = RDZV_F_INJECTED;
+  if (!f.err) return false;
+  const uint64_t t0 = mono_ns();
+  if (f.block_ns) {
+    RecordScope scope;
+    inject_sleep(f.block_ns);
+  }
+  errno = f.err;
+  *r = -1;
+  RecordScope scope;  // gives the caller errno = f.err back
+  record_connect(fd, addr, len, nonblock, t0, -1, f.err, RDZV_F_INJECTED);
+  return true;
+}
+
+bool injected_bind(int fd, const struct sockaddr* addr, socklen_t len, int* r) {
+  {
+    RecordScope scope;
+    rdzv_sockaddr local;
+    to_trace_addr(addr, len, &local);
+    if (!is_store_port(local.port) || !inject_bind_taken() || !is_tcp_socket(fd)) return false;
+  }
+  const uint64_t t0 = mono_ns();
+  errno = EADDRINUSE;
+  *r = -1;
+  RecordScope scope;
+  record_bind(fd, addr, len, t0, -1, EADDRINUSE, RDZV_F_INJECTED);
+  return true;
 }
 
 }  // namespace
@@ -136,16 +181,22 @@ RDZV_EXPORT int connect(int fd, const struct sockaddr* addr, socklen_t len) {
     if (tcp) nonblock = is_nonblocking(fd);
   }
   if (!tcp) return fn(fd, addr, len);  // UDP "connect" (the resolver's DNS sockets)
+  uint16_t extra_flags = 0;
+  int injected_r = -1;
+  if (inject_on() && injected_connect(fd, addr, len, nonblock, &extra_flags, &injected_r))
+    return injected_r;
   const uint64_t t0 = mono_ns();
   const int r = fn(fd, addr, len);
   RecordScope scope;
-  record_connect(fd, addr, len, nonblock, t0, r, scope.call_errno());
+  record_connect(fd, addr, len, nonblock, t0, r, scope.call_errno(), extra_flags);
   return r;
 }
 
 RDZV_EXPORT int bind(int fd, const struct sockaddr* addr, socklen_t len) {
   auto fn = real::bind();
   if (in_guard() || !inet_family(addr)) return fn(fd, addr, len);
+  int injected_r = -1;
+  if (inject_on() && injected_bind(fd, addr, len, &injected_r)) return injected_r;
   const uint64_t t0 = mono_ns();
   const int r = fn(fd, addr, len);
   RecordScope scope;

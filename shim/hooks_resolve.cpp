@@ -8,6 +8,7 @@
 #include "events.h"
 #include "guard.h"
 #include "hook.h"
+#include "inject.h"
 #include "real_calls.h"
 #include "text.h"
 
@@ -84,9 +85,12 @@ RDZV_EXPORT int getaddrinfo(const char* node, const char* service, const struct 
   if (in_guard()) return fn(node, service, hints, res);
   Guard resolver_guard;
   uint64_t t0 = mono_ns();
-  int r = fn(node, service, hints, res);
+  // Rehearsal (inject.h): the lookup of the store host fails as if the name were unknown.
+  const bool injected = inject_on() && inject_resolve_fail(node, hints ? hints->ai_flags : 0);
+  int r = injected ? EAI_NONAME : fn(node, service, hints, res);
   RecordScope scope;
   Lookup q{node, service};
+  if (injected) q.flags |= RDZV_F_INJECTED;
   if (hints) {
     q.family = hints->ai_family;
     q.socktype = hints->ai_socktype;

@@ -6,6 +6,7 @@
 #include "fd_table.h"
 #include "guard.h"
 #include "hook.h"
+#include "inject.h"
 #include "trace_writer.h"
 
 namespace rdzv {
@@ -24,6 +25,7 @@ void child_after_fork() {
 __attribute__((constructor)) void rdzvscope_load() {
   RecordScope scope;
   writer_configure();
+  inject_init();  // first: a bad spec is dropped from the environment before it is carried
   env_inject_init();
   writer_open_if_rank();
   pthread_atfork(nullptr, nullptr, child_after_fork);

@@ -1,4 +1,5 @@
-// rdzvscope run [--out DIR] [--ports P,...] [--shim PATH] [--max-mb N] -- CMD [ARGS...]
+// rdzvscope run [--out DIR] [--ports P,...] [--shim PATH] [--max-mb N] [--inject FAULT]...
+//               -- CMD [ARGS...]
 // Sets up the environment that makes every process of CMD (and its children, which inherit
 // it) load the shim and write its trace into DIR, then becomes CMD through exec: no
 // wrapper process stays in between, so signals, exit status and job control are CMD's own.
@@ -34,6 +35,7 @@ struct RunOptions {
   std::optional<std::string> ports;  // given but empty is an error, not "no ports"
   std::string shim;
   std::optional<unsigned> max_mb;
+  std::vector<std::string> inject;  // --inject FAULT, repeatable
   std::vector<std::string> command;
 };
 
@@ -69,6 +71,9 @@ int run_run(const RunOptions& opt) {
     ports = join_ports(parsed.value());
   }
 
+  auto inject = inject_env(opt.inject);
+  if (!inject) return fail(inject.error().message());
+
   const std::string out = opt.out.empty()
                               ? default_out_dir(std::getenv("SLURM_JOB_ID"), std::time(nullptr))
                               : opt.out;
@@ -80,11 +85,17 @@ int run_run(const RunOptions& opt) {
   ::setenv("RDZVSCOPE_SHIM", shim.value().c_str(), 1);
   if (!ports.empty()) ::setenv("RDZVSCOPE_PORTS", ports.c_str(), 1);
   if (opt.max_mb) ::setenv("RDZVSCOPE_MAX_MB", std::to_string(*opt.max_mb).c_str(), 1);
+  // Injection only when asked for on this command line, never inherited.
+  if (inject.value().empty()) ::unsetenv("RDZVSCOPE_INJECT");
+  else ::setenv("RDZVSCOPE_INJECT", inject.value().c_str(), 1);
   ::setenv("LD_PRELOAD", preload.c_str(), 1);
 
   log_for("run")->debug("LD_PRELOAD={} RDZVSCOPE_DIR={}{}", preload, dir.value(),
                          ports.empty() ? std::string() : " RDZVSCOPE_PORTS=" + ports);
   log_for("")->info("tracing into {}", dir.value());
+  if (!inject.value().empty())
+    log_for("")->warn("rehearsal: injecting {} (every injected call is marked in the trace)",
+                      inject.value());
 
   std::vector<char*> argv;
   for (const auto& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -113,6 +124,12 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--max-mb", opt->max_mb, "Size limit of each trace file in MiB")
       ->type_name("N")
       ->check(CLI::Range(1u, 1024u));  // the shim caps a file at 1024 MiB
+  sub->add_option("--inject", opt->inject,
+                  "Rehearse a failure: FAULT[:rank=R][:DURATION], repeatable; FAULT is "
+                  "resolve-fail, connect-refused, connect-timeout, late or port-taken "
+                  "(docs/commands.md)")
+      ->type_name("FAULT")
+      ->allow_extra_args(false);  // one FAULT per --inject
   sub->add_option("command", opt->command, "The command to trace, after --")->type_name("CMD [ARGS...]");
   return Command{sub, [opt] { return run_run(*opt); }};
 }

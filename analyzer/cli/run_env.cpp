@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "../../shim/inject_spec.h"
+
 namespace rdzvscope::cli {
 
 Result<std::vector<std::uint16_t>> parse_ports(std::string_view text) {
@@ -26,6 +28,23 @@ Result<std::vector<std::uint16_t>> parse_ports(std::string_view text) {
     pos = comma + 1;
   }
   return ports;
+}
+
+Result<std::string> inject_env(const std::vector<std::string>& faults) {
+  std::string spec;
+  for (const auto& f : faults) {
+    char err[256];
+    rdzv::InjectSpec one;
+    if (!rdzv::inject_parse(f.c_str(), &one, err, sizeof err))
+      return Error{"", "--inject '" + f + "': " + err, std::nullopt};
+    if (!spec.empty()) spec += ',';
+    spec += f;
+  }
+  rdzv::InjectSpec all;
+  char err[256];
+  if (!spec.empty() && !rdzv::inject_parse(spec.c_str(), &all, err, sizeof err))
+    return Error{"", "--inject: " + std::string(err), std::nullopt};
+  return spec;
 }
 
 std::string join_ports(const std::vector<std::uint16_t>& ports) {

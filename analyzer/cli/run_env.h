@@ -15,6 +15,11 @@ namespace rdzvscope::cli {
 Result<std::vector<std::uint16_t>> parse_ports(std::string_view text);
 std::string join_ports(const std::vector<std::uint16_t>& ports);
 
+// The --inject values (each FAULT[:rank=R][:DURATION]...) -> RDZVSCOPE_INJECT, checked with the
+// shim's own parser (shim/inject_spec.h), so that a spec the shim would refuse is a usage
+// error here rather than a rehearsal that silently injects nothing.
+Result<std::string> inject_env(const std::vector<std::string>& faults);
+
 // LD_PRELOAD with the shim first, so its hooks win over any other preloaded library, then
 // the entries already there. An entry that is a librdzvscope.so (this one or another copy)
 // is dropped: two shims in one process would record every event twice into one file.

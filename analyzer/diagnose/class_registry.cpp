@@ -21,6 +21,17 @@ std::string connect_timeout_on(const std::string& host, const Diagnosis&) {
          "from another node (`nc -zv " + host + " PORT`)";
 }
 
+std::string config_mismatch_on(const std::string& host, const Diagnosis&) {
+  return "on " + host + ", find what sets the rendezvous settings differently from the other nodes (the job "
+         "script, the environment, a profile: `env | grep -E 'MASTER_|WORLD_SIZE|TORCHELASTIC'`) and make them "
+         "identical on every node";
+}
+
+std::string store_unreachable_on(const std::string& host, const Diagnosis&) {
+  return "on " + host + ", check what rejects its connections to the store every time (`iptables -S`, "
+         "`ip route get <store address>`, `getent hosts <MASTER_ADDR>`) against a node that gets through";
+}
+
 std::string straggler_on(const std::string& host, const Diagnosis&) {
   return "find what makes " + host + " slow before init_process_group every time (its storage, load, a slow disk: "
          "`iostat -x 1`, `uptime` there)";
@@ -65,10 +76,17 @@ std::string any_class_moving(const Diagnosis& last) {
 }
 
 // Strongest first. Precedence follows causality (class_registry.h).
-constexpr std::array<ClassRow, 8> kRegistry{{
+constexpr std::array<ClassRow, 10> kRegistry{{
     {FailureClass::RdzvCollision, 95, 95, rule_rdzv_collision, any_class_on, any_class_moving},
     {FailureClass::PortConflict, 90, 90, rule_port_conflict, port_conflict_on, any_class_moving},
     {FailureClass::NameResolution, 85, 85, rule_name_resolution, name_resolution_on, any_class_moving},
+    // Below name_resolution: a MASTER_ADDR of one rank that does not resolve is named more
+    // precisely by its lookups; above every symptom a setting of one rank causes (the refused
+    // connects, the others' timeouts, the pipes broken when they gave up).
+    {FailureClass::ConfigMismatch, 84, 84, rule_config_mismatch, config_mismatch_on, any_class_moving},
+    // Above the symptoms of ranks that could not reach a store the others used (the others'
+    // timeouts, the pipes broken when the store host gave up); below a setting that explains it.
+    {FailureClass::StoreUnreachable, 82, 82, rule_store_unreachable, store_unreachable_on, any_class_moving},
     {FailureClass::BrokenPipe, 80, 60, rule_broken_pipe, broken_pipe_on, broken_pipe_moving},
     {FailureClass::ConnectTimeout, 75, 75, rule_connect_timeout, connect_timeout_on, any_class_moving},
     {FailureClass::StragglerTimeout, 70, 70, rule_straggler, straggler_on, straggler_moving},

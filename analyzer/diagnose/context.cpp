@@ -102,6 +102,21 @@ std::string rel(const Context& c, std::int64_t wall_ns) {
   return fmt::format("{:+.2f} s", seconds(*t0, wall_ns));
 }
 
+std::string processes_words(const std::vector<const ProcessFacts*>& ms) {
+  std::vector<int> ranks;
+  std::string others;
+  for (const ProcessFacts* f : ms) {
+    if (f->proc->rank >= 0 && f->proc->role != Role::Agent)
+      ranks.push_back(f->proc->rank);
+    else
+      others += (others.empty() ? "" : ", ") + f->proc->label();
+  }
+  std::string out = ranks.empty() ? ""
+                                  : (ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks);
+  if (!others.empty()) out += (out.empty() ? "" : ", ") + others;
+  return out;
+}
+
 std::string rank_list(const std::vector<int>& ranks) {
   std::vector<int> r = ranks;
   std::sort(r.begin(), r.end());

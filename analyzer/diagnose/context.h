@@ -65,6 +65,8 @@ struct Candidate {
 std::string rel(const Context& c, std::int64_t wall_ns);
 std::string fmt_seconds(double s);
 std::string rank_list(const std::vector<int>& ranks);  // "0-2, 5"
+// "ranks 0-2, launcher agent (node1 pid 7)": ranks folded, other processes by label.
+std::string processes_words(const std::vector<const ProcessFacts*>& ms);
 Finding finding_for(FailureClass cls, const ProcessFacts& f, std::optional<std::int64_t> t);
 // A finding whose evidence is one log line ("FILE:LINE: text"), for the log-only paths.
 Finding log_finding(FailureClass cls, const LogEvent& e);

@@ -355,6 +355,17 @@ InputStats input_stats(const TraceInputs& traces, const LogFacts& logs) {
   in.log_lines_matched = logs.matched;
   for (const auto& e : traces.errors) in.problems.push_back(e.message());
   for (const auto& e : logs.errors) in.problems.push_back(e.message());
+  for (const Process& p : traces.processes) {
+    std::uint64_t n = 0;
+    for (const Event& e : p.events)
+      if (e.rec.flags & RDZV_F_INJECTED) ++n;
+    if (!n) continue;
+    in.injected_events += n;
+    in.injected_ranks.push_back(p.rank);
+  }
+  std::sort(in.injected_ranks.begin(), in.injected_ranks.end());
+  in.injected_ranks.erase(std::unique(in.injected_ranks.begin(), in.injected_ranks.end()),
+                          in.injected_ranks.end());
   return in;
 }
 

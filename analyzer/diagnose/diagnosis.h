@@ -79,6 +79,11 @@ struct InputStats {
   std::size_t trace_files = 0, damaged_files = 0, log_files = 0;
   std::uint64_t events = 0, lost_events = 0, log_lines = 0, log_lines_matched = 0;
   std::vector<std::string> problems;  // one line per unreadable/damaged input
+  // Rehearsal (`rdzvscope run --inject`): records the shim made up on purpose (flag
+  // RDZV_F_INJECTED), and the ranks they are in (-1: a process without RANK). The verdict is
+  // found as for a real fault; the reports say that this one was injected.
+  std::uint64_t injected_events = 0;
+  std::vector<std::int32_t> injected_ranks;  // sorted, unique
 };
 
 struct Diagnosis {

@@ -9,7 +9,7 @@ namespace rdzvscope {
 namespace {
 
 // Kept in enum order; a test checks that every enumerator has its name (test_rules.cpp).
-constexpr std::array<std::pair<FailureClass, std::string_view>, 10> kNames{{
+constexpr std::array<std::pair<FailureClass, std::string_view>, 12> kNames{{
     {FailureClass::Healthy, "healthy"},
     {FailureClass::Unknown, "unknown"},
     {FailureClass::RdzvCollision, "rdzv_collision"},
@@ -20,6 +20,8 @@ constexpr std::array<std::pair<FailureClass, std::string_view>, 10> kNames{{
     {FailureClass::StragglerTimeout, "straggler_timeout"},
     {FailureClass::StoreNotReady, "store_not_ready"},
     {FailureClass::TransientRecv, "transient_recv"},
+    {FailureClass::ConfigMismatch, "config_mismatch"},
+    {FailureClass::StoreUnreachable, "store_unreachable"},
 }};
 
 }  // namespace

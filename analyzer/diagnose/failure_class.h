@@ -21,6 +21,8 @@ enum class FailureClass {
   StragglerTimeout,
   StoreNotReady,
   TransientRecv,
+  ConfigMismatch,
+  StoreUnreachable,
 };
 
 // "straggler_timeout": the name in reports and in rdzvscope.diagnosis/1.

@@ -138,6 +138,22 @@ void derive_one(ProcessFacts& f) {
   }
 }
 
+// A refused connect that c10d retried and that a later connect made good (the store not
+// listening yet at start) is no failure of this process: its first error is the first one
+// that mattered (issue 17, item 3). The refusals stay in `refused` for the rules.
+void forget_benign_refusals(ProcessFacts& f) {
+  if (!f.connected_ns || !f.first_error || f.first_error->rec.err != ECONNREFUSED) return;
+  if (f.first_error->rec.kind != RDZV_EV_CONNECT && f.first_error->rec.kind != RDZV_EV_CONNECT_DONE) return;
+  const std::int64_t connected = *f.connected_ns;
+  f.first_error = nullptr;
+  for (const auto* list : {&f.failed_resolves, &f.connect_timeouts, &f.connect_other_failures, &f.wait_timeouts,
+                           &f.io_failures, &f.zero_reads})
+    for (const Event* e : *list) note_error(f, e);
+  for (const Event* e : f.refused)
+    if (e->wall_ns > connected) note_error(f, e);
+  if (f.bind_failure) note_error(f, f.bind_failure);
+}
+
 }  // namespace
 
 std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes) {
@@ -149,6 +165,7 @@ std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes) {
     ProcessFacts f;
     f.proc = &p;
     derive_one(f);
+    forget_benign_refusals(f);
     out.push_back(std::move(f));
   }
   return out;

@@ -65,6 +65,10 @@ ojson diagnosis_json(const Diagnosis& d) {
                  {"events", in.events},           {"lost_events", in.lost_events},
                  {"log_files", in.log_files},     {"log_lines_matched", in.log_lines_matched},
                  {"problems", in.problems}};
+  if (in.injected_events) {
+    // Added with run --inject: present only when some record was injected (a rehearsal).
+    j["inputs"]["injected"] = {{"events", in.injected_events}, {"ranks", in.injected_ranks}};
+  }
   if (!d.clocks.empty()) {
     // Added in issue 7: present only when the traces came from several hosts.
     ojson clocks = ojson::array();

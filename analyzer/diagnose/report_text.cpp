@@ -45,6 +45,15 @@ std::string diagnosis_text(const Diagnosis& d) {
   s += "         initiating rank: " + (v.initiating_rank ? std::to_string(*v.initiating_rank) : std::string("-")) +
        (v.initiating_host ? " (" + *v.initiating_host + ")" : "") + "    confidence: " + v.confidence + "\n";
   s += "NEXT     " + wrap(v.next_step, 80, 9) + "\n";
+  if (d.inputs.injected_events) {
+    std::string ranks;
+    for (std::int32_t r : d.inputs.injected_ranks)
+      ranks += (ranks.empty() ? "" : ", ") + (r < 0 ? std::string("a process without RANK") : std::to_string(r));
+    s += "INJECTED " + wrap(fmt::format("this failure was injected (rdzvscope run --inject): {} call(s) "
+                                        "made up on purpose in rank(s) {}; a rehearsal, not a real fault",
+                                        d.inputs.injected_events, ranks),
+                            80, 9) + "\n";
+  }
   if (!d.store_endpoint.empty()) s += "\nSTORE    " + d.store_endpoint + "\n";
   for (const ClockEstimate& c : d.clocks)
     if (!c.reference && (c.offset_ns > kClockOffsetWorthSaying || c.offset_ns < -kClockOffsetWorthSaying))

@@ -12,6 +12,8 @@ namespace rdzvscope {
 std::optional<Candidate> rule_rdzv_collision(const Context& c);
 std::optional<Candidate> rule_port_conflict(const Context& c);
 std::optional<Candidate> rule_name_resolution(const Context& c);
+std::optional<Candidate> rule_config_mismatch(const Context& c);
+std::optional<Candidate> rule_store_unreachable(const Context& c);
 std::optional<Candidate> rule_broken_pipe(const Context& c);
 std::optional<Candidate> rule_connect_timeout(const Context& c);
 std::optional<Candidate> rule_straggler(const Context& c);

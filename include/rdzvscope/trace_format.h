@@ -126,6 +126,10 @@ enum rdzv_snapshot_reason {
  * record: a call already in progress then (a blocked recv), dated when the socket was found,
  * its duration from then (it began earlier). */
 #define RDZV_F_PREEXISTING (1u << 12)
+/* shim: the call's result (or its delay) was made up by fault injection (`rdzvscope run
+ * --inject`, RDZVSCOPE_INJECT), a rehearsal: EAI_NONAME, ECONNREFUSED, ETIMEDOUT or EADDRINUSE
+ * returned without the real call, or a first store connect that was held back on purpose. */
+#define RDZV_F_INJECTED (1u << 13)
 
 /* Address as the socket API saw it; port in host byte order. AF_INET uses addr[0..3]. */
 struct rdzv_sockaddr {

@@ -87,6 +87,11 @@ SCENARIOS = {
         fault="node1 drops its own SYNs to the store port (iptables OUTPUT, tcp_syn_retries=1 in "
               "its namespace): node1's ranks print `errno: 110 - Connection timed out`; the "
               "others connect and time out waiting for them"),
+    "refused_host": dict(
+        cls="store_unreachable", cause="refused", pattern="same_host", timeout=4,
+        fault="node1 resets its own connects to the store port (iptables OUTPUT REJECT "
+              "--reject-with tcp-reset): node1's ranks are refused for their whole wait and print "
+              "`The client socket has timed out`; the others connect and time out waiting for them"),
     # PyTorch 2.x: one `torchrun --nnodes 4 --rdzv-backend c10d --rdzv-endpoint store.rdzv:29400`
     # agent per host, 2 workers each; node0's agent hosts the rendezvous store (the endpoint
     # names its address) and its workers' store.
@@ -461,6 +466,55 @@ def dr_run(job, run):
     return errors
 
 
+REFUSE_HOST = "node1"
+
+
+def rf_setup(job):
+    job.cluster.sh("addname", STORE_NAME, "node0", "all")
+    job.cluster.run_on(REFUSE_HOST, "iptables", "-A", "OUTPUT", "-p", "tcp", "--dport",
+                       str(STORE_PORT), "--syn", "-j", "REJECT", "--reject-with", "tcp-reset")
+
+
+def rejected_syns(job):
+    out = job.cluster.run_on(REFUSE_HOST, "iptables", "-L", "OUTPUT", "-v", "-n", "-x")
+    for line in out.splitlines():
+        if "REJECT" in line and f"dpt:{STORE_PORT}" in line:
+            return int(line.split()[0])
+    return 0
+
+
+def rf_run(job, run):
+    spec = SCENARIOS["refused_host"]
+    before = rejected_syns(job)
+    job.launch_all(run, spec["timeout"])
+    job.h.wait_all(run, RUN_BOUND_S)
+    errors = []
+    rejected = rejected_syns(job) - before
+    bad = job.ranks_on(REFUSE_HOST)
+    run.notes.append(f"{REFUSE_HOST} rejected {rejected} SYN(s) to port {STORE_PORT}")
+    expect(rejected >= 2 * len(bad), f"{REFUSE_HOST}'s iptables rejected {rejected} SYNs", errors)
+    for p in run.procs:
+        expect_exit(p, 1, errors)
+        if p.rank in bad:
+            expect_text(p, "The client socket has timed out", errors)
+        else:
+            expect_waited(p, errors)
+    files = job.h.dump(run)
+    expect_hosts_in_traces(job, files, errors)
+    refused = {rank_of(f) for f, ev in events(files) if ev.get("errno_name") == "ECONNREFUSED"
+               and port_of(ev.get("peer")) == STORE_PORT}
+    connected = {rank_of(f) for f, ev in events(files)
+                 if ev.get("kind") in ("connect", "connect_done") and not ev.get("errno")
+                 and port_of(ev.get("peer")) == STORE_PORT}
+    expect(set(bad) <= refused, f"ranks with refused store connects: {sorted(refused)}, "
+                                f"expected {bad} among them", errors)
+    expect(not (connected & set(bad)), f"ranks of {REFUSE_HOST} connected: "
+                                       f"{sorted(connected & set(bad))}", errors)
+    run.expect_host = REFUSE_HOST
+    run.expect_ranks = set(bad)
+    return errors
+
+
 # --------------------------------------------------------------------------- torchrun (2.x)
 
 def agent_stopped(job, run, agents, stuck, bound_s):
@@ -567,6 +621,7 @@ RUNNERS = {
     "broken_pipe_moving": (bp_setup, bp_run),
     "straggler_host": (st_setup, st_run),
     "dropped_host": (dr_setup, dr_run),
+    "refused_host": (rf_setup, rf_run),
 }
 assert set(RUNNERS) == set(SCENARIOS)
 

@@ -45,6 +45,17 @@ class Proc {
     return *this;
   }
 
+  // MASTER_ADDR / MASTER_PORT in this process's header (port -1: unset).
+  Proc& master(const char* addr, int port) {
+    std::snprintf(b_.header().ident.master_addr, sizeof b_.header().ident.master_addr, "%s", addr);
+    b_.header().ident.master_port = port;
+    return *this;
+  }
+  // The command line in the header: "torchrun ..." makes the process a launcher agent.
+  Proc& cmdline(const char* line) {
+    std::snprintf(b_.header().cmdline, sizeof b_.header().cmdline, "%s", line);
+    return *this;
+  }
   Proc& resolve(double t, const char* host, int ret, std::uint16_t port = kPort) {
     rdzv_record r = make_record(RDZV_EV_RESOLVE, RDZV_OP_GETADDRINFO, t);
     r.ret = ret;

@@ -33,6 +33,7 @@ from rdzvtest.ports import free_port
 from rdzvtest.traces import events, failed_resolves, files_of_rank, port_of, rank_of, wall_ns
 
 BOGUS_HOST = "rdzv-no-such-host.invalid"
+REJECT_NET = "10.231.0"   # store_unreachable: the veth pair between its two namespaces
 WORLD = 4
 
 # ---------------------------------------------------------------------------------------------
@@ -50,7 +51,8 @@ WORLD = 4
 #   fault      what is injected, and what each rank prints (checked before the analyzer runs)
 # ---------------------------------------------------------------------------------------------
 ANY_FAILURE = ("name_resolution", "broken_pipe", "connect_timeout", "straggler_timeout",
-               "store_not_ready", "port_conflict", "rdzv_collision", "transient_recv", "unknown")
+               "store_not_ready", "port_conflict", "rdzv_collision", "transient_recv", "unknown",
+               "config_mismatch", "store_unreachable")
 
 SCENARIOS = {
     "healthy": dict(
@@ -115,6 +117,24 @@ SCENARIOS = {
         fault="two 2-rank jobs (TORCHELASTIC_RUN_ID/SLURM_JOB_ID e2e-job-a / e2e-job-b) on one "
               "MASTER_PORT at once: one job's rank 0 hosts the store, the other's fails to "
               "bind, and the other job's rank 1 joins the first job's store"),
+    "config_mismatch": dict(
+        cls="config_mismatch", rank=1, cause="MASTER_PORT", log_cls=ANY_FAILURE, log_ranks="any",
+        timeout=3,
+        fault="a 3-rank job (WORLD_SIZE=3) where rank 1 alone has another MASTER_PORT (a free "
+              "port nothing listens on): rank 0 hosts the store on MASTER_PORT, rank 2 joins it, "
+              "rank 1's connects are refused (retried silently) until `The client socket has "
+              "timed out after 3s while trying to connect to (127.0.0.1, OTHER_PORT)`; ranks 0 "
+              "and 2 time out waiting for it. The analyzer must name rank 1 and both ports, not "
+              "`store_not_ready` (a store host that never started)"),
+    "store_unreachable": dict(
+        cls="store_unreachable", rank=2, cause="refused", log_cls=ANY_FAILURE, log_ranks="any",
+        timeout=4,
+        fault="a 3-rank job over two network namespaces joined by a veth pair (the store's, "
+              f"{REJECT_NET}.1, with ranks 0 and 1; rank 2's, {REJECT_NET}.2), MASTER_ADDR="
+              f"{REJECT_NET}.1 everywhere; the store's namespace rejects TCP from {REJECT_NET}.2 "
+              "to the store port with a reset (iptables REJECT --reject-with tcp-reset): rank 2's "
+              "connects are refused for its whole wait (`The client socket has timed out`) while "
+              "rank 1 connects, and ranks 0 and 1 time out waiting for it"),
     "transient_recv": dict(
         cls="transient_recv", rank="computed", cause=None, log_cls=ANY_FAILURE, log_ranks="any",
         timeout=3,
@@ -215,7 +235,8 @@ class Harness(Launcher):
 
     # ----------------------------------------------------------------------- launching
     def launch(self, run, rank, *, env=None, traced=True, label=None, prefix=(), world=WORLD,
-               master_addr="127.0.0.1", port=None, ports=None, command=None):
+               master_addr="127.0.0.1", port=None, ports=None, command=None, run_args=()):
+        """run_args: more options of `rdzvscope run` (e.g. --inject FAULT, tests/inject)."""
         label = label or f"rank{rank}"
         e = job_env()
         if command is None:   # a rank started by hand; torchrun sets these for its workers
@@ -231,6 +252,7 @@ class Harness(Launcher):
             cmd += [self.rdzvscope, "run", "--out", run.trace_dir]
             if ports:
                 cmd += ["--ports", ",".join(str(p) for p in ports)]
+            cmd += list(run_args)
             cmd += ["--"]
         cmd += command or [self.python, RANK_SCRIPT]
         log_path = os.path.join(run.log_dir, f"{label}.log")
@@ -526,6 +548,33 @@ def sc_port_conflict(h, run):
     return errors
 
 
+def sh(*cmd):
+    """Runs a setup command (ip, iptables); Fail with its output when it fails."""
+    p = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=20)
+    if p.returncode != 0:
+        raise Fail(f"`{' '.join(cmd)}` exited {p.returncode}: {p.stdout.strip()}")
+    return p.stdout
+
+
+def require_netns_tools(scenario):
+    for tool in ("ip", "iptables"):
+        if not shutil.which(tool):
+            raise Fail(f"{scenario} needs `{tool}` (apt-get install iproute2 iptables)")
+
+
+def delete_orphan_netns(tag):
+    """Namespaces TAG-PID[-...] whose harness PID is gone: a harness killed by ctest's timeout
+    cannot run its finally."""
+    listing = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True).stdout
+    for line in listing.splitlines():
+        parts = (line.split() or [""])[0].split("-")
+        if len(parts) >= 2 and parts[0] == tag and parts[1].isdigit() and not os.path.exists(f"/proc/{parts[1]}"):
+            subprocess.run(["ip", "netns", "del", "-".join(parts)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+
 @contextlib.contextmanager
 def syn_dropping_netns(run):
     """A network namespace (its own loopback, tcp_syn_retries=1) whose iptables drop SYNs to
@@ -534,25 +583,8 @@ def syn_dropping_netns(run):
     ns = f"rdzve2e-{os.getpid()}"
     run.netns = ns
 
-    def sh(*cmd):
-        p = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=20)
-        if p.returncode != 0:
-            raise Fail(f"`{' '.join(cmd)}` exited {p.returncode}: {p.stdout.strip()}")
-        return p.stdout
-
-    for tool in ("ip", "iptables"):
-        if not shutil.which(tool):
-            raise Fail(f"connect_timeout needs `{tool}` (apt-get install iproute2 iptables)")
-    # A harness killed by ctest's timeout cannot run its finally: delete namespaces of ours
-    # whose harness process is gone.
-    listing = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True).stdout
-    for line in listing.splitlines():
-        old = line.split()[0] if line.split() else ""
-        if old.startswith("rdzve2e-") and old[8:].isdigit() and not os.path.exists(f"/proc/{old[8:]}"):
-            subprocess.run(["ip", "netns", "del", old], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+    require_netns_tools("connect_timeout")
+    delete_orphan_netns("rdzve2e")
     subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sh("ip", "netns", "add", ns)
     try:
@@ -589,6 +621,112 @@ def sc_connect_timeout(h, run):
         n = sum(1 for _, ev in events(files, rank=r)
                 if ev.get("errno_name") == "ETIMEDOUT" and port_of(ev.get("peer")) == run.port)
         expect(n >= 1, f"rank {r}: no ETIMEDOUT store connect in its trace", errors)
+    return errors
+
+
+def sc_config_mismatch(h, run):
+    other = free_port()
+    while other == run.port:
+        other = free_port()
+    run.notes.append(f"rank 1's MASTER_PORT={other}, the others' {run.port}")
+    for r in range(3):
+        h.launch(run, r, world=3, port=other if r == 1 else None)
+    h.wait_all(run)
+    errors = []
+    for r in range(3):
+        expect_exit(run, f"rank{r}", 1, errors)
+    t = run.spec["timeout"]
+    refused_texts = {1: (f"The client socket has timed out after {t}s while trying to connect to "
+                         f"(127.0.0.1, {other})",),
+                     2: (f"The client socket has timed out after {t}000ms while trying to connect "
+                         f"to (127.0.0.1, {other})",)}[h.torch_major]
+    expect_any_text(run, "rank1", refused_texts, errors)
+    for r in (0, 2):
+        expect(str(other) not in run.by_label(f"rank{r}").text(),
+               f"rank{r}: mentions rank 1's port {other}", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(3), errors)
+    expect(any(port_of(ev.get("local")) == run.port and not ev.get("errno")
+               for _, ev in events(files, "listen", rank=0)),
+           "rank 0's trace shows no listen on MASTER_PORT", errors)
+    expect(any(ev.get("kind") in ("connect", "connect_done") and not ev.get("errno")
+               and port_of(ev.get("peer")) == run.port for _, ev in events(files, rank=2)),
+           "rank 2: no completed store connect to MASTER_PORT in its trace", errors)
+    n = sum(1 for _, ev in events(files, rank=1)
+            if ev.get("errno_name") == "ECONNREFUSED" and port_of(ev.get("peer")) == other)
+    expect(n >= 2, f"rank 1: {n} refused connects to its own port {other} in its trace", errors)
+    return errors
+
+
+@contextlib.contextmanager
+def rejecting_netns_pair(run):
+    """Two network namespaces joined by a veth pair: the store's (REJECT_NET.1) and a node's
+    (REJECT_NET.2); the store's iptables reject TCP from the node to run.port with a reset.
+    Yields (prefix of the store's namespace, prefix of the node's). Both namespaces (and with
+    them the veth pair and the rule) are always deleted; their names are in run.netns."""
+    tag = f"rdzvrj-{os.getpid()}"
+    store_ns, node_ns = f"{tag}-s", f"{tag}-n"
+    run.netns = (store_ns, node_ns)
+
+    require_netns_tools("store_unreachable")
+    delete_orphan_netns("rdzvrj")
+    for ns in (store_ns, node_ns):
+        subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        sh("ip", "netns", "add", store_ns)
+        sh("ip", "netns", "add", node_ns)
+        ins, inn = ("ip", "netns", "exec", store_ns), ("ip", "netns", "exec", node_ns)
+        # Made inside the store's namespace, so the host's own namespace never holds either end.
+        sh(*ins, "ip", "link", "add", "rzs0", "type", "veth", "peer", "name", "rzn0")
+        sh(*ins, "ip", "link", "set", "rzn0", "netns", node_ns)
+        for prefix, dev, addr in ((ins, "rzs0", f"{REJECT_NET}.1/24"), (inn, "rzn0", f"{REJECT_NET}.2/24")):
+            sh(*prefix, "ip", "link", "set", "lo", "up")
+            sh(*prefix, "ip", "addr", "add", addr, "dev", dev)
+            sh(*prefix, "ip", "link", "set", dev, "up")
+        sh(*ins, "iptables", "-A", "INPUT", "-p", "tcp", "-s", f"{REJECT_NET}.2", "--dport",
+           str(run.port), "-j", "REJECT", "--reject-with", "tcp-reset")
+        run.notes.append(f"namespace {store_ns}: " + sh(*ins, "iptables", "-S", "INPUT").strip().replace("\n", "; "))
+        yield ins, inn
+    finally:
+        for ns in (store_ns, node_ns):
+            subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+
+
+def sc_store_unreachable(h, run):
+    errors = []
+    store = f"{REJECT_NET}.1"
+    with rejecting_netns_pair(run) as (ins, inn):
+        for r in range(3):
+            h.launch(run, r, world=3, master_addr=store, prefix=inn if r == 2 else ins)
+        h.wait_all(run)
+    for ns in run.netns:
+        expect(not os.path.exists(f"/run/netns/{ns}"), f"namespace {ns} still exists", errors)
+    for r in range(3):
+        expect_exit(run, f"rank{r}", 1, errors)
+    t = run.spec["timeout"]
+    gave_up = {1: (f"The client socket has timed out after {t}s while trying to connect to "
+                   f"({store}, {run.port})",),
+               2: (f"The client socket has timed out after {t}000ms while trying to connect "
+                   f"to ({store}, {run.port})",)}[h.torch_major]
+    expect_any_text(run, "rank2", gave_up, errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(3), errors)
+    expect(any(port_of(ev.get("local")) == run.port and not ev.get("errno")
+               for _, ev in events(files, "listen", rank=0)),
+           "rank 0's trace shows no listen on the store port", errors)
+    expect(any(ev.get("kind") in ("connect", "connect_done") and not ev.get("errno")
+               and port_of(ev.get("peer")) == run.port for _, ev in events(files, rank=1)),
+           "rank 1: no completed store connect in its trace", errors)
+    n = sum(1 for _, ev in events(files, rank=2)
+            if ev.get("errno_name") == "ECONNREFUSED" and port_of(ev.get("peer")) == run.port)
+    expect(n >= 2, f"rank 2: {n} refused store connects in its trace", errors)
+    expect(not any(ev.get("kind") in ("connect", "connect_done") and not ev.get("errno")
+                   and port_of(ev.get("peer")) == run.port for _, ev in events(files, rank=2)),
+           "rank 2 connected to the store after all", errors)
     return errors
 
 

@@ -22,7 +22,7 @@ RANK_SCRIPT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__fi
 # every launcher. Other RDZVSCOPE_* variables (scripts/install-deps.sh's, which demo.sh runs)
 # are kept.
 JOB_VARS = ("LD_PRELOAD", "RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "RDZVSCOPE_MAX_MB",
-            "RDZVSCOPE_GROUP_READ", "RDZVSCOPE_SHIM",
+            "RDZVSCOPE_GROUP_READ", "RDZVSCOPE_SHIM", "RDZVSCOPE_INJECT",
             "RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 JOB_PREFIXES = ("TORCHELASTIC_", "SLURM_", "PET_", "E2E_")
 

@@ -1,0 +1,288 @@
+// config_mismatch: the rendezvous settings that must be the same on every rank of a job
+// (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, TORCHELASTIC_RUN_ID; for torchrun agents
+// --rdzv-endpoint, --rdzv-id, --rdzv-backend, --nnodes, --master-addr, --master-port) differ
+// between traced processes of a job that failed. The processes that disagree with the rest
+// (the fewer; on a tie, those that disagree with the store host, or that point at a port where
+// no traced store listens while one listens at the others' port) initiated it: their refused
+// connects, and the others' timeouts waiting for them, are its symptoms.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "reader/names.h"
+#include "rules.h"
+
+namespace rdzvscope {
+
+namespace {
+
+// One traced process of the job that carries settings: a rank (a worker or the store host) or
+// a torchrun agent; the two kinds are compared among themselves only (an agent's own settings
+// are not its workers').
+struct Member {
+  const ProcessFacts* f;
+  std::map<std::string, std::string> settings;  // name -> value; a setting not set is absent
+};
+
+// "--rdzv-endpoint X", "--rdzv-endpoint=X", "--rdzv_endpoint X": torchrun's options in an
+// agent's command line.
+std::map<std::string, std::string> agent_settings(const std::string& cmdline) {
+  static const std::pair<const char*, const char*> kOptions[] = {
+      {"rdzv-endpoint", "--rdzv-endpoint"}, {"rdzv-id", "--rdzv-id"},
+      {"rdzv-backend", "--rdzv-backend"},   {"nnodes", "--nnodes"},
+      {"master-addr", "--master-addr"},     {"master-port", "--master-port"},
+  };
+  std::vector<std::string> words;
+  for (std::size_t i = 0; i < cmdline.size();) {
+    std::size_t j = cmdline.find(' ', i);
+    if (j == std::string::npos) j = cmdline.size();
+    if (j > i) words.push_back(cmdline.substr(i, j - i));
+    i = j + 1;
+  }
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::string w = words[i];
+    if (w.rfind("--", 0) != 0) continue;
+    for (char& ch : w)
+      if (ch == '_') ch = '-';
+    std::string value;
+    std::string key = w;
+    if (auto eq = w.find('='); eq != std::string::npos) {
+      key = w.substr(0, eq);
+      value = words[i].substr(eq + 1);
+    } else if (i + 1 < words.size()) {
+      value = words[i + 1];
+    }
+    for (const auto& [name, option] : kOptions)
+      if (key == option && !value.empty() && !out.count(name)) out[name] = value;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> rank_settings(const Process& p) {
+  const rdzv_identity& id = p.header.ident;
+  std::map<std::string, std::string> out;
+  if (const std::string a = bounded_string(id.master_addr); !a.empty()) out["MASTER_ADDR"] = a;
+  if (id.master_port > 0) out["MASTER_PORT"] = std::to_string(id.master_port);
+  if (id.world_size > 0) out["WORLD_SIZE"] = std::to_string(id.world_size);
+  if (const std::string r = bounded_string(id.run_id); !r.empty()) out["TORCHELASTIC_RUN_ID"] = r;
+  return out;
+}
+
+std::string who(const ProcessFacts& f) {
+  return f.proc->rank >= 0 && f.proc->role != Role::Agent ? "rank " + std::to_string(f.proc->rank)
+                                                          : f.proc->label();
+}
+
+// A setting on which the members disagree, and who is wrong.
+struct Mismatch {
+  std::string setting;
+  std::string expected;  // the value the job agrees on
+  std::map<std::string, std::vector<const ProcessFacts*>> by_value;
+  std::vector<const ProcessFacts*> deviants;
+};
+
+// Whose value is the job's: the strict majority; on a tie, the store host's (or the value of a
+// MASTER_PORT where a traced store listens, when only one of them has a listener).
+std::optional<std::string> expected_value(
+    const Context& c, const std::string& setting,
+    const std::map<std::string, std::vector<const ProcessFacts*>>& by) {
+  std::size_t best = 0, second = 0;
+  std::string best_value;
+  for (const auto& [v, ms] : by) {
+    if (ms.size() > best) {
+      second = best;
+      best = ms.size();
+      best_value = v;
+    } else if (ms.size() > second) {
+      second = ms.size();
+    }
+  }
+  if (best > second) return best_value;
+  std::set<std::string> hosts_value;
+  for (const auto& [v, ms] : by)
+    for (const ProcessFacts* f : ms)
+      if (f->listen_ns) hosts_value.insert(v);
+  if (hosts_value.size() == 1) return *hosts_value.begin();
+  if (setting == "MASTER_PORT") {
+    std::set<std::string> listened;
+    for (const auto& [v, ms] : by)
+      if (c.store_server(static_cast<std::uint16_t>(std::stoi(v)))) listened.insert(v);
+    if (listened.size() == 1) return *listened.begin();
+  }
+  return std::nullopt;
+}
+
+std::vector<Mismatch> mismatches_among(const Context& c, const std::vector<Member>& members) {
+  std::set<std::string> names;
+  for (const Member& m : members)
+    for (const auto& kv : m.settings) names.insert(kv.first);
+  std::vector<Mismatch> out;
+  for (const std::string& name : names) {
+    Mismatch mm;
+    mm.setting = name;
+    for (const Member& m : members)
+      if (auto it = m.settings.find(name); it != m.settings.end())
+        mm.by_value[it->second].push_back(m.f);
+    if (mm.by_value.size() < 2) continue;
+    auto expected = expected_value(c, name, mm.by_value);
+    if (!expected) continue;
+    mm.expected = *expected;
+    for (const auto& [v, ms] : mm.by_value)
+      if (v != mm.expected) mm.deviants.insert(mm.deviants.end(), ms.begin(), ms.end());
+    out.push_back(std::move(mm));
+  }
+  return out;
+}
+
+// A different spelling of one host ("node0" and "node0.cluster", a name and its address) is no
+// mismatch unless it did harm: a process of the job failed without ever reaching the store.
+bool did_harm(const Context& c, const Mismatch& m) {
+  if (m.setting != "MASTER_ADDR" && m.setting != "master-addr") return true;
+  for (const auto& f : c.facts)
+    if (f.proc->role != Role::Helper && f.failed() && !f.connected_ns) return true;
+  return false;
+}
+
+bool job_failed(const Context& c) {
+  for (const auto& f : c.facts)
+    if (f.proc->role != Role::Helper && f.failed()) return true;
+  return false;
+}
+
+// What a deviant rank's endpoint did: "12 refused connect(s) to 127.0.0.1:29501, where no
+// traced store listens; never connected".
+std::string endpoint_words(const Context& c, const ProcessFacts& f) {
+  std::string out;
+  std::vector<const Event*> failed = f.refused;
+  failed.insert(failed.end(), f.connect_timeouts.begin(), f.connect_timeouts.end());
+  failed.insert(failed.end(), f.connect_other_failures.begin(), f.connect_other_failures.end());
+  if (!failed.empty()) {
+    const Event* e = failed.front();
+    const std::string dest = format_sockaddr(e->rec.u.net.peer)
+                                 .value_or("port " + std::to_string(f.store_port));
+    out = std::to_string(failed.size()) + " failed store connect(s) to " + dest + " (first " +
+          describe(*e) + " at " + rel(c, e->wall_ns) + ")";
+    if (f.store_port && !c.store_server(f.store_port)) out += ", where no traced store listens";
+  }
+  if (f.first_store_attempt_ns)
+    out += std::string(out.empty() ? "" : "; ") + (f.connected_ns
+                                                       ? "connected at " + rel(c, *f.connected_ns)
+                                                       : std::string("never connected"));
+  return out;
+}
+
+}  // namespace
+
+std::optional<Candidate> rule_config_mismatch(const Context& c) {
+  if (!job_failed(c)) return std::nullopt;
+  std::vector<Member> ranks, agents;
+  // One rank twice is two launches (rdzv_collision), not one job whose ranks disagree.
+  std::set<int> seen;
+  bool one_job = true;
+  for (const ProcessFacts* f : c.ranks()) one_job &= seen.insert(f->proc->rank).second;
+  if (one_job)
+    for (const ProcessFacts* f : c.ranks()) ranks.push_back({f, rank_settings(*f->proc)});
+  for (const auto& f : c.facts)
+    if (f.proc->role == Role::Agent) agents.push_back({&f, agent_settings(f.proc->header.cmdline)});
+
+  std::vector<Mismatch> found = mismatches_among(c, ranks);
+  for (Mismatch& m : mismatches_among(c, agents)) found.push_back(std::move(m));
+  std::erase_if(found, [&](const Mismatch& m) { return !did_harm(c, m); });
+  if (found.empty()) return std::nullopt;
+
+  // The processes that disagree on any setting, in rank order (agents after ranks).
+  std::vector<const ProcessFacts*> deviants;
+  for (const Mismatch& m : found)
+    for (const ProcessFacts* f : m.deviants)
+      if (std::find(deviants.begin(), deviants.end(), f) == deviants.end()) deviants.push_back(f);
+  std::stable_sort(deviants.begin(), deviants.end(),
+                   [](const ProcessFacts* a, const ProcessFacts* b) {
+                     const bool ra = a->proc->rank >= 0 && a->proc->role != Role::Agent;
+                     const bool rb = b->proc->rank >= 0 && b->proc->role != Role::Agent;
+                     if (ra != rb) return ra;
+                     return a->proc->rank < b->proc->rank;
+                   });
+  const ProcessFacts* first = deviants.front();
+
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::ConfigMismatch;
+  v.confidence = "high";
+  v.cause = found.front().setting;
+  if (first->proc->rank >= 0 && first->proc->role != Role::Agent)
+    v.initiating_rank = first->proc->rank;
+  v.initiating_host = first->proc->host;
+
+  // Side by side: each setting, each value, who has it (and whether a traced store listens there).
+  nlohmann::ordered_json settings_json = nlohmann::ordered_json::array();
+  for (const Mismatch& m : found) {
+    Finding fd;
+    fd.cls = FailureClass::ConfigMismatch;
+    nlohmann::ordered_json values = nlohmann::ordered_json::object();
+    for (const auto& [value, ms] : m.by_value) {
+      std::string line = m.setting + "=" + value + " on " + processes_words(ms);
+      if (m.setting == "MASTER_PORT") {
+        const ProcessFacts* s = c.store_server(static_cast<std::uint16_t>(std::stoi(value)));
+        line += s ? " (the store of " + s->proc->label() + " listens there)"
+                  : " (no traced store listens there)";
+      }
+      line += value == m.expected ? "" : "  <- differs";
+      fd.evidence.push_back(line);
+      std::vector<std::string> who_list;
+      for (const ProcessFacts* f : ms) who_list.push_back(who(*f));
+      values[value] = who_list;
+    }
+    out.findings.push_back(fd);
+    std::vector<std::string> dev;
+    for (const ProcessFacts* f : m.deviants) dev.push_back(who(*f));
+    settings_json.push_back(
+        {{"setting", m.setting}, {"expected", m.expected}, {"values", values}, {"differing", dev}});
+  }
+  for (const ProcessFacts* f : deviants) {
+    const std::string ep = endpoint_words(c, *f);
+    if (ep.empty()) continue;
+    Finding fd = finding_for(FailureClass::ConfigMismatch, *f,
+                             f->first_error ? std::optional(f->first_error->wall_ns)
+                                            : std::nullopt);
+    fd.evidence.push_back(f->proc->label() + ": " + ep);
+    out.findings.push_back(fd);
+  }
+
+  const Mismatch& m0 = found.front();
+  std::string values_of_first;
+  for (const auto& [value, ms] : m0.by_value)
+    if (value != m0.expected) values_of_first += (values_of_first.empty() ? "" : ", ") + value;
+  std::vector<const ProcessFacts*> agreeing = m0.by_value.at(m0.expected);
+  v.summary = processes_words(m0.deviants) + " ha" + (m0.deviants.size() == 1 ? "s " : "ve ") +
+              m0.setting + "=" + values_of_first + " where " + processes_words(agreeing) + " ha" +
+              (agreeing.size() == 1 ? "s " : "ve ") + m0.expected +
+              (first->proc->role == Role::Agent
+                   ? ": the torchrun agents of one job must agree on it"
+                   : ": the ranks of one job must agree on it");
+  if (found.size() > 1) {
+    std::string more;
+    for (std::size_t i = 1; i < found.size(); ++i)
+      more += (more.empty() ? "" : ", ") + found[i].setting;
+    v.summary += " (also different: " + more + ")";
+  }
+  if (m0.setting == "MASTER_PORT" || m0.setting == "MASTER_ADDR" || m0.setting == "rdzv-endpoint" ||
+      m0.setting == "master-addr" || m0.setting == "master-port")
+    v.summary += "; " + who(*first) +
+                 " looked for the store elsewhere and the others waited for it";
+  v.next_step =
+      "make the rendezvous settings identical on every rank (MASTER_ADDR/MASTER_PORT, WORLD_SIZE; "
+      "torchrun: --rdzv-endpoint, --rdzv-id, --nnodes): find what set " +
+      m0.setting + "=" + values_of_first + " for " + who(*first) + " on " + first->proc->host +
+      " (its job script, environment or profile: `env | grep -E "
+      "'MASTER_|WORLD_SIZE|TORCHELASTIC'`)";
+  out.discriminators["mismatched_settings"] = settings_json;
+  std::vector<std::string> dev;
+  for (const ProcessFacts* f : deviants) dev.push_back(who(*f));
+  out.discriminators["differing_processes"] = dev;
+  return out;
+}
+
+}  // namespace rdzvscope
