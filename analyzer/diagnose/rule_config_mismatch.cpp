@@ -137,10 +137,14 @@ std::vector<Mismatch> mismatches_among(const Context& c, const std::vector<Membe
   return out;
 }
 
-// A different spelling of one host ("node0" and "node0.cluster", a name and its address) is no
+// Where the store is reached may legitimately differ between ranks: a different spelling of
+// one host ("node0" and "node0.cluster", a name and its address), or another port in front of
+// the same store (a relay, port forwarding, a Kubernetes Service). Such a difference is no
 // mismatch unless it did harm: a process of the job failed without ever reaching the store.
 bool did_harm(const Context& c, const Mismatch& m) {
-  if (m.setting != "MASTER_ADDR" && m.setting != "master-addr") return true;
+  static const std::set<std::string> kEndpointSettings{"MASTER_ADDR", "master-addr", "MASTER_PORT",
+                                                       "master-port", "rdzv-endpoint"};
+  if (!kEndpointSettings.count(m.setting)) return true;
   for (const auto& f : c.facts)
     if (f.proc->role != Role::Helper && f.failed() && !f.connected_ns) return true;
   return false;

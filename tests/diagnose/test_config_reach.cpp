@@ -70,6 +70,24 @@ TEST_CASE(
         std::string::npos);
 }
 
+TEST_CASE("ranks that reach the store through a relay on another port are no config_mismatch") {
+  // A proxy, port forwarding or a Kubernetes Service between ranks and store: MASTER_PORT
+  // differs from the port the store listens on, and every rank still got through. (The e2e
+  // transient_recv scenario's relay made this a config_mismatch blaming the store host.)
+  Job job;
+  job.world_size(4);
+  waiting_rank(job, 0).exit(7.0, 1);
+  for (int r = 1; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    p.master("node0", kOtherPort);
+    const auto local = static_cast<std::uint16_t>(40000 + r);
+    p.connect(1.0, 0, kOtherPort, 0.001, local).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, local, kOtherPort).exit(4.1, 1);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls != FailureClass::ConfigMismatch);
+}
+
 TEST_CASE("config_mismatch on two ranks: the one pointing where no traced store listens") {
   Job job;
   job.world_size(2);
