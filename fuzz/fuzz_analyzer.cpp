@@ -80,8 +80,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       2, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string text = rdzvscope::diagnosis_text(d);
   // The other views read the same garbage: the timeline, the HTML page and the markdown.
-  const std::string timeline = rdzvscope::timeline_json(d, model).dump(
+  // The timeline is serialized by hand, event by event: it must still be JSON.
+  const std::string timeline = rdzvscope::timeline_json(d, model);
+  if (!nlohmann::json::accept(timeline)) __builtin_trap();
+  // The live view and the metrics read the same model.
+  const rdzvscope::JoinStatus live = rdzvscope::join_status(model, model.t0().value_or(0) + 5'000'000'000);
+  const std::string prom = rdzvscope::prometheus_text(live, d, 0);
+  const auto screen = rdzvscope::join_status_lines(live, d, 40);
+  const std::string watch_json = rdzvscope::join_status_json(live, d).dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (prom.empty() || screen.empty() || watch_json.empty()) __builtin_trap();
   const std::string html = rdzvscope::diagnosis_html(d);
   const std::string markdown = rdzvscope::diagnosis_markdown(d, model);
   if (json.empty() || text.empty() || timeline.empty() || html.empty() || markdown.empty()) __builtin_trap();
