@@ -104,7 +104,7 @@ std::string diagnosis_text(const Diagnosis& d) {
   if (!d.discriminators.empty()) {
     s += "\nDISCRIMINATORS\n";
     for (const auto& [k, val] : d.discriminators.items()) {
-      std::string text = val.is_string() ? val.get<std::string>() : val.dump();
+      std::string text = val.is_string() ? val.get<std::string>() : val.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       s += fmt::format("  {:<36} ", k) + wrap(text, 60, 39) + "\n";
     }
   }
