@@ -44,6 +44,8 @@ PACKAGES=(
   libclang-rt-14-dev chromium
   # watch: its terminal view is tested in tmux, its metrics with Prometheus' own promtool
   tmux prometheus
+  # Slurm (tests/slurm: a real cluster of munged, slurmctld and slurmds; the SPANK plugin's header)
+  slurmctld slurmd slurm-client munge libslurm-dev
 )
 
 missing=()

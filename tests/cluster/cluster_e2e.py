@@ -40,6 +40,7 @@ import time
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from rdzvtest import scenarios, trace_patch  # noqa: E402
+from rdzvtest import checks  # noqa: E402
 from rdzvtest.checks import (Fail, expect, expect_any_text, expect_exit, expect_text,  # noqa: E402
                              finish_scenario, log, nonzero)
 from rdzvtest.cli import ANALYZE_TIMEOUT_S, AnalyzerMissing  # noqa: E402
@@ -686,10 +687,10 @@ def main():
     if why:
         log(f"SKIP cluster.{args.scenario}: {why}")
         return 77
-    for what, path in (("rdzvscope CLI", args.rdzvscope), ("python", args.python)):
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            log(f"FAIL: {what} not found or not executable: {path}")
-            return 1
+    missing = checks.missing_executable((("rdzvscope CLI", args.rdzvscope), ("python", args.python)))
+    if missing:
+        log(missing)
+        return 1
     hosts, per_host = (int(x) for x in args.layout.split("x"))
     if hosts != HOSTS:
         ap.error(f"the scenarios are written for {HOSTS} hosts")

@@ -27,6 +27,7 @@ import time
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from rdzvtest import cli  # noqa: E402
+from rdzvtest import checks  # noqa: E402
 from rdzvtest.checks import Fail  # noqa: E402
 from rdzvtest.launch import job_env  # noqa: E402
 from rdzvtest.ports import free_port  # noqa: E402
@@ -172,10 +173,10 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory on success")
     args = ap.parse_args()
 
-    for what, path in (("rdzvscope CLI", args.rdzvscope), ("python", args.python)):
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            print(f"FAIL: {what} not found or not executable: {path}")
-            return 1
+    missing = checks.missing_executable((("rdzvscope CLI", args.rdzvscope), ("python", args.python)))
+    if missing:
+        print(missing)
+        return 1
     if args.shim and not os.path.isfile(args.shim):
         print(f"FAIL: the shim was not built: {args.shim}")
         return 1

@@ -8,6 +8,7 @@ Two styles, as the scripts use them:
     a process placed on a cluster host (attribute `host`) is named label@host.
 """
 import json
+import os
 import shutil
 import time
 
@@ -63,6 +64,15 @@ def expect_any_text(p, needles, errors):
 
 def log(msg):
     print(msg, flush=True)
+
+
+def missing_executable(named):
+    """The first of named ((what, path), ...) that is not an executable file, said as a FAIL
+    line; None when all are."""
+    for what, path in named:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            return f"FAIL: {what} not found or not executable: {path}"
+    return None
 
 
 def finish_scenario(name, verdict_errors, work, t_start, keep):
