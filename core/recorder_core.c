@@ -356,6 +356,122 @@ static int read_stat(int pid, rdzv_s64 *ppid, rdzv_s64 *start_ticks) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- origin */
+
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int rdzv_parse_boot_id(const char *text, rdzv_u8 out[16]) {
+  rdzv_u8 bytes[16];
+  int digits = 0;
+  for (const char *p = text; *p && *p != '\n'; ++p) {
+    const long at = p - text;
+    if (at == 8 || at == 13 || at == 18 || at == 23) {
+      if (*p != '-') return 0;
+      continue;
+    }
+    const int v = hex_value(*p);
+    if (v < 0 || digits >= 32) return 0;
+    if (digits % 2 == 0) bytes[digits / 2] = (rdzv_u8)(v << 4);
+    else bytes[digits / 2] |= (rdzv_u8)v;
+    ++digits;
+  }
+  if (digits != 32) return 0;
+  memcpy(out, bytes, sizeof bytes);
+  return 1;
+}
+
+rdzv_u64 rdzv_parse_ns_link(const char *link) {
+  const char *open = strchr(link, '[');
+  if (!open) return 0;
+  rdzv_u64 v = 0;
+  const char *p = open + 1;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    if (v > (~0ull - 9) / 10) return 0;
+    v = v * 10 + (rdzv_u64)(*p - '0');
+  }
+  return (*p == ']' && p > open + 1) ? v : 0;
+}
+
+int rdzv_parse_nspid(const char *status, rdzv_s32 *first, rdzv_s32 *last) {
+  const char *line = status;
+  while (line && strncmp(line, "NSpid:", 6) != 0) {
+    line = strchr(line, '\n');
+    if (line) ++line;
+  }
+  if (!line) return 0;
+  int count = 0;
+  for (const char *p = line + 6; *p && *p != '\n';) {
+    if (*p == ' ' || *p == '\t') {
+      ++p;
+      continue;
+    }
+    rdzv_s64 v = 0;
+    const char *start = p;
+    for (; *p >= '0' && *p <= '9'; ++p)
+      if ((v = v * 10 + (*p - '0')) > 0x7fffffff) return 0;
+    if (p == start) return 0;
+    if (count++ == 0) *first = (rdzv_s32)v;
+    *last = (rdzv_s32)v;
+  }
+  return count;
+}
+
+int rdzv_find_container_id(const char *cgroup, char *out, size_t cap) {
+  /* The last run of exactly 64 hex digits wins: nested cgroups name the innermost last. */
+  const char *found = NULL;
+  for (const char *p = cgroup; *p;) {
+    if (hex_value(*p) < 0) {
+      ++p;
+      continue;
+    }
+    const char *start = p;
+    while (hex_value(*p) >= 0) ++p;
+    if (p - start == 64 && (start == cgroup || !((start[-1] >= 'g' && start[-1] <= 'z') ||
+                                                 (start[-1] >= 'G' && start[-1] <= 'Z'))))
+      found = start;
+  }
+  if (!found || cap < 65) return 0;
+  memcpy(out, found, 64);
+  out[64] = '\0';
+  return 1;
+}
+
+static rdzv_u64 ns_inode(int pid, const char *which) {
+  char path[48], link[64];
+  proc_path(path, sizeof path, pid, which);
+  const ssize_t n = readlink(path, link, sizeof link - 1);
+  if (n <= 0) return 0;
+  link[n] = '\0';
+  return rdzv_parse_ns_link(link);
+}
+
+int rdzv_origin_fill(struct rdzv_origin *o, int pid, rdzv_s64 start_ticks) {
+  memset(o, 0, sizeof *o);
+  char buf[4096];
+  int have_boot = 0;
+  if (rdzv_read_file("/proc/sys/kernel/random/boot_id", buf, sizeof buf) > 0)
+    have_boot = rdzv_parse_boot_id(buf, o->boot_id);
+  o->pidns_inode = ns_inode(pid, "/ns/pid");
+  o->netns_inode = ns_inode(pid, "/ns/net");
+  o->start_ticks = start_ticks > 0 ? (rdzv_u64)start_ticks : 0;
+
+  char path[48];
+  proc_path(path, sizeof path, pid, "/status");
+  rdzv_s32 first = 0, last = 0;
+  const int levels = rdzv_read_file(path, buf, sizeof buf) > 0 ? rdzv_parse_nspid(buf, &first, &last) : 0;
+  o->ns_pid = levels > 0 ? last : (pid > 0 ? pid : (rdzv_s32)getpid());
+  o->host_pid = levels > 1 ? first : 0;
+
+  proc_path(path, sizeof path, pid, "/cgroup");
+  if (rdzv_read_file(path, buf, sizeof buf) > 0) rdzv_find_container_id(buf, o->container_id, sizeof o->container_id);
+  return have_boot && o->pidns_inode != 0;
+}
+
 int rdzv_process_fill(struct rdzv_file_header *h, int pid) {
   h->pid = pid > 0 ? pid : (rdzv_s32)getpid();
   h->ppid = pid > 0 ? -1 : (rdzv_s32)getppid();
@@ -382,6 +498,8 @@ int rdzv_process_fill(struct rdzv_file_header *h, int pid) {
       h->features |= RDZV_FEAT_PROC_START;
     }
   }
+
+  if (alive && rdzv_origin_fill(&h->origin, pid, ticks)) h->features |= RDZV_FEAT_ORIGIN;
 
   char path[48];
   proc_path(path, sizeof path, pid, "/exe");
@@ -497,10 +615,12 @@ void rdzv_trace_geometry(rdzv_u64 max_bytes, rdzv_u64 *capacity, size_t *map_len
 }
 
 /* A file of our name that exists is either an earlier image of this very process (it
- * exec'd: same pid, same start time) or a stranger whose pid was reused. Its header tells
- * which; only the fields needed are read (this may run on a small thread stack). */
+ * exec'd: same pid, same start time, same PID namespace) or a stranger: a pid reused, or a
+ * process of another PID namespace with the same pid (containers started together, each its
+ * own pid 1). Its header tells which; only the fields needed are read (this may run on a
+ * small thread stack). */
 static void count_earlier_image(const char *path, int pid, rdzv_u64 our_start_ns,
-                                rdzv_u32 *generation) {
+                                rdzv_u64 our_pidns, rdzv_u32 *generation) {
   const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
   char magic[RDZV_MAGIC_LEN];
@@ -516,8 +636,16 @@ static void count_earlier_image(const char *path, int pid, rdzv_u64 our_start_ns
                  pread(fd, &their_generation, sizeof their_generation,
                        offsetof(struct rdzv_file_header, exec_generation)) ==
                      (ssize_t)sizeof their_generation;
+  rdzv_u32 their_features = 0;
+  rdzv_u64 their_pidns = 0;
+  const int placed = pread(fd, &their_features, sizeof their_features,
+                           offsetof(struct rdzv_file_header, features)) == (ssize_t)sizeof their_features &&
+                     (their_features & RDZV_FEAT_ORIGIN) &&
+                     pread(fd, &their_pidns, sizeof their_pidns,
+                           offsetof(struct rdzv_file_header, origin.pidns_inode)) == (ssize_t)sizeof their_pidns;
   close(fd);
   if (!ok || memcmp(magic, RDZV_MAGIC, RDZV_MAGIC_LEN) != 0 || their_pid != pid) return;
+  if (placed && our_pidns && their_pidns != our_pidns) return;
   /* Both start times come from the same tick count, read at slightly different moments. */
   const rdzv_u64 diff = their_start > our_start_ns ? their_start - our_start_ns
                                                    : our_start_ns - their_start;
@@ -526,7 +654,7 @@ static void count_earlier_image(const char *path, int pid, rdzv_u64 our_start_ns
 }
 
 static int create_exclusive(const struct rdzv_trace_request *req, rdzv_u64 our_start_ns,
-                            rdzv_u32 *generation, char *path, size_t path_cap,
+                            rdzv_u64 our_pidns, rdzv_u32 *generation, char *path, size_t path_cap,
                             enum rdzv_trace_step *failed) {
   const mode_t mode = req->group_read ? 0640 : 0600;
   for (int n = 0; n < RDZV_TRACE_NAME_ATTEMPTS; ++n) {
@@ -544,7 +672,8 @@ static int create_exclusive(const struct rdzv_trace_request *req, rdzv_u64 our_s
       *failed = RDZV_TRACE_CREATE;
       return -1;
     }
-    if (req->count_exec_generation) count_earlier_image(path, req->pid, our_start_ns, generation);
+    if (req->count_exec_generation)
+      count_earlier_image(path, req->pid, our_start_ns, our_pidns, generation);
   }
   *failed = RDZV_TRACE_CREATE;
   errno = EEXIST;
@@ -558,7 +687,8 @@ int rdzv_trace_create(const struct rdzv_trace_request *req, const struct rdzv_fi
   if (!failed) failed = &step_unused;
   *failed = RDZV_TRACE_OK;
   rdzv_u32 generation = 0;
-  const int fd = create_exclusive(req, facts->start_realtime_ns, &generation, path, path_cap,
+  const rdzv_u64 pidns = (facts->features & RDZV_FEAT_ORIGIN) ? facts->origin.pidns_inode : 0;
+  const int fd = create_exclusive(req, facts->start_realtime_ns, pidns, &generation, path, path_cap,
                                   failed);
   if (fd < 0) return errno;
 

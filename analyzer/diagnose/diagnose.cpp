@@ -31,6 +31,9 @@ RankRow row_for(const Context& c, const ProcessFacts& f) {
   r.rank = rank_of(f);
   r.host = f.proc->host;
   r.pid = f.proc->pid;
+  r.container = f.proc->container;
+  r.pid_namespace = f.proc->own_pidns;
+  r.process = f.proc;
   r.role = role_name(f.proc->role);
   r.launched_ns = f.proc->launched_ns;
   for (const Event* e : f.resolves)

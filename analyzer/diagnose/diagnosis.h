@@ -13,6 +13,8 @@
 
 namespace rdzvscope {
 
+struct Process;  // process_model.h
+
 struct Verdict {
   FailureClass cls = FailureClass::Unknown;
   std::optional<std::string> cause;
@@ -60,6 +62,9 @@ struct RankRow {
   std::optional<int> rank;
   std::string host;
   int pid = 0;
+  std::string container;            // Process::container: "" when none
+  std::uint64_t pid_namespace = 0;  // Process::own_pidns: 0 in the host's initial one
+  const Process* process = nullptr; // views only: the row's process (none for absent ranks)
   std::string role;
   std::optional<std::int64_t> launched_ns, resolved_ns, first_store_connect_ns, connected_ns;
   std::optional<std::int64_t> first_error_ns;

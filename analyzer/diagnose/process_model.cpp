@@ -13,6 +13,8 @@
 #include <thread>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "clock_alignment.h"
 #include "reader/names.h"
 #include "reader/trace_reader.h"
@@ -30,9 +32,17 @@ const char* role_name(Role r) {
   return "worker";
 }
 
+std::string Process::pid_words() const {
+  std::string words = "pid " + std::to_string(pid);
+  if (!container.empty()) return words + ", container " + container;
+  if (own_pidns) return words + " in PID namespace " + std::to_string(own_pidns);
+  return words;
+}
+
 std::string Process::label() const {
-  std::string where = host + " pid " + std::to_string(pid);
-  return rank >= 0 ? "rank " + std::to_string(rank) + " (" + where + ")" : "pid " + std::to_string(pid) + " on " + host;
+  if (rank >= 0) return "rank " + std::to_string(rank) + " (" + host + " " + pid_words() + ")";
+  if (container.empty() && !own_pidns) return pid_words() + " on " + host;
+  return "pid " + std::to_string(pid) + " on " + host + pid_words().substr(("pid " + std::to_string(pid)).size());
 }
 
 namespace {
@@ -60,8 +70,27 @@ bool is_agent(const std::string& cmdline) {
          cmdline.find("torch.distributed.launch") != std::string::npos;
 }
 
-// Files of one process: same host and pid, started at the same moment (an exec keeps both).
+bool has_origin(const rdzv_file_header& h) { return (h.features & RDZV_FEAT_ORIGIN) && h.origin.pidns_inode; }
+
+// "boot-id-in-hex/pidns-inode": the space a pid is unique in, for a file with an origin.
+std::string namespace_pid_space(const rdzv_origin& o) {
+  std::string s;
+  for (std::uint8_t b : o.boot_id) s += fmt::format("{:02x}", b);
+  return s + "/" + std::to_string(o.pidns_inode);
+}
+
+// A container id as reports show it: its first 12 hex digits, as `docker ps` does. Anything
+// but hex digits (a damaged header) gives none.
+std::string container_label(const std::string& id) {
+  if (id.empty() || id.find_first_not_of("0123456789abcdef") != std::string::npos) return "";
+  return id.substr(0, 12);
+}
+
+// Files of one process: same pid in the same pid space, started at the same moment (an exec
+// keeps all three).
 ProcessKey key_of(const rdzv_file_header& h) {
+  if (has_origin(h))
+    return {namespace_pid_space(h.origin), h.origin.ns_pid, static_cast<std::int64_t>(h.origin.start_ticks)};
   // Start time to 100 ms: two computations of it from the same tick count differ slightly.
   return {bounded_string(h.host), h.pid, static_cast<std::int64_t>(h.start_realtime_ns / 100'000'000)};
 }
@@ -74,6 +103,7 @@ ProcessHeader::ProcessHeader(const rdzv_file_header& h)
       cmdline(bounded_string(h.cmdline)), cmdline_truncated(h.cmdline_truncated != 0),
       exec_generation(h.exec_generation) {
   std::copy(std::begin(h.store_ports), std::end(h.store_ports), std::begin(store_ports));
+  if (has_origin(h)) origin = h.origin;
 }
 
 namespace {
@@ -84,6 +114,14 @@ void finish(Process& p) {
   const ProcessHeader& h = p.header;
   p.host = h.host;
   p.pid = h.pid;
+  p.pid_space = h.host;
+  if (h.origin) {
+    const rdzv_origin& o = *h.origin;
+    // attach files give the host's pid, and the host's view is where their ppid counts.
+    p.pid_space = h.pid == o.ns_pid ? namespace_pid_space(o) : namespace_pid_space(o) + "/host-view";
+    if (o.pidns_inode != RDZV_PIDNS_INIT_INODE) p.own_pidns = o.pidns_inode;
+    p.container = container_label(bounded_string(o.container_id));
+  }
   p.rank = h.ident.rank >= 0 ? h.ident.rank : h.ident.slurm_procid;
   p.world_size = h.ident.world_size;
   p.restart_count = h.ident.restart_count;
@@ -137,10 +175,10 @@ bool touched_store(const Process& p) {
 // the same rank and job that never touched the store is that rank's helper, not the rank.
 void mark_helpers(std::vector<Process>& procs) {
   std::map<std::pair<std::string, std::int32_t>, const Process*> by_pid;
-  for (const Process& p : procs) by_pid[{p.host, p.pid}] = &p;
+  for (const Process& p : procs) by_pid[{p.pid_space, p.pid}] = &p;
   for (Process& p : procs) {
     if (p.rank < 0 || p.role != Role::Worker || touched_store(p)) continue;
-    auto parent = by_pid.find({p.host, p.header.ppid});
+    auto parent = by_pid.find({p.pid_space, p.header.ppid});
     if (parent == by_pid.end()) continue;
     const Process& q = *parent->second;
     if (q.rank == p.rank && q.job_key == p.job_key && q.launched_ns <= p.launched_ns) p.role = Role::Helper;

@@ -39,6 +39,7 @@ struct ProcessHeader {
   std::string host, cmdline;
   bool cmdline_truncated = false;
   std::uint32_t exec_generation = 0;
+  std::optional<rdzv_origin> origin;  // RDZV_FEAT_ORIGIN: boot, namespaces, container
 
   ProcessHeader() = default;
   explicit ProcessHeader(const rdzv_file_header& h);
@@ -48,7 +49,12 @@ struct Process {
   std::vector<std::string> files;
   ProcessHeader header;  // of the newest image (identity may change across exec)
   std::string host;
-  std::int32_t pid = 0;
+  std::int32_t pid = 0;       // as its recorder saw it: the shim its own, attach the host's
+  // Where pid and ppid are counted: the host name, or (with an origin) the boot and the PID
+  // namespace they belong to. Two processes with one pid_space and one pid are one process.
+  std::string pid_space;
+  std::string container;      // the container id (cut to 12 characters), "" when none
+  std::uint64_t own_pidns = 0;  // the PID namespace when it is not the host's initial one
   std::int32_t rank = -1;     // RANK, else SLURM_PROCID; -1 when neither
   std::int32_t world_size = -1;
   std::int32_t restart_count = -1;  // TORCHELASTIC_RESTART_COUNT: torchrun's attempt, from 0
@@ -64,7 +70,12 @@ struct Process {
   std::optional<int> exit_status;  // nullopt: unknown (main returned unseen, or no exit)
   bool vanished() const { return !exit_ns.has_value(); }
   std::int64_t last_event_ns() const { return events.empty() ? launched_ns : events.back().wall_ns; }
-  std::string label() const;  // "rank 3 (node7 pid 1234)" or "pid 1234 on node7"
+  // "rank 3 (node7 pid 1234)" or "pid 1234 on node7"; a process in a PID namespace of its
+  // own says which: "rank 3 (node7 pid 1, container 3f2a9c1b4d5e)", or "... pid 1 in PID
+  // namespace 4026532301)" where no container id is known.
+  std::string label() const;
+  // "pid 1234"; "pid 1, container 3f2a9c1b4d5e"; "pid 1 in PID namespace 4026532301".
+  std::string pid_words() const;
 };
 
 struct TraceInputs {
@@ -86,7 +97,11 @@ TraceInputs load_traces(const std::vector<std::string>& paths);
 // read in parallel into these (each independent of the others) and merged in file order, so
 // the result does not depend on the number of threads. `watch` keeps them between refreshes
 // and reads again only the files that changed.
-using ProcessKey = std::tuple<std::string, std::int32_t, std::int64_t>;  // host, pid, start
+// Which process a file is of: (pid space, pid, start). With an origin: the boot and PID
+// namespace, the pid the process saw and its start in clock ticks, the same whichever
+// recorder wrote the file. Without one (files of older recorders): the host name, the pid and
+// the start to 100 ms.
+using ProcessKey = std::tuple<std::string, std::int32_t, std::int64_t>;
 struct FileRead {
   std::optional<Error> unusable;   // the file could not be used at all
   std::optional<ProcessKey> key;

@@ -51,6 +51,9 @@ ojson diagnosis_json(const Diagnosis& d) {
                      {"first_error", err},
                      {"exit", r.vanished ? ojson("vanished") : ojson(json_opt(r.exit_status))},
                      {"late", r.late}});
+    // Added in issue 17: a process in a PID namespace of its own (a container) says which.
+    if (!r.container.empty()) ranks.back()["container"] = r.container;
+    if (r.pid_namespace) ranks.back()["pid_namespace"] = r.pid_namespace;
     // Added in issue 17: only on the rows of ranks with no trace (Evidence::absent_ranks),
     // which have no process: no host, no pid.
     if (r.absent) {

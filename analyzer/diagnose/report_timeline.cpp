@@ -2,7 +2,7 @@
 // chrome://tracing. One process track per host (pid = 1-based host index: pid 0 reads as the
 // kernel's idle task in some viewers), one thread track per rank (tid = rank; processes
 // without a rank, such as launcher agents, get tid = 1,000,000 + OS pid so they never clash
-// with a rank). Times are µs after the earliest launch, the report's +0.00 s.
+// with a rank; + 10,000,000 for each other process with that pid on the host). Times are µs after the earliest launch, the report's +0.00 s.
 //
 // The Diagnosis keeps only the first resolve/connect/error of a rank; a timeline must show
 // every attempt, so this writer walks the trace events itself (through the same facts).
@@ -24,6 +24,7 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 constexpr long kUnrankedTidBase = 1'000'000;
+constexpr long kSamePidTidStep = 10'000'000;  // above base + the largest pid (pid_max 2^22)
 
 struct Track {
   int pid = 0;
@@ -73,7 +74,7 @@ class TimelineWriter {
     // Looked up once per process: a scan of the rank table for each was quadratic (131,072
     // ranks: most of a minute).
     for (const RankRow& r : d_.ranks)
-      if (r.late) late_.insert({r.host, r.pid});
+      if (r.late && r.process) late_.insert(r.process);
   }
 
   std::string build(const LogFacts& logs) {
@@ -135,17 +136,22 @@ class TimelineWriter {
   Track track_for(const ProcessFacts& f) {
     const Process& p = *f.proc;
     Track t{host_pid_[p.host], kUnrankedTidBase + p.pid};
-    // Two processes claiming one rank on one host (a collision) must not share a track.
-    if (p.role != Role::Agent && p.rank >= 0 && used_.insert({t.pid, p.rank}).second) t.tid = p.rank;
+    // Two processes claiming one rank on one host (a collision) must not share a track, nor
+    // two with one pid (PID namespaces of their own: each container's pid 1).
+    if (p.role != Role::Agent && p.rank >= 0 && used_.insert({t.pid, p.rank}).second) {
+      t.tid = p.rank;
+      return t;
+    }
+    while (!used_.insert({t.pid, t.tid}).second) t.tid += kSamePidTidStep;
     return t;
   }
 
   std::string thread_name(const ProcessFacts& f, Track t) const {
     const Process& p = *f.proc;
     std::string name = t.tid < kUnrankedTidBase ? "rank " + std::to_string(p.rank) : std::string(role_name(p.role));
-    name += " (pid " + std::to_string(p.pid) + (p.role == Role::StoreServer ? ", store host" : "") + ")";
+    name += " (" + p.pid_words() + (p.role == Role::StoreServer ? ", store host" : "") + ")";
     if (p.rank >= 0 && d_.verdict.initiating_rank == p.rank && p.role != Role::Agent) name += " - initiating";
-    if (late_.count({p.host, p.pid})) name += " - late";
+    if (late_.count(&p)) name += " - late";
     return name;
   }
 
@@ -318,7 +324,7 @@ class TimelineWriter {
   std::int64_t t0_;
   std::map<std::string, int> host_pid_;
   std::set<std::pair<int, long>> used_;
-  std::set<std::pair<std::string, int>> late_;  // (host, pid) of the late ranks
+  std::set<const Process*> late_;  // the late ranks' processes (host and pid are not unique)
   Track verdict_track_;
   std::string events_;
   std::vector<Span> spans_;

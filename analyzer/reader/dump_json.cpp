@@ -1,5 +1,7 @@
 #include "dump_json.h"
 
+#include <fmt/format.h>
+
 #include "names.h"
 
 namespace rdzvscope {
@@ -106,6 +108,21 @@ unsigned named_flags(const rdzv_file_header& h, const rdzv_record& r) {
   }
 }
 
+// The origin (RDZV_FEAT_ORIGIN), or null for a file without one.
+json origin_json(const rdzv_file_header& h) {
+  if (!(h.features & RDZV_FEAT_ORIGIN)) return nullptr;
+  const rdzv_origin& o = h.origin;
+  std::string boot;
+  for (std::uint8_t b : o.boot_id) boot += fmt::format("{:02x}", b);
+  return json{{"boot_id", boot},
+              {"pid_namespace", o.pidns_inode},
+              {"net_namespace", o.netns_inode},
+              {"ns_pid", o.ns_pid},
+              {"host_pid", o.host_pid},
+              {"start_ticks", o.start_ticks},
+              {"container_id", bounded_string(o.container_id)}};
+}
+
 }  // namespace
 
 json header_json(const Trace& trace) {
@@ -136,6 +153,7 @@ json header_json(const Trace& trace) {
       {"exec_generation", h.exec_generation},
       {"features", feature_names(h.features)},
       {"identity", identity_json(h.ident)},
+      {"origin", origin_json(h)},
   };
 }
 

@@ -176,11 +176,29 @@ long rdzv_read_file(const char *path, char *buf, size_t cap);
 rdzv_u64 rdzv_proc_field(const char *text, const char *key);
 
 /* Fills pid, ppid, the clock pair, created_monotonic_ns, start_realtime_ns (and
- * RDZV_FEAT_PROC_START) when known, host, exe, cmdline and cmdline_truncated of `h`, for this
+ * RDZV_FEAT_PROC_START) when known, origin (and RDZV_FEAT_ORIGIN) when the process could be
+ * placed, host, exe, cmdline and cmdline_truncated of `h`, for this
  * process (pid 0: /proc/self, getppid) or another one (/proc/PID). Other fields are left
  * alone. Returns 0, or -1 when /proc/PID/stat could not be read (the process is gone; the
  * pid and clocks are set anyway). */
 int rdzv_process_fill(struct rdzv_file_header *h, int pid);
+
+/* Fills `o` for this process (pid 0) or another one (/proc/PID): the boot id, the PID and
+ * network namespaces, NSpid, the container id, and start_ticks (passed in: the caller has
+ * read /proc/PID/stat already; -1 when unknown). Fields that cannot be read stay zero.
+ * Returns 1 when the process could be placed (boot id and PID namespace known), else 0. */
+int rdzv_origin_fill(struct rdzv_origin *o, int pid, rdzv_s64 start_ticks);
+
+/* The parsers behind it, for the tests: a boot id's text ("8-4-4-4-12" hex digits) into 16
+ * bytes; a namespace link ("pid:[4026531836]") into its inode; /proc/PID/status's NSpid line
+ * into the first and last pid (returns how many there are, 0 when the line is absent); the
+ * innermost container id (64 hex digits, as docker, containerd, cri-o and podman name their
+ * cgroups) in a /proc/PID/cgroup text. Each returns 0 (or leaves out untouched) on a
+ * malformed input. */
+int rdzv_parse_boot_id(const char *text, rdzv_u8 out[16]);
+rdzv_u64 rdzv_parse_ns_link(const char *link);
+int rdzv_parse_nspid(const char *status, rdzv_s32 *first, rdzv_s32 *last);
+int rdzv_find_container_id(const char *cgroup, char *out, size_t cap);
 
 /* ---------------------------------------------------------------- trace files */
 

@@ -55,6 +55,7 @@ typedef int64_t rdzv_s64;
 #define RDZV_FEAT_SNAPSHOTS (1u << 1)   /* resource snapshots are recorded */
 #define RDZV_FEAT_STORE_IO (1u << 2)    /* per-call events on store sockets */
 #define RDZV_FEAT_LOST_COUNTER (1u << 3) /* header.lost is maintained (bpf ring buffer) */
+#define RDZV_FEAT_ORIGIN (1u << 4)       /* header.origin is valid (files before it: zeros) */
 
 enum rdzv_source { RDZV_SOURCE_SHIM = 1, RDZV_SOURCE_BPF = 2 };
 
@@ -232,6 +233,26 @@ struct rdzv_identity {
   char slurm_job_id[32];
 };
 
+/* Which process this is, in a way that survives containers: a host name and a pid are not
+ * unique when processes run in PID namespaces of their own (every container's first process
+ * is pid 1, and `--net=host` containers share the host's name). The boot, the PID namespace,
+ * the pid in it and the start time are. Both recorders fill it from /proc/PID (the shim for
+ * itself, attach for a process it follows, which it sees by host pid), so the two describe
+ * one process alike. Zero where unknown. */
+#define RDZV_PIDNS_INIT_INODE 0xEFFFFFFCu /* the kernel's initial PID namespace, always */
+#define RDZV_CONTAINER_ID_MAX 72
+struct rdzv_origin {
+  rdzv_u8 boot_id[16];     /* /proc/sys/kernel/random/boot_id: one machine, one boot */
+  rdzv_u64 pidns_inode;    /* /proc/PID/ns/pid: the PID namespace ns_pid is counted in */
+  rdzv_u64 netns_inode;    /* /proc/PID/ns/net: where its loopback addresses lead */
+  rdzv_u64 start_ticks;    /* /proc/PID/stat field 22: clock ticks from boot to its start */
+  rdzv_s32 ns_pid;         /* the pid the process sees (NSpid's last entry) */
+  rdzv_s32 host_pid;       /* its pid in the recorder's /proc view when that is an outer
+                              PID namespace (attach on the host), else 0 */
+  char container_id[RDZV_CONTAINER_ID_MAX]; /* from /proc/PID/cgroup (docker, containerd,
+                                               cri-o, podman, kubepods); "" when none */
+};
+
 #define RDZV_MAX_STORE_PORTS 16
 #define RDZV_CMDLINE_MAX 512
 struct rdzv_file_header {
@@ -259,7 +280,8 @@ struct rdzv_file_header {
   char cmdline[RDZV_CMDLINE_MAX]; /* argv joined by single spaces, cut to fit */
   rdzv_u32 cmdline_truncated;
   rdzv_u32 exec_generation; /* 0 for the first image of this pid, +1 per traced exec */
-  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160];
+  struct rdzv_origin origin; /* RDZV_FEAT_ORIGIN */
+  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120];
 };
 
 static inline rdzv_u32 rdzv_seal_for(rdzv_u64 slot) {
@@ -280,6 +302,8 @@ static_assert(sizeof(struct rdzv_ev_proc) <= RDZV_PAYLOAD_SIZE, "proc payload fi
 static_assert(sizeof(struct rdzv_record) == RDZV_RECORD_SIZE, "record size");
 static_assert(__builtin_offsetof(struct rdzv_record, seal) == RDZV_RECORD_SIZE - 4, "seal is last");
 static_assert(sizeof(struct rdzv_identity) == 192, "identity layout");
+static_assert(sizeof(struct rdzv_origin) == 120, "origin layout");
+static_assert(__builtin_offsetof(struct rdzv_file_header, origin) == 1160, "origin after exec_generation");
 static_assert(sizeof(struct rdzv_file_header) == RDZV_HEADER_SIZE, "header size");
 #elif !defined(__bpf__) && !defined(__BPF__)
 _Static_assert(sizeof(struct rdzv_record) == RDZV_RECORD_SIZE, "record size");

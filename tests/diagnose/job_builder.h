@@ -51,6 +51,19 @@ class Proc {
     b_.header().ident.master_port = port;
     return *this;
   }
+  // Where the recorder placed the process (RDZV_FEAT_ORIGIN): one boot of one machine, a PID
+  // namespace, the pid the process saw and its start in clock ticks, a container id.
+  Proc& origin(std::uint64_t pidns, int ns_pid, std::uint64_t start_ticks, const char* container = "") {
+    rdzv_file_header& h = b_.header();
+    h.features |= RDZV_FEAT_ORIGIN;
+    for (int i = 0; i < 16; ++i) h.origin.boot_id[i] = static_cast<std::uint8_t>(0xb0 + i);
+    h.origin.pidns_inode = pidns;
+    h.origin.netns_inode = 4026531840ull;
+    h.origin.ns_pid = ns_pid;
+    h.origin.start_ticks = start_ticks;
+    std::snprintf(h.origin.container_id, sizeof h.origin.container_id, "%s", container);
+    return *this;
+  }
   // The command line in the header: "torchrun ..." makes the process a launcher agent.
   Proc& cmdline(const char* line) {
     std::snprintf(b_.header().cmdline, sizeof b_.header().cmdline, "%s", line);

@@ -48,6 +48,7 @@ import time
 
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from rdzvtest import checks  # noqa: E402
 from rdzvtest.checks import Fail, finish_scenario, log  # noqa: E402
 from rdzvtest.cli import AnalyzerMissing  # noqa: E402
 from rdzvtest.e2e import MODES, SCENARIOS, Harness, run_scenario  # noqa: E402
@@ -82,6 +83,9 @@ def main():
     ap.add_argument("--legacy-store", action="store_true",
                     help="USE_LIBUV=0: the TCPStore server of PyTorch < 2.4 (2.4 and later use "
                          "the libuv one by default)")
+    ap.add_argument("--pid-namespaces", action="store_true",
+                    help="every rank in a PID namespace of its own with its own /proc (pid 1 "
+                         "there), on the host's network and host name: processes in containers")
     ap.add_argument("--untraced", action="store_true",
                     help="the traces-absent variant: ranks run without `rdzvscope run`, and only "
                          "the log-only analysis is asserted")
@@ -94,10 +98,10 @@ def main():
         return 0
     if args.scenario not in specs or not args.rdzvscope:
         ap.error(f"give --rdzvscope and one scenario of launch mode {args.launch}: " + ", ".join(specs))
-    for what, path in (("rdzvscope CLI", args.rdzvscope), ("python", args.python)):
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            log(f"FAIL: {what} not found or not executable: {path}")
-            return 1
+    missing = checks.missing_executable((("rdzvscope CLI", args.rdzvscope), ("python", args.python)))
+    if missing:
+        log(missing)
+        return 1
 
     if args.work:
         os.makedirs(args.work, exist_ok=True)
@@ -105,7 +109,8 @@ def main():
     else:
         work = tempfile.mkdtemp(prefix=f"rdzvscope-e2e-{args.scenario}-")
     h = Harness(os.path.abspath(args.rdzvscope), args.python, work, args.keep,
-                traced=not args.untraced, legacy_store=args.legacy_store)
+                traced=not args.untraced, legacy_store=args.legacy_store,
+                pid_namespaces=args.pid_namespaces)
     name = args.scenario
     t_start = time.monotonic()
     if args.launch != "hand" and h.torch_major < 2:

@@ -53,6 +53,29 @@ json one_event(const rdzv_record& r) {
 
 }  // namespace
 
+TEST_CASE("header line: the origin, when the recorder placed the process", "[json]") {
+  TraceBuilder b(16);
+  b.header().features = RDZV_FEAT_PROC_START | RDZV_FEAT_ORIGIN;
+  for (int i = 0; i < 16; ++i) b.header().origin.boot_id[i] = static_cast<std::uint8_t>(i);
+  b.header().origin.pidns_inode = 4026532301ull;
+  b.header().origin.netns_inode = 4026531840ull;
+  b.header().origin.ns_pid = 1;
+  b.header().origin.host_pid = 4242;
+  b.header().origin.start_ticks = 123456;
+  std::strcpy(b.header().origin.container_id, "abc");
+  b.add(make_record(RDZV_EV_PROC_START, RDZV_OP_INIT));
+  const auto d = dump(b);
+  const json& o = d.header["origin"];
+  CHECK(o["boot_id"] == "000102030405060708090a0b0c0d0e0f");
+  CHECK(o["pid_namespace"] == 4026532301ull);
+  CHECK(o["net_namespace"] == 4026531840ull);
+  CHECK(o["ns_pid"] == 1);
+  CHECK(o["host_pid"] == 4242);
+  CHECK(o["start_ticks"] == 123456);
+  CHECK(o["container_id"] == "abc");
+  CHECK(d.header["features"] == json::array({"proc_start", "origin"}));
+}
+
 TEST_CASE("header line: every field of the contract", "[json]") {
   TraceBuilder b(16);
   b.header().features = RDZV_FEAT_PROC_START | RDZV_FEAT_STORE_IO;
@@ -98,7 +121,8 @@ TEST_CASE("header line: every field of the contract", "[json]") {
   CHECK(id["run_id"] == "job42");
   CHECK(id["slurm_job_id"].is_null());
   CHECK(id.size() == 11);
-  CHECK(h.size() == 21);
+  CHECK(h["origin"].is_null());  // no RDZV_FEAT_ORIGIN
+  CHECK(h.size() == 22);
   // "type" comes first on the line, for people reading dumps.
   CHECK(json_line(header_json(Trace{})).rfind("{\"type\":\"header\"", 0) == 0);
 }

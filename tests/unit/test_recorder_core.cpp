@@ -405,6 +405,94 @@ TEST_CASE("process facts of a process that is gone: pid and clocks only", "[core
   CHECK(std::string(h.exe).empty());
 }
 
+TEST_CASE("origin parsers: boot id, namespace link, NSpid, container id", "[core][origin]") {
+  rdzv_u8 boot[16] = {};
+  REQUIRE(rdzv_parse_boot_id("0123abcd-45ef-6789-aBcD-0123456789ef\n", boot) == 1);
+  CHECK(boot[0] == 0x01);
+  CHECK(boot[3] == 0xcd);
+  CHECK(boot[15] == 0xef);
+  rdzv_u8 untouched[16] = {7};
+  CHECK(rdzv_parse_boot_id("0123abcd-45ef-6789-abcd-0123456789e", untouched) == 0);  // short
+  CHECK(rdzv_parse_boot_id("0123abcd445ef-6789-abcd-0123456789ef", untouched) == 0);  // no dash
+  CHECK(rdzv_parse_boot_id("0123abcd-45ef-6789-abcd-0123456789eg", untouched) == 0);  // not hex
+  CHECK(untouched[0] == 7);
+
+  CHECK(rdzv_parse_ns_link("pid:[4026531836]") == 4026531836ull);
+  CHECK(rdzv_parse_ns_link("net:[4026532008]") == 4026532008ull);
+  CHECK(rdzv_parse_ns_link("pid:[]") == 0);
+  CHECK(rdzv_parse_ns_link("pid:[12") == 0);
+  CHECK(rdzv_parse_ns_link("pid:[99999999999999999999999]") == 0);
+
+  rdzv_s32 first = 0, last = 0;
+  CHECK(rdzv_parse_nspid("Name:\tpython3\nNSpid:\t4242\t17\t1\nNSpgid:\t1\n", &first, &last) == 3);
+  CHECK(first == 4242);
+  CHECK(last == 1);
+  CHECK(rdzv_parse_nspid("NSpid:\t77\n", &first, &last) == 1);
+  CHECK(first == 77);
+  CHECK(last == 77);
+  CHECK(rdzv_parse_nspid("Name:\tx\nPid:\t5\n", &first, &last) == 0);
+  CHECK(rdzv_parse_nspid("NSpid:\t5x\n", &first, &last) == 0);
+
+  const std::string id(64, 'a');
+  char out[RDZV_CONTAINER_ID_MAX] = {};
+  CHECK(rdzv_find_container_id(("0::/system.slice/docker-" + id + ".scope\n").c_str(), out, sizeof out) == 1);
+  CHECK(std::string(out) == id);
+  const std::string inner = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  CHECK(rdzv_find_container_id(("0::/kubepods/besteffort/pod1234/" + id + "/cri-containerd-" + inner + ".scope").c_str(),
+                               out, sizeof out) == 1);
+  CHECK(std::string(out) == inner);  // the innermost
+  char none[RDZV_CONTAINER_ID_MAX] = "x";
+  CHECK(rdzv_find_container_id("0::/user.slice/user-0.slice/session-3.scope\n", none, sizeof none) == 0);
+  CHECK(rdzv_find_container_id(("0::/x/" + id + "0/").c_str(), none, sizeof none) == 0);  // 65 digits
+  CHECK(std::string(none) == "x");
+}
+
+TEST_CASE("origin of this process: boot, namespaces and pid as /proc says, from inside and outside",
+          "[core][origin]") {
+  char link[64] = {};
+  REQUIRE(::readlink("/proc/self/ns/pid", link, sizeof link - 1) > 0);
+  const rdzv_u64 pidns = rdzv_parse_ns_link(link);
+  REQUIRE(pidns != 0);
+  for (const int pid : {0, static_cast<int>(::getpid())}) {
+    INFO("pid argument " << pid);
+    rdzv_file_header h{};
+    REQUIRE(rdzv_process_fill(&h, pid) == 0);
+    REQUIRE((h.features & RDZV_FEAT_ORIGIN));
+    CHECK(h.origin.pidns_inode == pidns);
+    CHECK(h.origin.netns_inode != 0);
+    CHECK(h.origin.ns_pid == ::getpid());
+    CHECK(h.origin.start_ticks > 0);
+    rdzv_u8 zero[16] = {};
+    CHECK(std::memcmp(h.origin.boot_id, zero, sizeof zero) != 0);
+  }
+}
+
+TEST_CASE("exec generation: a file of the same pid in another PID namespace is a stranger",
+          "[core][file][origin]") {
+  TempDir dir;
+  const std::uint64_t start = 1700000000000000000ull;
+  rdzv_file_header a = facts_for(1, start);
+  a.features |= RDZV_FEAT_ORIGIN;
+  a.origin.pidns_inode = 4026532301ull;
+  Created first = create(dir.path(), 1, a, 1u << 20);
+  REQUIRE(first.err == 0);
+  rdzv_trace_publish(&first.trace);
+  rdzv_trace_close(&first.trace);
+  // pid 1 of another container, started in the same instant: not an exec of the first.
+  rdzv_file_header b = a;
+  b.origin.pidns_inode = 4026532302ull;
+  Created other = create(dir.path(), 1, b, 1u << 20);
+  REQUIRE(other.err == 0);
+  CHECK(other.path == dir.file(host() + ".1.1.rzt"));
+  CHECK(other.trace.header->exec_generation == 0);
+  rdzv_trace_close(&other.trace);
+  // The same namespace: an exec.
+  Created exec = create(dir.path(), 1, a, 1u << 20);
+  REQUIRE(exec.err == 0);
+  CHECK(exec.trace.header->exec_generation == 1);
+  rdzv_trace_close(&exec.trace);
+}
+
 // ---------------------------------------------------------------- trace files
 
 TEST_CASE("file names: DIR/HOST.PID[.N].rzt, and a host safe for a name", "[core][file]") {

@@ -220,13 +220,22 @@ class Run:
         return "\n".join(lines)
 
 
+# A container's view of the machine, as `docker run --net=host` or a hostNetwork pod gives it:
+# a PID namespace of its own (the rank is pid 1 there, like every other rank) with its own
+# /proc, the host's network and host name.
+PID_NAMESPACE = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
+
+
 class Harness(Launcher):
     """Runs scenarios with the PyTorch of `python`; traced=False: ranks without `rdzvscope run`
-    (the --untraced variants); legacy_store: USE_LIBUV=0 (PyTorch 2.x)."""
+    (the --untraced variants); legacy_store: USE_LIBUV=0 (PyTorch 2.x); pid_namespaces: every
+    process the scenario starts runs in a PID namespace of its own (PID_NAMESPACE)."""
 
-    def __init__(self, rdzvscope, python, work, keep=False, traced=True, legacy_store=False):
+    def __init__(self, rdzvscope, python, work, keep=False, traced=True, legacy_store=False,
+                 pid_namespaces=False):
         super().__init__(rdzvscope, traced)
         self.legacy_store = legacy_store
+        self.pid_namespaces = pid_namespaces
         self.torch_version = torch_version(python)
         self.torch_major = int(self.torch_version.split(".")[0])
         self.python = python
@@ -248,6 +257,8 @@ class Harness(Launcher):
             e["USE_LIBUV"] = "0"
         e.update(env or {})
         cmd = list(prefix)
+        if self.pid_namespaces:
+            cmd += PID_NAMESPACE
         if traced and self.traced:
             cmd += [self.rdzvscope, "run", "--out", run.trace_dir]
             if ports:

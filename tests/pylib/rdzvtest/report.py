@@ -46,8 +46,12 @@ def check_timeline_file(path, diag):
         if r.get("absent"):   # a rank expected by WORLD_SIZE with no trace: no process, no track
             continue
         # By pid: two processes may claim one rank on one host (a collision), each on its own track.
+        # Processes in PID namespaces of their own share pids (each container's pid 1): their
+        # tracks name the container or the namespace too.
+        pid_words = f"(pid {r['pid']}" + (f", container {r['container']}" if r.get("container") else
+                                          f" in PID namespace {r['pid_namespace']}" if r.get("pid_namespace") else "")
         track = [k for k, v in threads.items()
-                 if f"(pid {r['pid']}" in v and procs.get(k[0]) == "host " + r["host"]]
+                 if pid_words in v and procs.get(k[0]) == "host " + r["host"]]
         if not track:
             raise Fail(f"{path}: rank {r['rank']} on {r['host']} has no thread track (tracks: {threads})")
         pid, tid = track[0]

@@ -1,0 +1,133 @@
+// Which files are one process: with an origin in the header (boot, PID namespace, the pid the
+// process saw, its start), never host name and pid alone. Containers on one host with the
+// host's network and name each have a pid 1; the shim's and attach's files of one process
+// (one with the pid the process saw, one with the host's) are one process.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "diagnose/report.h"
+#include "job_builder.h"
+
+using namespace rdzvscope;
+using namespace rdzvscope::test;
+
+namespace {
+
+constexpr std::uint64_t kFirstPidns = 4026532301ull;
+const std::string kContainer2 = std::string(8, 'c') + std::string(56, '2');
+
+// The straggler job of test_rules.cpp, every rank pid 1 on host "vm" in a PID namespace of
+// its own (rank 2's in a container with an id).
+void straggler_in_pid_namespaces(Job& job) {
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1, "vm");
+    p.origin(kFirstPidns + r, 1, 5000 + r, r == 2 ? kContainer2.c_str() : "");
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    if (r == 2) {
+      p.connect(8.0, ECONNREFUSED).snapshot(8.0, RDZV_SNAP_FAILURE, 0.2, 1000, 8.1).exit(9.0, 1);
+      continue;
+    }
+    p.connect(1.0, 0, kPort, 0.001, 40000 + r).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, 40000 + r).exit(4.1, 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ranks each pid 1 in a PID namespace of its own on one host are four processes",
+          "[identity]") {
+  Job job;
+  straggler_in_pid_namespaces(job);
+  Diagnosis d = job.diagnose_it();
+  CHECK(job.traces().processes.size() == 4);
+  CHECK(d.ranks.size() == 4);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  REQUIRE(d.verdict.initiating_rank);
+  CHECK(*d.verdict.initiating_rank == 2);
+}
+
+TEST_CASE("a process in a container is labelled with the container, else with its PID namespace",
+          "[identity]") {
+  Job job;
+  straggler_in_pid_namespaces(job);
+  job.load_it();
+  std::vector<std::string> labels;
+  for (const Process& p : job.traces().processes) labels.push_back(p.label());
+  CHECK_THAT(labels, Catch::Matchers::VectorContains(std::string("rank 2 (vm pid 1, container cccccccc2222)")));
+  CHECK_THAT(labels, Catch::Matchers::VectorContains(
+                         std::string("rank 0 (vm pid 1 in PID namespace ") + std::to_string(kFirstPidns) + ")"));
+}
+
+TEST_CASE("a process in the host's PID namespace is labelled as before", "[identity]") {
+  Job job;
+  job.proc(0, 1234, "node0").origin(RDZV_PIDNS_INIT_INODE, 1234, 777).exit(1.0, 0);
+  job.load_it();
+  REQUIRE(job.traces().processes.size() == 1);
+  CHECK(job.traces().processes[0].label() == "rank 0 (node0 pid 1234)");
+}
+
+TEST_CASE("the shim's file and attach's file of one process are one process", "[identity]") {
+  Job job;
+  // The shim inside the container saw pid 1; attach on the host saw pid 4242.
+  job.proc(0, 1, "vm").origin(kFirstPidns, 1, 9000).bind(0.9, 0).listen(0.9);
+  job.proc(0, 4242, "vm").origin(kFirstPidns, 1, 9000).exit(2.0, 0);
+  job.load_it();
+  REQUIRE(job.traces().processes.size() == 1);
+  CHECK(job.traces().processes[0].files.size() == 2);
+}
+
+TEST_CASE("one pid in one PID namespace, started at another tick, is another process",
+          "[identity]") {
+  Job job;
+  job.proc(0, 1, "vm").origin(kFirstPidns, 1, 9000).exit(1.0, 0);
+  job.proc(0, 1, "vm").origin(kFirstPidns, 1, 9100).exit(2.0, 0);
+  job.load_it();
+  CHECK(job.traces().processes.size() == 2);
+}
+
+TEST_CASE("a helper in a container is found by its parent in the same PID namespace",
+          "[identity]") {
+  Job job;
+  job.proc(0, 1, "vm").origin(kFirstPidns, 1, 9000).bind(0.9, 0).listen(0.9).exit(3.0, 0);
+  Proc& helper = job.proc(0, 7, "vm").origin(kFirstPidns, 7, 9050);
+  helper.header().ppid = 1;
+  helper.exit(2.0, 0);
+  // pid 7 of another namespace, whose pid 1 is not a traced process: not a helper of rank 0.
+  Proc& stranger = job.proc(0, 7, "vm").origin(kFirstPidns + 1, 7, 9060);
+  stranger.header().ppid = 1;
+  stranger.exit(2.0, 0);
+  job.load_it();
+  int helpers = 0;
+  for (const Process& p : job.traces().processes) helpers += p.role == Role::Helper;
+  CHECK(helpers == 1);
+}
+
+TEST_CASE("the timeline gives processes with one pid on one host a track each", "[identity]") {
+  Job job;
+  straggler_in_pid_namespaces(job);
+  // Two processes without a rank (tools started in their own containers), pid 1 too.
+  job.proc(-1, 1, "vm").origin(kFirstPidns + 9, 1, 6000).exit(2.0, 0);
+  job.proc(-1, 1, "vm").origin(kFirstPidns + 10, 1, 6001).exit(2.0, 0);
+  const Context c(job.load_it(), job.logs());
+  const Diagnosis d = diagnose(c);
+  REQUIRE(d.verdict.initiating_rank == 2);
+  const auto timeline = nlohmann::json::parse(timeline_json(d, c));
+  std::set<std::pair<long, long>> tracks;
+  std::vector<std::string> names;
+  for (const auto& e : timeline["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] != "verdict") {
+      tracks.insert({e["pid"].get<long>(), e["tid"].get<long>()});
+      names.push_back(e["args"]["name"].get<std::string>());
+    }
+  std::string all;
+  for (const auto& n : names) all += n + "; ";
+  INFO(all);
+  CHECK(tracks.size() == 6);
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == 6);
+  // Only the late rank's track says so, although every rank is pid 1 on vm.
+  CHECK(std::count_if(names.begin(), names.end(), [](const std::string& n) {
+          return n.find("late") != std::string::npos;
+        }) == 1);
+}
