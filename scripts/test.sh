@@ -12,21 +12,46 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# Each stage's wall time, printed at the end (also when a stage fails): CI has a time budget
+# (45 minutes on two cores), and this table says where it goes.
+stage_names=()
+stage_secs=()
+stage_start=$SECONDS
+stage() {
+  if [ ${#stage_names[@]} -gt 0 ]; then stage_secs+=($((SECONDS - stage_start))); fi
+  stage_names+=("$1")
+  stage_start=$SECONDS
+}
+report_stages() {
+  local rc=$?
+  [ ${#stage_names[@]} -gt ${#stage_secs[@]} ] && stage_secs+=($((SECONDS - stage_start)))
+  echo "test: time per stage"
+  for i in "${!stage_names[@]}"; do printf '  %-28s %5d s\n' "${stage_names[$i]}" "${stage_secs[$i]}"; done
+  printf '  %-28s %5d s\n' total "$SECONDS"
+  return $rc
+}
+trap report_stages EXIT
+
+stage install-deps
 bash scripts/install-deps.sh
+stage build
 bash scripts/build.sh -DRDZVSCOPE_WERROR=ON
 BUILD_DIR=${BUILD_DIR:-build}
+stage ctest
 echo "test: ctest --test-dir $BUILD_DIR --output-on-failure -j2 $*"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 "$@"
 
 if [ "${RDZVSCOPE_SKIP_SANITIZE:-0}" != 1 ]; then
   # The shim is left out of the sanitizer build on purpose (see CMakeLists.txt): it runs in
   # uninstrumented hosts. The reader, the CLI and their tests get ASan and UBSan.
+  stage sanitizer-build
   ASAN_DIR=${ASAN_DIR:-build-asan}
   echo "test: sanitizer build in $ASAN_DIR (address,undefined)"
   cmake -S . -B "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Debug -DRDZVSCOPE_SANITIZE=address,undefined \
         -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_WERROR=ON
   cmake --build "$ASAN_DIR" -j"$(nproc)" --target rdzvscope rdzvscope_unit_tests make_test_trace \
         rdzvscope_logs_tests rdzvscope_diagnose_tests
+  stage sanitizer-tests
   echo "test: ctest --test-dir $ASAN_DIR -R '^(unit|cli)\\.' --output-on-failure -j2"
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$ASAN_DIR" -R '^(unit|cli)\.' --output-on-failure -j2
 fi
@@ -36,6 +61,7 @@ if [ "${RDZVSCOPE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
   # (ctest -L fuzz), then fuzz each target for a bounded number of inputs from a fixed seed
   # (deterministic, so that CI runs exactly what passed before); any finding fails the run.
   # RDZVSCOPE_FUZZ_SECONDS=N fuzzes for N seconds from a random seed instead.
+  stage fuzz
   FUZZ_DIR=${FUZZ_DIR:-build-fuzz}
   if [ -n "${RDZVSCOPE_FUZZ_SECONDS:-}" ]; then
     bash scripts/fuzz.sh "$RDZVSCOPE_FUZZ_SECONDS"
@@ -49,6 +75,7 @@ fi
 if [ "${RDZVSCOPE_SKIP_TSAN:-0}" != 1 ]; then
   # The shim's multi-threaded stress test with the shim and the program built with
   # -fsanitize=thread (tests/stress/); TSan must report nothing.
+  stage tsan
   TSAN_DIR=${TSAN_DIR:-build-tsan}
   echo "test: TSan stress test in $TSAN_DIR"
   cmake -S . -B "$TSAN_DIR" -DRDZVSCOPE_TSAN=ON -DRDZVSCOPE_WERROR=ON -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_BUILD_BPF=OFF >/dev/null
@@ -57,6 +84,7 @@ if [ "${RDZVSCOPE_SKIP_TSAN:-0}" != 1 ]; then
 fi
 
 if [ "${RDZVSCOPE_SKIP_MATRIX:-0}" != 1 ]; then
+  stage build-matrix
   echo "test: build matrix (GCC Release, clang) and cmake --install"
   bash scripts/build-matrix.sh
 fi
