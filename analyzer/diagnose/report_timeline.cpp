@@ -88,6 +88,7 @@ class TimelineWriter {
     }
     verdict_track_ = Track{pid + 1, 0};
     for (const auto& f : c_.facts) add_process(f);
+    add_absent_ranks();
     if (!c_.has_traces()) add_log_only(logs);
     add_verdict();
     for (const Span& sp : nest()) append(span_text(sp));
@@ -246,6 +247,28 @@ class TimelineWriter {
       }
     }
     span(t, name, "store", from, until, std::move(args));
+  }
+
+  // Ranks the job expected and no trace shows (Context::absent_ranks): a track each under a
+  // process of their own, with one span over the whole job, so that the rank that never came
+  // is as visible as the ones waiting for it.
+  void add_absent_ranks() {
+    if (c_.absent_ranks.empty()) return;
+    const int pid = verdict_track_.pid;
+    verdict_track_.pid = pid + 1;
+    meta(Track{pid, 0}, "process_name", "expected, never traced");
+    meta_sort(Track{pid, 0}, "process_sort_index", pid);
+    std::int64_t end = t0_;
+    for (const auto& f : c_.facts) end = std::max(end, f.proc->exit_ns.value_or(f.proc->last_event_ns()));
+    for (int rank : c_.absent_ranks) {
+      const Track t{pid, rank};
+      const bool initiating = d_.verdict.initiating_rank == rank;
+      meta(t, "thread_name", "rank " + std::to_string(rank) + " (absent)" + (initiating ? " - initiating" : ""));
+      meta_sort(t, "thread_sort_index", rank);
+      span(t, "absent: no trace of this rank", "absent", t0_, end,
+           {{"rank", rank}, {"why", "WORLD_SIZE expects it; it was not started under rdzvscope, or its trace "
+                                    "file is not in the given directories"}});
+    }
   }
 
   // Without traces the logs are the only clock: one track per rank seen in them, one instant

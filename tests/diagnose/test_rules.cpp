@@ -98,6 +98,27 @@ void ranks_waiting_for_an_absent_rank(Job& job) {
 
 }  // namespace
 
+TEST_CASE("a rank never started has a track of its own in the timeline (issue 17 item 7)") {
+  Job job;
+  ranks_waiting_for_an_absent_rank(job);
+  const Context c(job.load_it(), job.logs());
+  const Diagnosis d = diagnose(c);
+  const auto timeline = nlohmann::json::parse(timeline_json(d, c));
+  std::optional<long> absent_pid;
+  for (const auto& e : timeline["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "expected, never traced")
+      absent_pid = e["pid"].get<long>();
+  REQUIRE(absent_pid);
+  bool named = false, spanned = false;
+  for (const auto& e : timeline["traceEvents"]) {
+    if (e["pid"] != *absent_pid || e["tid"] != 3) continue;
+    named |= e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "rank 3 (absent) - initiating";
+    spanned |= e["ph"] == "X" && e["cat"] == "absent" && e["ts"] == 0 && e["dur"].get<double>() > 4e6;
+  }
+  CHECK(named);
+  CHECK(spanned);
+}
+
 TEST_CASE("a rank never started: the others timed out waiting, the absent rank initiated it") {
   Job job;
   ranks_waiting_for_an_absent_rank(job);

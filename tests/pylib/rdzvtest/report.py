@@ -43,7 +43,9 @@ def check_timeline_file(path, diag):
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     for r in diag["ranks"]:
-        if r.get("absent"):   # a rank expected by WORLD_SIZE with no trace: no process, no track
+        if r.get("absent"):   # a rank expected by WORLD_SIZE with no trace: a track of its own
+            if not any(v.startswith(f"rank {r['rank']} (absent)") for v in threads.values()):
+                raise Fail(f"{path}: absent rank {r['rank']} has no track (tracks: {threads})")
             continue
         # By pid: two processes may claim one rank on one host (a collision), each on its own track.
         # Processes in PID namespaces of their own share pids (each container's pid 1): their
