@@ -9,6 +9,7 @@
 #include "fd_table.h"
 #include "guard.h"
 #include "hook.h"
+#include "inject.h"
 #include "rdzvscope/recorder_core.h"
 #include "real_calls.h"
 #include "sockets.h"
@@ -39,7 +40,7 @@ inline uint64_t coarse_ns() { return clock_ns(CLOCK_MONOTONIC_COARSE); }
 // those a resolution of a few milliseconds is plenty (they block for seconds).
 __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info,
                                        size_t asked, bool dontwait, bool detail, uint64_t t0,
-                                       ssize_t r, int err) {
+                                       ssize_t r, int err, uint16_t extra_flags) {
   RecordScope scope;
   if (forget_if_stale(fd, info)) return;  // the fd now names something else
   ConnSlot* slot = conn_slot(info);
@@ -73,7 +74,7 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
   if (detail)
     detail = __atomic_fetch_add(&slot->events_recorded, 1, __ATOMIC_RELAXED) <
              kDetailedEventsPerSocket;
-  if (!detail) {
+  if (!detail && !extra_flags) {
     if (!failure && !zero) return;
     if (!slot || __atomic_fetch_add(&slot->failures_recorded, 1, __ATOMIC_RELAXED) >=
                      kFailureEventsPerSocket)
@@ -83,7 +84,7 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
   EventHead head{static_cast<uint8_t>(kind), static_cast<uint8_t>(op)};
   head.flags = static_cast<uint16_t>(RDZV_F_STORE | (nonblock ? RDZV_F_NONBLOCK : 0) |
                                      (timeout ? RDZV_F_TIMEOUT : 0) |
-                                     (zero ? RDZV_F_ZERO_READ : 0));
+                                     (zero ? RDZV_F_ZERO_READ : 0) | extra_flags);
   head.fd = fd;
   uint64_t now = mono_ns();
   if (detail) {
@@ -106,16 +107,33 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
   if (failure || zero) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
 
+// Rehearsal (inject.h), only with injection on: store-reset's point reached on this connection.
+// It is reset as a peer's reset would leave it: connect(AF_UNSPEC) aborts the TCP connection
+// (an RST to the peer, whose next call fails with ECONNRESET, and ECONNRESET pending here, so
+// that the caller's call, made next, fails with it), while fd stays open and the same socket
+// (an event loop's epoll registration stays valid). Returns the flags of the call's record.
+__attribute__((noinline)) uint16_t injected_reset(int fd, const ConnSlot* slot) {
+  RecordScope scope;
+  const uint64_t bytes = __atomic_load_n(&slot->bytes_sent, __ATOMIC_RELAXED) +
+                         __atomic_load_n(&slot->bytes_recv, __ATOMIC_RELAXED);
+  if (!inject_store_reset_due(slot->opened_ns, bytes)) return 0;
+  struct sockaddr unspec = {};
+  unspec.sa_family = AF_UNSPEC;
+  if (real::connect()(fd, &unspec, sizeof unspec) != 0) return 0;
+  return RDZV_F_INJECTED;
+}
+
 template <typename Call>
 inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size_t asked,
                          bool dontwait, Call call) {
   ConnSlot* slot = conn_slot(info);  // kFdStore is only ever set together with a slot
   if (in_guard() || !slot) return call();
+  const uint16_t injected = inject_on() ? injected_reset(fd, slot) : 0;
   const bool detail =
       __atomic_load_n(&slot->events_recorded, __ATOMIC_RELAXED) < kDetailedEventsPerSocket;
   const uint64_t t0 = detail ? mono_ns() : coarse_ns();
   ssize_t r = call();
-  if (__builtin_expect(r > 0 && !detail, 1)) {
+  if (__builtin_expect(r > 0 && !detail && !injected, 1)) {
     // The steady state of a store connection: count it, record nothing, leave errno alone.
     const bool is_send = kind == RDZV_EV_SEND;
     __atomic_fetch_add(is_send ? &slot->calls_send : &slot->calls_recv, 1, __ATOMIC_RELAXED);
@@ -123,7 +141,7 @@ inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size
                        static_cast<uint64_t>(r), __ATOMIC_RELAXED);
     return r;
   }
-  note_io(kind, op, fd, info, asked, dontwait, detail, t0, r, errno);
+  note_io(kind, op, fd, info, asked, dontwait, detail, t0, r, errno, injected);
   return r;
 }
 

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "events.h"
 #include "inject_spec.h"
 #include "text.h"
 
@@ -16,10 +18,12 @@ bool g_inject_on = false;
 
 namespace {
 
-// What applies to this process, decided at load.
-bool g_resolve_fail, g_refused, g_timeout, g_port_taken, g_late;
-uint64_t g_timeout_ns, g_late_ns;
+// The spec, parsed at load; which faults apply is decided per call (fault()).
+InjectSpec g_spec;
+bool g_has_reset;           // the spec has a store-reset (the I/O hooks ask only then)
+int32_t g_rank = -1;        // RANK once seen (atomic); -1: not yet
 int g_late_done;            // atomic: the first store connect has been held back
+int g_reset_done;           // atomic: the one store-reset has been made
 char g_endpoint_host[256];  // PET_RDZV_ENDPOINT's host, at load
 
 int32_t rank_from_env() {
@@ -31,6 +35,29 @@ int32_t rank_from_env() {
     v = v * 10 + (*p - '0');
   }
   return v > 0x7fffffff ? -1 : static_cast<int32_t>(v);
+}
+
+// The first fault of this kind that applies to this process now, or null.
+const InjectFault* fault(uint8_t kind) {
+  const InjectFault* any = nullptr;
+  for (int i = 0; i < g_spec.count; ++i)
+    if (g_spec.faults[i].kind == kind) any = &g_spec.faults[i];
+  if (!any) return nullptr;  // not in the spec: RANK is not even looked at
+  const int32_t rank = inject_rank();
+  for (int i = 0; i < g_spec.count; ++i)
+    if (g_spec.faults[i].kind == kind && inject_applies(g_spec.faults[i], rank))
+      return &g_spec.faults[i];
+  return nullptr;
+}
+
+// `late`: marks the start of the hold in the trace (a snapshot record flagged injected, dur_ns
+// the hold), so that a process stopped while held back (a torchrun worker that its agent
+// SIGTERMs once the others timed out) still says it was a rehearsal. Called with the guard held.
+void mark_hold(uint64_t hold_ns) {
+  EventHead head{RDZV_EV_SNAPSHOT, RDZV_SNAP_FAILURE, RDZV_F_INJECTED};
+  head.ts_ns = mono_ns();
+  head.dur_ns = hold_ns;
+  if (Slot s = new_record(Create::IfNeeded, head)) commit_record(s);
 }
 
 void say(const char* a, const char* b, const char* c) {
@@ -74,31 +101,23 @@ void inject_init() {
     unsetenv("RDZVSCOPE_INJECT");
     return;
   }
-  const int32_t rank = rank_from_env();
-  for (int i = 0; i < spec.count; ++i) {
-    const InjectFault& f = spec.faults[i];
-    if (!inject_applies(f, rank)) continue;
-    switch (f.kind) {
-      case kInjectResolveFail: g_resolve_fail = true; break;
-      case kInjectConnectRefused: g_refused = true; break;
-      case kInjectConnectTimeout:
-        g_timeout = true;
-        g_timeout_ns = f.delay_ns;
-        break;
-      case kInjectLate:
-        g_late = true;
-        g_late_ns = f.delay_ns;
-        break;
-      case kInjectPortTaken: g_port_taken = true; break;
-      default: break;
-    }
-  }
+  g_spec = spec;
+  for (int i = 0; i < spec.count; ++i)
+    if (spec.faults[i].kind == kInjectStoreReset) g_has_reset = true;
   endpoint_host(env_nonempty("PET_RDZV_ENDPOINT"), g_endpoint_host, sizeof g_endpoint_host);
-  g_inject_on = g_resolve_fail || g_refused || g_timeout || g_late || g_port_taken;
+  g_inject_on = spec.count > 0;
+}
+
+int32_t inject_rank() {
+  int32_t r = __atomic_load_n(&g_rank, __ATOMIC_RELAXED);
+  if (r >= 0) return r;
+  r = rank_from_env();  // read while absent: Python may set it after exec (multiprocessing)
+  if (r >= 0) __atomic_store_n(&g_rank, r, __ATOMIC_RELAXED);
+  return r;
 }
 
 bool inject_resolve_fail(const char* node, int ai_flags) {
-  if (!g_resolve_fail || !node || !*node || (ai_flags & AI_PASSIVE)) return false;
+  if (!node || !*node || (ai_flags & AI_PASSIVE) || !fault(kInjectResolveFail)) return false;
   const char* master = env_nonempty("MASTER_ADDR");  // read now: scripts set it late
   if (master && strcmp(node, master) == 0) return true;
   return g_endpoint_host[0] && strcmp(node, g_endpoint_host) == 0;
@@ -106,20 +125,34 @@ bool inject_resolve_fail(const char* node, int ai_flags) {
 
 ConnectFault inject_store_connect() {
   ConnectFault f;
-  if (g_late && __atomic_exchange_n(&g_late_done, 1, __ATOMIC_ACQ_REL) == 0) {
-    inject_sleep(g_late_ns);
+  const InjectFault* late = fault(kInjectLate);
+  if (late && __atomic_exchange_n(&g_late_done, 1, __ATOMIC_ACQ_REL) == 0) {
+    mark_hold(late->delay_ns);
+    inject_sleep(late->delay_ns);
     f.held_back = true;
   }
-  if (g_refused) {
+  const InjectFault* timeout = nullptr;
+  if (fault(kInjectConnectRefused)) {
     f.err = ECONNREFUSED;
-  } else if (g_timeout) {
+  } else if ((timeout = fault(kInjectConnectTimeout)) != nullptr) {
     f.err = ETIMEDOUT;
-    f.block_ns = g_timeout_ns;
+    f.block_ns = timeout->delay_ns;
   }
   return f;
 }
 
-bool inject_bind_taken() { return g_port_taken; }
+bool inject_bind_taken() { return fault(kInjectPortTaken) != nullptr; }
+
+bool inject_store_reset_due(uint64_t opened_ns, uint64_t bytes) {
+  if (!g_has_reset || __atomic_load_n(&g_reset_done, __ATOMIC_RELAXED)) return false;
+  const InjectFault* f = fault(kInjectStoreReset);
+  if (!f || bytes < f->bytes) return false;
+  if (f->delay_ns) {
+    const uint64_t now = mono_ns();
+    if (now < opened_ns || now - opened_ns < f->delay_ns) return false;
+  }
+  return __atomic_exchange_n(&g_reset_done, 1, __ATOMIC_ACQ_REL) == 0;
+}
 
 void inject_sleep(uint64_t ns) {
   struct timespec left = {static_cast<time_t>(ns / 1000000000ull),

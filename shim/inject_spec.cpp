@@ -13,15 +13,18 @@ struct KindInfo {
   uint8_t kind;
   bool takes_delay;
   uint64_t default_delay_ns;
+  bool takes_bytes;
 };
 
 constexpr KindInfo kKinds[] = {
-    {"resolve-fail", kInjectResolveFail, false, 0},
-    {"connect-refused", kInjectConnectRefused, false, 0},
-    {"connect-timeout", kInjectConnectTimeout, true, 3000 * kMs},
-    {"late", kInjectLate, true, 10000 * kMs},
-    {"port-taken", kInjectPortTaken, false, 0},
+    {"resolve-fail", kInjectResolveFail, false, 0, false},
+    {"connect-refused", kInjectConnectRefused, false, 0, false},
+    {"connect-timeout", kInjectConnectTimeout, true, 3000 * kMs, false},
+    {"late", kInjectLate, true, 10000 * kMs, false},
+    {"port-taken", kInjectPortTaken, false, 0, false},
+    {"store-reset", kInjectStoreReset, true, 0, true},
 };
+constexpr uint64_t kMaxBytes = 1ull << 40;  // a TiB: anything larger is a typo
 
 // Appends to a fixed buffer, always terminated (err may be null).
 struct Msg {
@@ -98,17 +101,16 @@ bool parse_fault(const char* s, size_t n, InjectFault* f, char* err, size_t errl
   const char* colon = static_cast<const char*>(memchr(s, ':', n));
   const char* name_end = colon ? colon : end;
   const KindInfo* k = find_kind(s, static_cast<size_t>(name_end - s));
-  if (!k && equals(s, static_cast<size_t>(name_end - s), "store-reset"))
-    return fail(err, errlen, "fault not implemented yet:", s, static_cast<size_t>(name_end - s));
   if (!k) {
     return fail(err, errlen,
-                "unknown fault (resolve-fail, connect-refused, connect-timeout, late, port-taken)",
+                "unknown fault (resolve-fail, connect-refused, connect-timeout, late, port-taken, "
+                "store-reset)",
                 s, static_cast<size_t>(name_end - s));
   }
   *f = InjectFault{};
   f->kind = k->kind;
   f->delay_ns = k->default_delay_ns;
-  bool have_rank = false, have_delay = false;
+  bool have_rank = false, have_delay = false, have_bytes = false;
   for (const char* p = name_end; p < end;) {
     ++p;  // the colon
     const char* q = static_cast<const char*>(memchr(p, ':', static_cast<size_t>(end - p)));
@@ -121,12 +123,22 @@ bool parse_fault(const char* s, size_t n, InjectFault* f, char* err, size_t errl
         return fail(err, errlen, "bad rank (a number from 0)", p, on);
       f->rank = static_cast<int32_t>(v);
       have_rank = true;
+    } else if (on > 6 && strncmp(p, "bytes=", 6) == 0) {
+      if (!k->takes_bytes) return fail(err, errlen, "this fault takes no bytes=:", s, n);
+      if (have_bytes) return fail(err, errlen, "bytes given twice in", s, n);
+      if (!parse_u64(p + 6, on - 6, kMaxBytes, &v))
+        return fail(err, errlen, "bad bytes (a number from 0)", p, on);
+      f->bytes = v;
+      have_bytes = true;
     } else {
       const bool after = on > 6 && strncmp(p, "after=", 6) == 0;
       const char* d = after ? p + 6 : p;
       const size_t dn = after ? on - 6 : on;
       if (!parse_duration(d, dn, &v))
-        return fail(err, errlen, "bad option (rank=N, or a duration such as 12s or 500ms)", p, on);
+        return fail(err, errlen,
+                    k->takes_bytes ? "bad option (rank=N, bytes=N, or a duration such as 12s or 500ms)"
+                                   : "bad option (rank=N, or a duration such as 12s or 500ms)",
+                    p, on);
       if (!k->takes_delay) return fail(err, errlen, "this fault takes no duration:", s, n);
       if (have_delay) return fail(err, errlen, "duration given twice in", s, n);
       f->delay_ns = v;

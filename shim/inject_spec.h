@@ -5,7 +5,7 @@
 //
 //   SPEC   := FAULT [ "," FAULT ]...
 //   FAULT  := NAME [ ":" OPTION ]...
-//   OPTION := "rank=" N | "after=" DURATION | DURATION
+//   OPTION := "rank=" N | "after=" DURATION | DURATION | "bytes=" N
 //   DURATION := N [ "ms" | "s" | "m" ]       (a bare N is seconds)
 //
 //   resolve-fail      getaddrinfo of the store host fails with EAI_NONAME
@@ -14,8 +14,12 @@
 //                     tcp_syn_retries=1), then fails with ETIMEDOUT
 //   late              the first store connect is held back DURATION (default 10s)
 //   port-taken        bind on the store port fails with EADDRINUSE
+//   store-reset       one store connection of the process is reset (RST both ways), once: at
+//                     the first I/O call on a store connection that is DURATION old (default 0)
+//                     and has carried bytes=N bytes, sent and received (default 0)
 // Without rank=N a fault applies to every process of the job; with it, to the process whose
-// RANK is N only.
+// RANK is N only (read when the fault would strike, so a torchrun worker, which gets RANK from
+// its agent, is told from the agent).
 #pragma once
 
 #include <stddef.h>
@@ -30,13 +34,16 @@ enum InjectKind : uint8_t {
   kInjectConnectTimeout,
   kInjectLate,
   kInjectPortTaken,
+  kInjectStoreReset,
   kInjectKindCount
 };
 
 struct InjectFault {
   uint8_t kind = kInjectNone;
   int32_t rank = -1;      // -1: every process
-  uint64_t delay_ns = 0;  // late: the hold; connect-timeout: how long a connect blocks
+  uint64_t delay_ns = 0;  // late: the hold; connect-timeout: how long a connect blocks;
+                          // store-reset: the connection's age at the reset
+  uint64_t bytes = 0;     // store-reset: bytes the connection carried before the reset
 };
 
 constexpr int kInjectMaxFaults = 8;

@@ -15,7 +15,6 @@ namespace rdzvscope::cli {
 
 namespace {
 
-inline constexpr int kExitProblem = 3;
 
 void say(const std::string& line) { log_for("analyze")->error("{}", line); }
 

@@ -25,13 +25,14 @@
 #include "diagnose/report.h"
 #include "diagnose/rules.h"
 #include "diagnose/sequential_runs.h"
+#include "preflight/results.h"  // preflight --out reports beside the traces
+#include "logs/log_source.h"
 
 namespace rdzvscope::cli {
 namespace {
 
-inline constexpr int kExitProblem = 3;
 
-std::shared_ptr<spdlog::logger> log() { return log_for("analyze"); }
+std::shared_ptr<spdlog::logger> analyze_log() { return log_for("analyze"); }
 
 struct AnalyzeOptions {
   std::vector<std::string> paths;
@@ -47,7 +48,7 @@ struct AnalyzeOptions {
 // Writes a side output (--timeline, --html, --prom) whole; false, said on stderr, when it cannot.
 bool write_file(const std::string& path, const std::string& text) {
   if (auto err = write_file_atomically(path, text)) {
-    log()->error("{}", err->message());
+    analyze_log()->error("{}", err->message());
     return false;
   }
   return true;
@@ -60,14 +61,10 @@ std::int64_t end_of_traces(const TraceInputs& traces) {
   return end;
 }
 
-std::int64_t wall_clock_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 bool exists(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) return true;
-  log()->error("{}: {}", path, std::strerror(errno));
+  analyze_log()->error("{}: {}", path, std::strerror(errno));
   return false;
 }
 
@@ -78,8 +75,8 @@ void report_input_errors(const std::vector<Error>& trace_errors, const std::vect
   std::size_t n = 0;
   for (const auto* errors : {&trace_errors, &log_errors})
     for (const auto& e : *errors)
-      if (n++ < kShown) log()->error("{}", e.message());
-  if (n > kShown) log()->error("... and {} more unreadable or damaged input(s) (counted in the report)", n - kShown);
+      if (n++ < kShown) analyze_log()->error("{}", e.message());
+  if (n > kShown) analyze_log()->error("... and {} more unreadable or damaged input(s) (counted in the report)", n - kShown);
 }
 
 // Retries one after the other in one directory are read as one job: say so, once.
@@ -88,7 +85,7 @@ void warn_sequential_runs(const TraceInputs& traces) {
   if (runs.empty()) return;
   std::vector<std::string> ids;
   for (const RunSpan& r : runs) ids.push_back(fmt::format("{} ({} processes)", r.id, r.processes));
-  log()->warn("the traces hold {} runs one after the other ({}), analyzed here as one job; "
+  analyze_log()->warn("the traces hold {} runs one after the other ({}), analyzed here as one job; "
               "put each run's traces in its own directory and compare them with --runs",
               runs.size(), fmt::join(ids, ", "));
 }
@@ -101,7 +98,7 @@ int run_analyze(const AnalyzeOptions& opt) {
                           : !opt.prom.empty()     ? "--prom"
                                                   : nullptr;
     if (refused) {
-      log()->error("{} cannot be used with --runs (each run's *.log files are found in its directory; "
+      analyze_log()->error("{} cannot be used with --runs (each run's *.log files are found in its directory; "
                    "for one run's timeline or HTML page, analyze that run's directory alone)",
                    refused);
       return kExitUsage;
@@ -112,31 +109,34 @@ int run_analyze(const AnalyzeOptions& opt) {
     return run_analyze_runs(opt.paths, opt.format, opt.fail_on_problem);
   }
   if (opt.paths.empty() && opt.logs.empty()) {
-    log()->error("give trace directories/files, or logs with --log");
+    analyze_log()->error("give trace directories/files, or logs with --log");
     return kExitUsage;
   }
   bool all_there = true;
   for (const auto& p : opt.paths) all_there &= exists(p);
-  for (const auto& p : opt.logs) all_there &= exists(p);
-  if (!all_there) return kExitUsage;
+  // --log FILE, DIR or - (standard input): the files they stand for (logs/log_source.h).
+  const rdzv::logs::LogInputs log_inputs = rdzv::logs::expand_log_args(opt.logs);
+  for (const auto& e : log_inputs.errors) analyze_log()->error("{}", e);
+  for (const auto& n : log_inputs.notes) analyze_log()->info("{}", n);
+  if (!all_there || !log_inputs.errors.empty()) return kExitUsage;
 
   Stopwatch step;
   TraceInputs traces = load_traces(opt.paths);
-  log()->debug("read {} trace file(s): {} processes, {} events, {} lost, {} damaged file(s) in {}", traces.files,
+  analyze_log()->debug("read {} trace file(s): {} processes, {} events, {} lost, {} damaged file(s) in {}", traces.files,
                traces.processes.size(), traces.events, traces.lost_events, traces.damaged_files, step.lap());
-  LogFacts logs = load_logs(opt.logs);
-  log()->debug("read {} log(s): {} lines, {} matched in {}", logs.files, logs.lines, logs.matched, step.lap());
+  LogFacts logs = load_logs(log_inputs.files);
+  analyze_log()->debug("read {} log(s): {} lines, {} matched in {}", logs.files, logs.lines, logs.matched, step.lap());
   report_input_errors(traces.errors, logs.errors);
-  if (traces.processes.empty() && logs.files == logs.errors.size()) {
-    log()->error("no readable trace or log among the inputs");
+  if (traces.processes.empty() && logs.files == logs.errors.size() - logs.partial_files) {
+    analyze_log()->error("no readable trace or log among the inputs");
     return kExitUsage;
   }
 
   warn_sequential_runs(traces);
   const Context model(traces, logs);  // the facts, derived once for the verdict and every view
-  log()->debug("derived the facts of {} processes in {}", model.facts.size(), step.lap());
+  analyze_log()->debug("derived the facts of {} processes in {}", model.facts.size(), step.lap());
   Diagnosis d = diagnose(model);
-  log()->debug("diagnosed {} in {}", name_of(d.verdict.cls), step.lap());
+  analyze_log()->debug("diagnosed {} in {}", name_of(d.verdict.cls), step.lap());
   if (!opt.timeline.empty() &&
       !write_file(opt.timeline, timeline_json(d, model) + "\n"))
     return kExitUsage;
@@ -144,19 +144,22 @@ int run_analyze(const AnalyzeOptions& opt) {
   if (!opt.prom.empty() &&
       !write_file(opt.prom, prometheus_text(join_status(model, end_of_traces(traces)), d, wall_clock_ns())))
     return kExitUsage;
+  const preflight::Results preflight = preflight::load_results(opt.paths);  // preflight section
   if (opt.format == "json") {
-    std::string out = diagnosis_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    nlohmann::ordered_json j = diagnosis_json(d);
+    if (!preflight.empty()) j["preflight"] = preflight::results_json(preflight);  // preflight section
+    std::string out = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
   } else if (opt.format == "markdown") {
-    std::string out = diagnosis_markdown(d, model);
+    std::string out = diagnosis_markdown(d, model) + preflight::results_markdown(preflight);
     std::fwrite(out.data(), 1, out.size(), stdout);
   } else {
-    std::string out = diagnosis_text(d);
+    std::string out = diagnosis_text(d) + preflight::results_text(preflight);
     std::fwrite(out.data(), 1, out.size(), stdout);
   }
   if (std::fflush(stdout) != 0) {
-    log()->error("writing the report: {}", std::strerror(errno));
+    analyze_log()->error("writing the report: {}", std::strerror(errno));
     return kExitUsage;
   }
   return opt.fail_on_problem && d.verdict.cls != FailureClass::Healthy ? kExitProblem : kExitOk;
@@ -170,7 +173,10 @@ Command add_analyze_command(CLI::App& app) {
       "analyze",
       "Diagnose a failed or hung rendezvous from trace directories (rdzvscope run --out) and/or logs");
   sub->add_option("paths", opt->paths, "Trace directories or *.rzt files")->type_name("PATH...");
-  sub->add_option("--log", opt->logs, "Rank logs (one per rank, or one merged file)")->type_name("FILE...");
+  sub->add_option("--log", opt->logs,
+                  "Rank logs (one per rank, or one merged file): files, plain or .gz; directories (their log files, "
+                  "recursively); - for standard input")
+      ->type_name("FILE|DIR|-...");
   sub->add_option("--format", opt->format, "Report format")
       ->check(CLI::IsMember({"text", "json", "markdown"}))
       ->type_name("text|json|markdown");

@@ -32,7 +32,7 @@ struct AttachArgs {
   unsigned max_mb = RDZV_TRACE_DEFAULT_MAX_MB;
 };
 
-int fail(const std::string& msg) {
+int attach_fail(const std::string& msg) {
   log_for("attach")->error("{}", msg);
   return kExitUsage;
 }
@@ -49,7 +49,7 @@ void say_ready(const bpf::AttachResult& r, const bpf::AttachOptions& opt) {
 
 int run_attach(const AttachArgs& a) {
   const int given = (!a.pids.empty()) + (!a.comms.empty()) + (a.all ? 1 : 0);
-  if (given != 1) return fail("give exactly one of --pid, --comm, --all");
+  if (given != 1) return attach_fail("give exactly one of --pid, --comm, --all");
   bpf::AttachOptions opt;
   opt.pids = a.pids;
   opt.comms = a.comms;
@@ -59,7 +59,7 @@ int run_attach(const AttachArgs& a) {
   opt.io_events = a.io_events;
   opt.max_bytes = std::uint64_t{a.max_mb} << 20;
   auto dir = prepare_out_dir(expand_out_dir(a.out));
-  if (!dir) return fail(dir.error().message());
+  if (!dir) return attach_fail(dir.error().message());
   opt.out_dir = dir.value();
 
   struct sigaction sa {};
@@ -69,7 +69,7 @@ int run_attach(const AttachArgs& a) {
   sigaction(SIGTERM, &sa, nullptr);
 
   const bpf::AttachResult r = bpf::attach_and_record(opt, &g_stop, say_ready);
-  if (r.exit_code != 0 && r.per_pid.empty()) return fail(r.error);
+  if (r.exit_code != 0 && r.per_pid.empty()) return attach_fail(r.error);
   if (!r.error.empty()) log_for("attach")->error("{}", r.error);
   std::uint64_t total = 0;
   std::vector<std::string> each;
@@ -82,7 +82,7 @@ int run_attach(const AttachArgs& a) {
   return r.exit_code;
 }
 #else
-int run_attach(const AttachArgs&) { return fail("built without BPF support"); }
+int run_attach(const AttachArgs&) { return attach_fail("built without BPF support"); }
 #endif
 
 }  // namespace

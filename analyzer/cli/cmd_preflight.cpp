@@ -1,4 +1,4 @@
-// rdzvscope preflight [--endpoint HOST:PORT] [--world-size N] [--nodes H,...] [--ranks N]
+// rdzvscope preflight [--endpoint|--rdzv-endpoint HOST:PORT] [--world-size|--nnodes N] [--nodes H,...] [--ranks N]
 //                     [--timeout S] [--out DIR] [--format text|json]
 // Run on every node before the job starts, with the job's environment: will this node get
 // through the rendezvous? The checks are in preflight/ (preflight.h says which run where);
@@ -25,11 +25,12 @@ namespace {
 
 inline constexpr int kExitCannotRendezvous = 3;
 
-std::shared_ptr<spdlog::logger> log() { return log_for("preflight"); }
+std::shared_ptr<spdlog::logger> preflight_log() { return log_for("preflight"); }
 
 struct PreflightOptions {
   std::optional<std::string> endpoint;
   std::optional<unsigned> world_size;
+  std::optional<std::string> nnodes;  // torchrun's --nnodes: N, or MIN:MAX with MIN == MAX
   std::vector<std::string> nodes;
   std::optional<unsigned long> ranks;
   double timeout_s = 30;
@@ -38,7 +39,7 @@ struct PreflightOptions {
 };
 
 int usage_error(const std::string& message) {
-  log()->error("{}", message);
+  preflight_log()->error("{}", message);
   return kExitUsage;
 }
 
@@ -46,7 +47,7 @@ int usage_error(const std::string& message) {
 bool write_report(const std::string& dir, const preflight::Report& r) {
   auto prepared = prepare_out_dir(dir);
   if (!prepared) {
-    log()->error("{}", prepared.error().message());
+    preflight_log()->error("{}", prepared.error().message());
     return false;
   }
   const std::string path = prepared.value() + "/" + preflight::report_file_name(r.host);
@@ -56,37 +57,58 @@ bool write_report(const std::string& dir, const preflight::Report& r) {
   if (f) f << text << '\n';
   if (f) f.close();
   if (!f) {
-    log()->error("writing {}: {}", path, std::strerror(errno));
+    preflight_log()->error("writing {}: {}", path, std::strerror(errno));
     return false;
   }
-  log()->debug("wrote {}", path);
+  preflight_log()->debug("wrote {}", path);
   return true;
 }
 
 int run_preflight_command(const PreflightOptions& opt) {
   auto endpoint = preflight::choose_endpoint(opt.endpoint, preflight::endpoint_env_from_process());
   if (!endpoint) return usage_error(endpoint.error().message());
-  if (opt.world_size && !opt.nodes.empty() && *opt.world_size != opt.nodes.size()) {
-    return usage_error(fmt::format("--world-size {} but --nodes names {} node(s)", *opt.world_size,
-                                   opt.nodes.size()));
+  std::optional<unsigned> world_size = opt.world_size;
+  std::string world_size_option = "--world-size";
+  if (opt.nnodes) {
+    const auto n = preflight::fixed_nnodes(*opt.nnodes);
+    if (!n)
+      return usage_error(fmt::format(
+          "--nnodes '{}': want the number of nodes, N or N:N (an elastic MIN:MAX range has no "
+          "fixed number of nodes to wait for)",
+          *opt.nnodes));
+    if (world_size && *world_size != *n)
+      return usage_error(fmt::format("--world-size {} but --nnodes {}", *world_size, *n));
+    world_size = n;
+    world_size_option = "--nnodes";
   }
-  const unsigned nodes = opt.world_size ? *opt.world_size : static_cast<unsigned>(opt.nodes.size());
+  auto set = preflight::node_set(world_size, world_size_option, opt.nodes,
+                                 preflight::node_set_env_from_process());
+  if (!set) return usage_error(set.error().message());
+  if (!set.value().note.empty()) preflight_log()->warn("{}", set.value().note);
+  const unsigned nodes = set.value().world_size;
   const preflight::RankCount ranks = preflight::rank_count(opt.ranks,
                                                            preflight::job_size_env_from_process(),
                                                            nodes);
+  const std::string hostname = preflight::this_hostname();
+  const preflight::NodeId id =
+      preflight::node_id(preflight::node_id_env_from_process(), hostname, set.value().names);
 
   preflight::Options o;
   o.endpoint = endpoint.value();
   o.world_size = nodes;
-  o.node_names = opt.nodes;
+  o.node_names = set.value().names;
+  o.node_rank = id.rank;
+  o.node_rank_source = id.source;
   o.ranks = ranks.count;
   o.ranks_source = ranks.source;
   o.timeout_s = opt.timeout_s;
-  o.hostname = preflight::this_hostname();
-  o.progress = [](const std::string& what) { log()->debug("{}", what); };
-  log()->debug("endpoint {} (from {}), {} node(s), {} rank(s) (from {}), timeout {} s",
-               o.endpoint.text(), o.endpoint.source, nodes, ranks.count, ranks.source,
-               opt.timeout_s);
+  o.hostname = hostname;
+  o.progress = [](const std::string& what) { preflight_log()->debug("{}", what); };
+  preflight_log()->debug("endpoint {} (from {}), {} node(s) (from {}{}), {} rank(s) (from {}), timeout {} s",
+               o.endpoint.text(), o.endpoint.source, nodes,
+               set.value().world_size_source.empty() ? "nothing" : set.value().world_size_source,
+               set.value().names_source.empty() ? "" : ", names from " + set.value().names_source,
+               ranks.count, ranks.source, opt.timeout_s);
 
   const preflight::Report report = preflight::run_preflight(o);
   const std::string out = opt.format == "json"
@@ -111,8 +133,9 @@ Command add_preflight_command(CLI::App& app) {
       "connect, "
       "limits, clocks; with --world-size all nodes meet at the store host)");
   sub->add_option(
-         "--endpoint,-e", opt->endpoint,
-         "The rendezvous store (default: $PET_RDZV_ENDPOINT, else $MASTER_ADDR:$MASTER_PORT)")
+         "--endpoint,-e,--rdzv-endpoint", opt->endpoint,
+         "The rendezvous store, as torchrun's --rdzv-endpoint (default: $PET_RDZV_ENDPOINT, else "
+         "$MASTER_ADDR:$MASTER_PORT)")
       ->type_name("HOST:PORT");
   sub->add_option("--world-size,-n", opt->world_size,
                   "Number of NODES running this preflight (not ranks): the store host's preflight "
@@ -120,8 +143,13 @@ Command add_preflight_command(CLI::App& app) {
                   "endpoint and waits for the others")
       ->type_name("N")
       ->check(CLI::Range(1u, 1u << 20));
+  sub->add_option("--nnodes", opt->nnodes,
+                  "As torchrun's --nnodes: the same as --world-size (N or N:N; default "
+                  "$PET_NNODES when it is fixed)")
+      ->type_name("N");
   sub->add_option("--nodes", opt->nodes,
-                  "The nodes' host names, so that the missing ones are named (sets --world-size)")
+                  "The nodes' host names, so that the missing ones are named (sets --world-size; "
+                  "default: $SLURM_JOB_NODELIST, Slurm's hostlist syntax)")
       ->delimiter(',')
       ->type_name("H,...");
   sub->add_option(

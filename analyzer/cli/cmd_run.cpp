@@ -39,7 +39,7 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-int fail(const std::string& message) {
+int run_fail(const std::string& message) {
   log_for("run")->error("{}", message);
   return kExitUsage;
 }
@@ -51,34 +51,34 @@ std::string exe_dir() {
 }
 
 int run_run(const RunOptions& opt) {
-  if (opt.command.empty()) return fail("no command given (usage: rdzvscope run [OPTIONS] -- CMD [ARGS...])");
+  if (opt.command.empty()) return run_fail("no command given (usage: rdzvscope run [OPTIONS] -- CMD [ARGS...])");
 
   std::string explicit_shim = opt.shim;
   if (explicit_shim.empty()) {
     if (const char* env = std::getenv("RDZVSCOPE_SHIM")) explicit_shim = env;
   }
   auto shim = find_shim(explicit_shim, exe_dir(), RDZVSCOPE_LIBDIR);
-  if (!shim) return fail(shim.error().message());
+  if (!shim) return run_fail(shim.error().message());
   // ld.so splits LD_PRELOAD at colons and spaces: such a path cannot be preloaded.
   if (shim.value().find_first_of(": ") != std::string::npos) {
-    return fail(shim.value() + ": the shim path contains a colon or space, which LD_PRELOAD cannot carry");
+    return run_fail(shim.value() + ": the shim path contains a colon or space, which LD_PRELOAD cannot carry");
   }
 
   std::string ports;
   if (opt.ports) {
     auto parsed = parse_ports(*opt.ports);
-    if (!parsed) return fail(parsed.error().message());
+    if (!parsed) return run_fail(parsed.error().message());
     ports = join_ports(parsed.value());
   }
 
   auto inject = inject_env(opt.inject);
-  if (!inject) return fail(inject.error().message());
+  if (!inject) return run_fail(inject.error().message());
 
   const std::string out = opt.out.empty()
                               ? default_out_dir(std::getenv("SLURM_JOB_ID"), std::time(nullptr))
                               : opt.out;
   auto dir = prepare_out_dir(out);
-  if (!dir) return fail(dir.error().message());
+  if (!dir) return run_fail(dir.error().message());
 
   const std::string preload = merge_ld_preload(shim.value(), std::getenv("LD_PRELOAD"));
   ::setenv("RDZVSCOPE_DIR", dir.value().c_str(), 1);
@@ -126,8 +126,8 @@ Command add_run_command(CLI::App& app) {
       ->check(CLI::Range(1u, 1024u));  // the shim caps a file at 1024 MiB
   sub->add_option("--inject", opt->inject,
                   "Rehearse a failure: FAULT[:rank=R][:DURATION], repeatable; FAULT is "
-                  "resolve-fail, connect-refused, connect-timeout, late or port-taken "
-                  "(docs/commands.md)")
+                  "resolve-fail, connect-refused, connect-timeout, late, port-taken or "
+                  "store-reset[:bytes=N] (docs/commands.md)")
       ->type_name("FAULT")
       ->allow_extra_args(false);  // one FAULT per --inject
   sub->add_option("command", opt->command, "The command to trace, after --")->type_name("CMD [ARGS...]");

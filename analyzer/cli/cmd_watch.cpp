@@ -26,7 +26,7 @@
 namespace rdzvscope::cli {
 namespace {
 
-std::shared_ptr<spdlog::logger> log() { return log_for("watch"); }
+std::shared_ptr<spdlog::logger> watch_log() { return log_for("watch"); }
 
 struct WatchOptions {
   std::vector<std::string> paths;
@@ -37,12 +37,6 @@ struct WatchOptions {
   std::string format = "text";
   std::string prom;
 };
-
-std::int64_t wall_clock_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 double cpu_seconds() {
   rusage ru{};
@@ -74,7 +68,7 @@ Snapshot take_snapshot(TraceFollower& follower, const WatchOptions& opt) {
   snap.diagnosis = diagnose(*snap.model);
   snap.status = join_status(*snap.model, wall_clock_ns());
   snap.cpu_s = cpu_seconds() - cpu0;
-  log()->debug("refresh: {} trace file(s), {} decoded again, {:.3f} s of CPU", snap.read.files,
+  watch_log()->debug("refresh: {} trace file(s), {} decoded again, {:.3f} s of CPU", snap.read.files,
                snap.read.decoded, snap.cpu_s);
   return snap;
 }
@@ -83,7 +77,7 @@ bool write_prom(const WatchOptions& opt, const Snapshot& snap) {
   if (opt.prom.empty()) return true;
   if (auto err = write_file_atomically(opt.prom, prometheus_text(snap.status, snap.diagnosis,
                                                                  wall_clock_ns()))) {
-    log()->error("{}", err->message());
+    watch_log()->error("{}", err->message());
     return false;
   }
   return true;
@@ -138,7 +132,7 @@ int run_watch(const WatchOptions& opt) {
   bool all_there = true;
   for (const auto& p : opt.paths)
     if (::access(p.c_str(), F_OK) != 0) {
-      log()->error("{}: {}", p, std::strerror(errno));
+      watch_log()->error("{}: {}", p, std::strerror(errno));
       all_there = false;
     }
   if (!all_there) return kExitUsage;

@@ -8,9 +8,11 @@
 
 namespace rdzvscope::cli {
 
-// Exit status: 0 done, 2 bad usage or unreadable input (docs/commands.md), 127 exec failed.
+// Exit status: 0 done, 2 bad usage or unreadable input, 3 a problem found under
+// --fail-on-problem (docs/commands.md), 127 exec failed.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitProblem = 3;  // --fail-on-problem: the verdict is not healthy
 inline constexpr int kExitExecFailed = 127;
 
 struct Command {

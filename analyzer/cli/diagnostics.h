@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,12 @@ enum class Verbosity { Quiet, Normal, Verbose };
 void set_verbosity(Verbosity v);
 // "analyze" -> the logger "rdzvscope analyze"; "" -> "rdzvscope".
 std::shared_ptr<spdlog::logger> log_for(const std::string& command);
+
+// Now on the wall clock (CLOCK_REALTIME), ns: the traces' time base.
+inline std::int64_t wall_clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // For --verbose: the time since the last lap, as "0.123 s".
 class Stopwatch {

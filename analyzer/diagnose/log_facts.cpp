@@ -18,11 +18,12 @@ LogFacts load_logs(const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
     ++facts.files;
     auto scan = rdzv::logs::scan_log(path);
-    if (!scan) {
-      facts.errors.push_back(Error{"", scan.error().message, std::nullopt});  // names the file
-      continue;
-    }
-    auto& s = scan.value();
+    if (!scan) facts.errors.push_back(Error{"", scan.error().message, std::nullopt});  // names the file
+    // A log cut short (a truncated .gz) still holds what came before the cut: it is used.
+    rdzv::logs::LogScan* read = scan ? &scan.value() : scan.partial();
+    if (!read) continue;
+    if (!scan) ++facts.partial_files;
+    auto& s = *read;
     facts.lines += s.lines;
     facts.matched += s.matched;
     if (facts.torch_version.empty()) facts.torch_version = s.torch_version;

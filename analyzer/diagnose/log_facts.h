@@ -22,6 +22,7 @@ struct LogFacts {
   std::string torch_version;  // from the logs, "" when not printed
   std::string version_hint;   // ">=2.5" / "<=2.4" from message styles, "" when no clue
   std::size_t files = 0;
+  std::size_t partial_files = 0;  // read up to damage (a truncated .gz): in errors and used
   std::uint64_t lines = 0, matched = 0;
   std::vector<Error> errors;
 

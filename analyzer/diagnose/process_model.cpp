@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "clock_alignment.h"
+#include "reader/file_tree.h"
 #include "reader/names.h"
 #include "reader/trace_reader.h"
 
@@ -203,33 +204,6 @@ int mark_earlier_attempts(std::vector<Process>& procs) {
 
 }  // namespace
 
-namespace {
-
-// A per-job, per-host layout (BASE/%Y/%m/%d/%j/%h) is a few levels deep; a directory tree
-// deeper than this is not one of ours, and a loop of bind mounts must not run forever.
-constexpr int kMaxTraceDirDepth = 8;
-
-// Appends the trace files under dir (and its subdirectories, symbolic links not followed),
-// sorted within each directory, subdirectories after the directory's own files.
-void collect_trace_files(const std::string& dir, int depth, std::vector<std::string>& out) {
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
-  if (!d) return;
-  std::vector<std::string> files, subdirs;
-  while (const dirent* e = ::readdir(d.get())) {
-    const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    if (ends_with(name, RDZV_FILE_SUFFIX) && name != RDZV_FILE_SUFFIX) files.push_back(name);
-    else if (e->d_type == DT_DIR && depth < kMaxTraceDirDepth) subdirs.push_back(name);
-  }
-  std::sort(files.begin(), files.end());
-  std::sort(subdirs.begin(), subdirs.end());
-  const std::string prefix = ends_with(dir, "/") ? dir : dir + "/";
-  for (const auto& f : files) out.push_back(prefix + f);
-  for (const auto& sub : subdirs) collect_trace_files(prefix + sub, depth + 1, out);
-}
-
-}  // namespace
-
 Result<std::vector<std::string>> trace_files_in(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return Error{path, std::strerror(errno), std::nullopt};
@@ -237,7 +211,9 @@ Result<std::vector<std::string>> trace_files_in(const std::string& path) {
   if (std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(path.c_str()), ::closedir); !d)
     return Error{path, std::strerror(errno), std::nullopt};
   std::vector<std::string> names;
-  collect_trace_files(path, 0, names);
+  files_below(path, [](const std::string& name, unsigned char) {
+    return ends_with(name, RDZV_FILE_SUFFIX) && name != RDZV_FILE_SUFFIX;
+  }, names);
   if (names.empty())
     return Error{path, std::string("no *") + RDZV_FILE_SUFFIX + " trace files in this directory or below it",
                  std::nullopt};

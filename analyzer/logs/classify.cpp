@@ -226,14 +226,77 @@ std::string reason_after(sv s, size_t from) {
   return std::string(r.substr(0, 200));
 }
 
+// A host name as a log prefix writes it: a letter, then letters, digits, '.', '-', '_'; not a
+// log level ("INFO:3: ..."), a source file ("train.py:12: UserWarning") or an exception type.
+bool is_host_word(sv w) {
+  if (w.empty() || w.size() > 64 || is_digit(w[0]) || !is_alnum(w[0])) return false;
+  for (char c : w)
+    if (!is_alnum(c) && c != '.' && c != '-' && c != '_') return false;
+  for (sv tail : {sv(".py"), sv(".pyx"), sv(".c"), sv(".cc"), sv(".cpp"), sv(".cu"), sv(".h"), sv(".hpp"),
+                  sv(".sh"), sv("Error"), sv("Exception"), sv("Warning")})
+    if (w.ends_with(tail)) return false;
+  std::string upper(w);
+  for (auto& c : upper) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+  for (sv level : {sv("INFO"), sv("WARNING"), sv("WARN"), sv("ERROR"), sv("DEBUG"), sv("CRITICAL"), sv("FATAL"),
+                   sv("TRACE"), sv("NOTICE"), sv("E"), sv("W"), sv("I"), sv("F"), sv("D")})
+    if (upper == level) return false;
+  return true;
+}
+
+// kubectl logs --prefix: "[pod/NAME/CONTAINER] " at body[p]: the pod NAME, and *after past the
+// space; "" when there is none.
+sv kubectl_pod_at(sv body, size_t p, size_t* after) {
+  if (!body.substr(p).starts_with("[pod/")) return {};
+  const size_t name = p + 5;
+  const size_t slash = body.find('/', name);
+  const size_t close = body.find(']', name);
+  if (slash == npos || close == npos || slash >= close || slash == name || close + 1 >= body.size() ||
+      body[close + 1] != ' ')
+    return {};
+  *after = close + 2;
+  return body.substr(name, slash - name);
+}
+
+// "HOST:N:" or "HOST: N: " at body[p] (pdsh/clush over srun -l, or a tool's host:rank
+// prefix): the rank, *host and *after past the prefix (and one space); -1 when there is none.
+int host_rank_at(sv body, size_t p, sv* host, size_t* after) {
+  const size_t colon = body.find(':', p);
+  if (colon == npos || !is_host_word(body.substr(p, colon - p))) return -1;
+  size_t q = colon + 1;
+  if (q < body.size() && body[q] == ' ') ++q;
+  size_t end = 0;
+  auto v = number_at(body, q, &end);
+  if (!v || *v < 0 || end - q > 6 || end >= body.size() || body[end] != ':') return -1;
+  *host = body.substr(p, colon - p);
+  *after = end + 1 < body.size() && body[end + 1] == ' ' ? end + 2 : end + 1;
+  return static_cast<int>(*v);
+}
+
 // Rank prefixes at the start of a line: "[rank3]:", "[default3]:", "[3]:", "[Rank3]:", with
-// optional "<stdout>"/"<stderr>" before the colon, and srun -l's "  3: ". Returns the rank and
-// advances `body` past every prefix.
-int strip_rank_prefix(sv& body) {
+// optional "<stdout>"/"<stderr>" before the colon, srun -l's "  3: ", "[host:3]", "host:3:",
+// torchx's "role/0 [3]:", and kubectl's "[pod/NAME/CONTAINER] " (no rank: the pod is the
+// origin). Returns the rank, sets *origin to the host or pod a prefix names (when not null)
+// and advances `body` past every prefix.
+int strip_rank_prefix(sv& body, std::string* origin = nullptr) {
   int rank = -1;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 4; ++round) {
     size_t p = 0;
     while (p < body.size() && body[p] == ' ') ++p;
+    {
+      size_t after = 0;
+      if (sv pod = kubectl_pod_at(body, p, &after); !pod.empty()) {
+        if (origin) origin->assign(pod);
+        body.remove_prefix(after);
+        continue;
+      }
+      sv host;
+      if (int r = host_rank_at(body, p, &host, &after); r >= 0) {
+        if (origin) origin->assign(host);
+        rank = r;
+        body.remove_prefix(after);
+        continue;
+      }
+    }
     // torchx's "trainer/0 [1]:": a role/replica word before the "[N]:" prefix.
     if (round == 0 && p < body.size() && body[p] != '[') {
       const size_t sp = body.find(' ', p);
@@ -261,6 +324,7 @@ int strip_rank_prefix(sv& body) {
         auto v = number_at(body, colon + 1, &after);
         if (host_ok && v && *v >= 0 && after == close && close + 1 < body.size() &&
             (body[close + 1] == ':' || body[close + 1] == ' ')) {
+          if (origin) origin->assign(body.substr(p + 1, colon - p - 1));
           rank = static_cast<int>(*v);
           body.remove_prefix(close + 2);
           continue;
@@ -707,7 +771,8 @@ bool detect(sv body, LogEvent& ev) {
 std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeContext& tc) {
   std::string normalized;
   sv body = normalize(line, normalized) ? sv(normalized) : line;
-  const int prefix_rank = strip_rank_prefix(body);
+  std::string origin;
+  const int prefix_rank = strip_rank_prefix(body, &origin);
   LogEvent ev;
   bool found = detect(body, ev);
   // A hard-wrapped line: try it with its inner runs of spaces collapsed, then removed, when
@@ -731,6 +796,7 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
   const int text_rank = rank_in_text(body);
   ev.rank = prefix_rank >= 0 ? prefix_rank : text_rank >= 0 ? text_rank : default_rank;
   ev.text = clean_text(body, 500);
+  ev.origin = std::move(origin);
   ev.timeout_ms = find_timeout(body);
   ev.err = find_errno(body);
   if (auto g = number_after(body, "gai error: ")) ev.gai_code = static_cast<int>(*g);

@@ -2,12 +2,7 @@
 // the classifier on the lines around its hits, newline counting for line numbers.
 #include "logs/log_scan.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -17,6 +12,7 @@
 #endif
 
 #include "classify.h"
+#include "logs/log_source.h"
 #include "prefilter.h"
 
 namespace rdzv::logs {
@@ -52,8 +48,8 @@ const char* after_last_eol(const char* b, const char* e) {
 
 class Scanner {
  public:
-  Scanner(const std::string& path, int default_rank, TimeContext tc)
-      : path_(path), default_rank_(default_rank), tc_(tc),
+  Scanner(const std::string& name, int default_rank, TimeContext tc)
+      : path_(name), default_rank_(default_rank), tc_(tc),
         pf_(detail::default_prefilter()) {}
 
   // [b, e): whole segments, b at the start of one; e after an end of line, or the cut/end
@@ -117,47 +113,101 @@ class Scanner {
   uint64_t last_matched_line_ = 0;  // 1-based line of the last match (0: none yet)
 };
 
-std::string errno_text(int e) { return std::strerror(e); }
+TimeContext time_context(std::time_t written) {
+  TimeContext tc;
+  std::tm mt{};
+  if (::localtime_r(&written, &mt)) {
+    tc.year = mt.tm_year + 1900;
+    tc.month = mt.tm_mon + 1;
+  }
+  return tc;
+}
+
+// The lower-cased last element of a path, without a trailing ".gz".
+std::string file_name_of(std::string_view path) {
+  if (auto s = path.rfind('/'); s != std::string_view::npos) path.remove_prefix(s + 1);
+  std::string b(path);
+  for (auto& c : b) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  if (b.size() > 3 && b.ends_with(".gz")) b.resize(b.size() - 3);
+  return b;
+}
+
+bool is_digit_char(char c) { return c >= '0' && c <= '9'; }
+bool is_name_separator(char c) { return c == '.' || c == '_' || c == '-'; }
+
+// The number of at most 7 digits at b[p], with *after past it; -1 when there is none.
+int digits_at(const std::string& b, size_t p, size_t* after) {
+  size_t q = p;
+  long v = 0;
+  while (q < b.size() && is_digit_char(b[q]) && q - p < 7) v = v * 10 + (b[q++] - '0');
+  if (q == p || (q < b.size() && is_digit_char(b[q]))) return -1;
+  *after = q;
+  return static_cast<int>(v);
+}
+
+// "rank3", "rank_3", "rank-03", "rank.3", "worker-3": the word, an optional separator, the
+// number, then the end of the name or a separator.
+int rank_after_word(const std::string& b, std::string_view word) {
+  for (size_t p = b.find(word); p != std::string::npos; p = b.find(word, p + 1)) {
+    if (p > 0 && !is_name_separator(b[p - 1])) continue;
+    size_t q = p + word.size(), after = 0;
+    if (q < b.size() && is_name_separator(b[q])) ++q;
+    if (int v = digits_at(b, q, &after); v >= 0 && (after == b.size() || is_name_separator(b[after]))) return v;
+  }
+  return -1;
+}
+
+// "r3.out", "job_r7.log": r and the number as a word of the name.
+int rank_after_r(const std::string& b) {
+  for (size_t p = b.find('r'); p != std::string::npos; p = b.find('r', p + 1)) {
+    if (p > 0 && !is_name_separator(b[p - 1])) continue;
+    size_t after = 0;
+    if (int v = digits_at(b, p + 1, &after); v >= 0 && (after == b.size() || is_name_separator(b[after]))) return v;
+  }
+  return -1;
+}
+
+// Slurm --output=...%j-%t: "job-123-3.out", "123-3.out": the name before its extension ends
+// in JOBID-TASK, the job id at the start or after a separator.
+int slurm_task_of(const std::string& b) {
+  const std::string stem = b.substr(0, b.rfind('.'));
+  size_t p = stem.size();
+  while (p > 0 && is_digit_char(stem[p - 1])) --p;
+  if (p == stem.size() || stem.size() - p > 5 || p == 0 || stem[p - 1] != '-') return -1;
+  size_t j = p - 1;
+  while (j > 0 && is_digit_char(stem[j - 1])) --j;
+  if (j == p - 1 || (j > 0 && !is_name_separator(stem[j - 1]))) return -1;
+  return std::stoi(stem.substr(p));
+}
+
+// torchrun --log-dir: ".../attempt_N/LOCAL_RANK/stdout.log" or "stderr.log".
+int torchrun_local_rank_of(std::string_view path, const std::string& name) {
+  if (name != "stdout.log" && name != "stderr.log") return -1;
+  auto parent = [](std::string_view p) {
+    const size_t s = p.rfind('/');
+    return s == std::string_view::npos ? std::string_view() : p.substr(0, s);
+  };
+  auto last = [](std::string_view p) {
+    const size_t s = p.rfind('/');
+    return s == std::string_view::npos ? p : p.substr(s + 1);
+  };
+  const std::string_view rank_dir = parent(path);
+  const std::string rank_name(last(rank_dir));
+  if (!last(parent(rank_dir)).starts_with("attempt_")) return -1;
+  size_t after = 0;
+  const int v = digits_at(rank_name, 0, &after);
+  return after == rank_name.size() ? v : -1;
+}
 
 }  // namespace
 
 int rank_from_filename(std::string_view path) {
-  std::string_view base = path;
-  if (auto s = base.rfind('/'); s != std::string_view::npos) base.remove_prefix(s + 1);
-  std::string b(base);
-  for (auto& c : b) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  auto digits = [&](size_t p, size_t* after) -> int {
-    size_t q = p;
-    long v = 0;
-    while (q < b.size() && b[q] >= '0' && b[q] <= '9' && q - p < 7) v = v * 10 + (b[q++] - '0');
-    if (q == p) return -1;
-    *after = q;
-    return static_cast<int>(v);
-  };
-  auto boundary = [&](size_t p) { return p >= b.size() || b[p] == '.' || b[p] == '_' || b[p] == '-'; };
-  // "rank3", "rank_3", "rank-03", "rank.3"
-  for (size_t p = b.find("rank"); p != std::string::npos; p = b.find("rank", p + 1)) {
-    size_t q = p + 4, after = 0;
-    if (q < b.size() && (b[q] == '_' || b[q] == '-' || b[q] == '.')) ++q;
-    if (int v = digits(q, &after); v >= 0 && boundary(after)) return v;
-  }
-  // "r3.out", "job_r3.log"
-  for (size_t p = b.find('r'); p != std::string::npos; p = b.find('r', p + 1)) {
-    if (p > 0 && !(b[p - 1] == '.' || b[p - 1] == '_' || b[p - 1] == '-')) continue;
-    size_t after = 0;
-    if (int v = digits(p + 1, &after); v >= 0 && boundary(after)) return v;
-  }
-  // "worker-3.log", "123456-3.out": the number before the extension, after '-' or '_', at most
-  // 5 digits (Slurm job ids are longer; "slurm-123456.out" is not a rank).
-  if (b.rfind("slurm", 0) != 0) {
-    const size_t dot = b.find('.');
-    const std::string stem = b.substr(0, dot);
-    size_t p = stem.size();
-    while (p > 0 && stem[p - 1] >= '0' && stem[p - 1] <= '9') --p;
-    if (p < stem.size() && stem.size() - p <= 5 && p > 0 && (stem[p - 1] == '-' || stem[p - 1] == '_'))
-      return std::stoi(stem.substr(p));
-  }
-  return -1;
+  const std::string b = file_name_of(path);
+  if (int v = rank_after_word(b, "rank"); v >= 0) return v;
+  if (int v = rank_after_r(b); v >= 0) return v;
+  if (int v = rank_after_word(b, "worker"); v >= 0) return v;
+  if (int v = slurm_task_of(b); v >= 0) return v;
+  return torchrun_local_rank_of(path, b);
 }
 
 ScanResult scan_log(const std::string& path, int default_rank) {
@@ -169,43 +219,32 @@ ScanResult scan_log(const std::string& path, int default_rank, const ScanOptions
   opt.buffer_size = std::max<size_t>(opt.buffer_size, 1);
   opt.max_line = std::max<size_t>(opt.max_line, 64);
 
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return LogError{"log " + path + ": cannot open: " + errno_text(errno)};
-  struct Closer { int fd; ~Closer() { ::close(fd); } } closer{fd};
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) return LogError{"log " + path + ": cannot stat: " + errno_text(errno)};
-  if (S_ISDIR(st.st_mode)) return LogError{"log " + path + ": is a directory, not a log file"};
-#ifdef POSIX_FADV_SEQUENTIAL
-  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-#endif
+  std::string open_error;
+  const std::unique_ptr<LogSource> src = LogSource::open(path, open_error);
+  if (!src) return LogError{"log " + log_display_name(path) + ": " + open_error};
+  if (default_rank < 0 && path != kStdinArg) default_rank = rank_from_filename(path);
 
-  TimeContext tc;
-  std::tm mt{};
-  const time_t mtime = st.st_mtime;
-  if (::localtime_r(&mtime, &mt)) {
-    tc.year = mt.tm_year + 1900;
-    tc.month = mt.tm_mon + 1;
-  }
-  if (default_rank < 0) default_rank = rank_from_filename(path);
-
-  Scanner sc(path, default_rank, tc);
+  Scanner sc(src->name(), default_rank, time_context(src->written()));
   // The carried (unfinished) line is at most max_line bytes, then one read.
   std::unique_ptr<char[]> buf(new char[opt.max_line + opt.buffer_size]);
   size_t have = 0;        // carried bytes at buf[0..have)
   bool skipping = false;  // inside a line longer than max_line: drop bytes to its end
+  std::string problem;    // why the reading stopped early ("" at the end of the data)
   LogScan& scan = sc.scan();
   for (;;) {
-    ssize_t n;
-    do n = ::read(fd, buf.get() + have, opt.buffer_size);
-    while (n < 0 && errno == EINTR);
-    if (n < 0) return LogError{"log " + path + ": read failed: " + errno_text(errno)};
+    const LogSource::Read r = src->read(buf.get() + have, opt.buffer_size);
+    problem = r.problem;
+    const size_t n = r.bytes;
     if (n == 0) break;
     scan.bytes += static_cast<uint64_t>(n);
     const char* b = buf.get();
     const char* e = b + have + n;
     if (skipping) {
       while (b < e && !is_eol(*b)) ++b;  // have == 0 while skipping
-      if (b == e) continue;
+      if (b == e) {
+        if (!problem.empty()) break;
+        continue;
+      }
       skipping = false;
     }
     const char* ce = after_last_eol(b, e);
@@ -220,9 +259,14 @@ ScanResult scan_log(const std::string& path, int default_rank, const ScanOptions
       std::memmove(buf.get(), ce, tail);
       have = tail;
     }
+    if (!problem.empty()) break;
   }
   if (have > 0 && !skipping) sc.region(buf.get(), buf.get() + have);
   scan.lines = sc.line() + ((have > 0 || skipping) ? 1 : 0);
+  if (!problem.empty()) {
+    return ScanResult(LogError{"log " + src->name() + ": " + problem + " (at line " + std::to_string(scan.lines) + ")"},
+                      std::move(scan));
+  }
   return std::move(scan);
 }
 

@@ -85,6 +85,8 @@ struct LogEvent {
                              // "[Rank R]" / "[R] is setting up" in the text, else the file's default
   Family family{};           // the most specific family of the line (see `also`)
   std::string text;          // the matched line, without the rank prefix, cut to 500 bytes
+  std::string origin;        // the host or pod that wrote the line, from a "host:N:" / "[host:N]"
+                             // / kubectl "[pod/NAME/CONTAINER]" prefix; "" when none
   std::optional<int64_t> timeout_ms;   // "after Ns|Nms", "timeout=Nms", "Timeout(ms)=N", "N seconds",
                                        // "timeout was N ms", "timeout=0:30:00", in ms
   std::optional<int> err;              // errno from "(errno: N - ...)", "code: -98", or the reason text
@@ -118,11 +120,13 @@ struct LogError {
   std::string message;                 // one line, naming the file
 };
 
-// An expected-like result (C++23 std::expected stand-in).
+// An expected-like result (C++23 std::expected stand-in). A log whose reading stopped part
+// way (a truncated or corrupt .gz) is an error that also holds what was read before it.
 class ScanResult {
  public:
   ScanResult(LogScan s) : v_(std::move(s)) {}    // NOLINT: implicit on purpose
   ScanResult(LogError e) : v_(std::move(e)) {}   // NOLINT
+  ScanResult(LogError e, LogScan partial) : v_(std::move(e)), partial_(std::move(partial)) {}
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
   LogScan& value() & { return std::get<0>(v_); }
@@ -131,9 +135,13 @@ class ScanResult {
   const LogError& error() const { return std::get<1>(v_); }
   LogScan* operator->() { return &std::get<0>(v_); }
   const LogScan* operator->() const { return &std::get<0>(v_); }
+  // The events and counts read before the error, or nullptr (nothing could be read).
+  const LogScan* partial() const { return partial_ ? &*partial_ : nullptr; }
+  LogScan* partial() { return partial_ ? &*partial_ : nullptr; }
 
  private:
   std::variant<LogScan, LogError> v_;
+  std::optional<LogScan> partial_;
 };
 
 struct ScanOptions {
@@ -143,12 +151,23 @@ struct ScanOptions {
                                         // so tqdm redraws do not make long lines)
 };
 
-// default_rank: the rank of lines without a prefix; -1 = guess from the file name
-// (rank_from_filename), and -1 when that finds nothing.
+// path: a file, or "-" for standard input (called "<stdin>" in events and errors); plain or
+// gzip text (log_source.h). default_rank: the rank of lines without a prefix; -1 = guess from
+// the file name (rank_from_filename), and -1 when that finds nothing.
 ScanResult scan_log(const std::string& path, int default_rank = -1);
 ScanResult scan_log(const std::string& path, int default_rank, const ScanOptions& options);
 
-// "rank3.log", "rank_3.txt", "r3.out", "worker-3.log", "123456-3.out" -> 3; else -1.
+// The rank a log file's name gives its unprefixed lines, in these patterns only (-1 for any
+// other name; a number elsewhere in a name is no rank):
+//   "rank3.log", "rank_3.txt", "train.rank-3.log", "RANK4.LOG"   the word rank, then the number
+//   "r3.out", "job_r7.log"                                      r and the number, as a word
+//   "worker-3.log"                                              the word worker, then the number
+//   "job-123-3.out", "slurm-123-3.out", "123-3.out"             Slurm --output=...%j-%t: job id,
+//                                                               '-', task id, at the name's end
+//   ".../attempt_0/3/stderr.log" (stdout.log)                   torchrun --log-dir: the local
+//                                                               rank's directory
+// A trailing ".gz" is ignored. "slurm-123.out" (%j) and "slurm-123_4.out" (%A_%a: an array
+// task) give no rank.
 int rank_from_filename(std::string_view path);
 
 // Classifies one line (no newline) as scan_log does, without file, line or wall_time year

@@ -63,12 +63,14 @@ std::string sanitized_text(const std::string& text) {
 std::string hello_line(const Hello& h) {
   json checks = json::array();
   for (const Check& c : h.checks) checks.push_back(to_json(c));
-  return line_of({{"preflight", kProtocol},
-                  {"type", "hello"},
-                  {"host", h.host},
-                  {"world_size", h.world_size},
-                  {"t1_ns", h.t1_ns},
-                  {"checks", checks}});
+  json j = {{"preflight", kProtocol},
+            {"type", "hello"},
+            {"host", h.host},
+            {"world_size", h.world_size},
+            {"t1_ns", h.t1_ns},
+            {"checks", checks}};
+  if (h.node_rank) j["node_rank"] = *h.node_rank;
+  return line_of(std::move(j));
 }
 
 std::string welcome_line(const Welcome& w) {
@@ -101,6 +103,9 @@ Result<Hello> parse_hello(const std::string& line) {
   const auto ws = j.find("world_size");
   if (ws != j.end() && ws->is_number_unsigned() && ws->get<std::uint64_t>() < 1u << 30)
     h.world_size = ws->get<unsigned>();
+  const auto nr = j.find("node_rank");
+  if (nr != j.end() && nr->is_number_unsigned() && nr->get<std::uint64_t>() < 1u << 30)
+    h.node_rank = nr->get<unsigned>();
   const auto checks = j.find("checks");
   if (checks != j.end() && checks->is_array()) {
     for (const json& c : *checks) {

@@ -3,6 +3,7 @@
 // JSON, each at most kMaxLine bytes, '\n'-terminated:
 //   node  -> store  {"preflight":"rdzvscope/1","type":"hello","host":H,"world_size":N,
 //                    "t1_ns":T1,"checks":[...]}            the node's own check results
+//                   (and "node_rank":R when the node knows it: PET_NODE_RANK, SLURM_NODEID, ...)
 //   store -> node   {"preflight":"rdzvscope/1","type":"welcome","host":H,"t2_ns":T2,"t3_ns":T3}
 //   node  -> store  {"preflight":"rdzvscope/1","type":"clock","t4_ns":T4}
 // T1..T4 are CLOCK_REALTIME nanoseconds: T1 hello sent, T2 hello received, T3 welcome sent,
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@ struct Hello {
   unsigned world_size = 0;
   std::int64_t t1_ns = 0;
   std::vector<Check> checks;
+  std::optional<unsigned> node_rank = std::nullopt;  // "node_rank", when the node knows it (job_size.h)
 };
 
 struct Welcome {

@@ -2,6 +2,9 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <strings.h>
+
+#include "preflight/hostlist.h"
 
 namespace rdzvscope::preflight {
 
@@ -14,7 +17,98 @@ std::optional<unsigned long> positive(const std::string& s) {
   return v;
 }
 
+std::optional<std::string> get_env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::optional<std::string>(v) : std::nullopt;
+}
+
+std::optional<unsigned> small_number(const std::string& s) {
+  const auto v = positive(s);
+  if (!v || *v > (1ul << 20)) return std::nullopt;
+  return static_cast<unsigned>(*v);
+}
+
+std::string short_name(const std::string& h) { return h.substr(0, h.find('.')); }
+
 }  // namespace
+
+std::optional<unsigned> fixed_nnodes(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return small_number(text);
+  const auto lo = small_number(text.substr(0, colon));
+  const auto hi = small_number(text.substr(colon + 1));
+  if (lo && hi && *lo == *hi) return lo;
+  return std::nullopt;
+}
+
+NodeSetEnv node_set_env_from_process() {
+  return NodeSetEnv{get_env("PET_NNODES"), get_env("SLURM_JOB_NODELIST")};
+}
+
+Result<NodeSet> node_set(std::optional<unsigned> world_size, const std::string& world_size_option,
+                         const std::vector<std::string>& nodes, const NodeSetEnv& env) {
+  NodeSet s;
+  if (!nodes.empty()) {
+    if (world_size && *world_size != nodes.size())
+      return Error{"", world_size_option + " " + std::to_string(*world_size) + " but --nodes names " +
+                           std::to_string(nodes.size()) + " node(s)",
+                   std::nullopt};
+    s.world_size = static_cast<unsigned>(nodes.size());
+    s.world_size_source = "--nodes";
+    s.names = nodes;
+    s.names_source = "--nodes";
+    return s;
+  }
+  if (world_size) {
+    s.world_size = *world_size;
+    s.world_size_source = world_size_option;
+  } else if (env.pet_nnodes) {
+    if (const auto n = fixed_nnodes(*env.pet_nnodes)) {
+      s.world_size = *n;
+      s.world_size_source = "PET_NNODES";
+    } else {
+      s.note = "PET_NNODES=" + *env.pet_nnodes + " is no fixed number of nodes: not used";
+    }
+  }
+  if (env.slurm_job_nodelist) {
+    auto names = expand_hostlist(*env.slurm_job_nodelist);
+    if (!names) return Error{"SLURM_JOB_NODELIST", names.error().detail, std::nullopt};
+    if (s.world_size && names.value().size() != s.world_size) {
+      s.note = "SLURM_JOB_NODELIST names " + std::to_string(names.value().size()) +
+               " node(s), the job " + std::to_string(s.world_size) + " (" + s.world_size_source +
+               "): its names are not used";
+    } else {
+      if (!s.world_size) {
+        s.world_size = static_cast<unsigned>(names.value().size());
+        s.world_size_source = "SLURM_JOB_NODELIST";
+      }
+      s.names = std::move(names.value());
+      s.names_source = "SLURM_JOB_NODELIST";
+    }
+  }
+  return s;
+}
+
+NodeIdEnv node_id_env_from_process() {
+  return NodeIdEnv{get_env("PET_NODE_RANK"), get_env("SLURM_NODEID"), get_env("GROUP_RANK")};
+}
+
+NodeId node_id(const NodeIdEnv& env, const std::string& hostname,
+               const std::vector<std::string>& names) {
+  const std::pair<const std::optional<std::string>*, const char*> vars[] = {
+      {&env.pet_node_rank, "PET_NODE_RANK"}, {&env.slurm_nodeid, "SLURM_NODEID"},
+      {&env.group_rank, "GROUP_RANK"}};
+  for (const auto& [value, name] : vars) {
+    if (!*value) continue;
+    if (**value == "0") return NodeId{0u, name};
+    if (const auto n = small_number(**value)) return NodeId{*n, name};
+  }
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (strcasecmp(names[i].c_str(), hostname.c_str()) == 0 ||
+        strcasecmp(names[i].c_str(), short_name(hostname).c_str()) == 0)
+      return NodeId{static_cast<unsigned>(i), "node list"};
+  return NodeId{std::nullopt, ""};
+}
 
 JobSizeEnv job_size_env_from_process() {
   auto get = [](const char* name) -> std::optional<std::string> {

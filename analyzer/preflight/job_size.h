@@ -7,6 +7,9 @@
 
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "reader/error.h"
 
 namespace rdzvscope::preflight {
 
@@ -22,5 +25,44 @@ struct JobSizeEnv {
 JobSizeEnv job_size_env_from_process();
 
 RankCount rank_count(std::optional<unsigned long> option, const JobSizeEnv& env, unsigned nodes);
+
+// The nodes that take part in the meeting, and their names. In order: --nodes (names, N their
+// count); else N from --world-size / --nnodes, else from PET_NNODES (torchrun's --nnodes as
+// the job will see it: "N", or "MIN:MAX" with MIN == MAX); the names, when --nodes is not
+// given, from SLURM_JOB_NODELIST (hostlist.h), which also sets N when nothing else did, and is
+// set aside (note) when it names another number of nodes than N. 0 nodes: no meeting.
+struct NodeSetEnv {
+  std::optional<std::string> pet_nnodes, slurm_job_nodelist;
+};
+NodeSetEnv node_set_env_from_process();
+
+struct NodeSet {
+  unsigned world_size = 0;
+  std::string world_size_source;  // "--world-size", "--nnodes", "--nodes", "PET_NNODES", ...
+  std::vector<std::string> names;
+  std::string names_source;  // "--nodes", "SLURM_JOB_NODELIST", "" when none
+  std::string note;          // why an environment variable was not used, "" when none
+};
+// world_size: --world-size (or --nnodes, text "N" or "N:N"; `nnodes_option` names which).
+Result<NodeSet> node_set(std::optional<unsigned> world_size, const std::string& world_size_option,
+                         const std::vector<std::string>& nodes, const NodeSetEnv& env);
+
+// "4", "4:4" -> 4; "1:4" (elastic), "0", "x" -> nothing.
+std::optional<unsigned> fixed_nnodes(const std::string& text);
+
+// Which node this is, for the report: torchrun's node rank (PET_NODE_RANK, as the agent will
+// get --node-rank), else Slurm's (SLURM_NODEID), else GROUP_RANK (a worker's environment),
+// else this host's place in the node list; the host name always.
+struct NodeIdEnv {
+  std::optional<std::string> pet_node_rank, slurm_nodeid, group_rank;
+};
+NodeIdEnv node_id_env_from_process();
+
+struct NodeId {
+  std::optional<unsigned> rank;
+  std::string source;  // "PET_NODE_RANK", "SLURM_NODEID", "GROUP_RANK", "node list", ""
+};
+NodeId node_id(const NodeIdEnv& env, const std::string& hostname,
+               const std::vector<std::string>& names);
 
 }  // namespace rdzvscope::preflight

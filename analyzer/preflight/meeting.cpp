@@ -1,5 +1,6 @@
 #include "preflight/meeting.h"
 
+#include <cctype>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -64,7 +65,7 @@ void on_line(Conn& c, Meeting& m, const std::string& line, const std::string& se
     auto hello = parse_hello(line);
     if (!hello) return drop(c, m, "not a preflight hello: " + hello.error().message());
     Peer p{hello.value().host, c.address, hello.value().world_size, std::move(hello.value().checks),
-           std::nullopt};
+           std::nullopt, hello.value().node_rank};
     ClockSample s;
     s.t1_ns = hello.value().t1_ns;
     s.t2_ns = received_ns;
@@ -274,8 +275,16 @@ std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
   }
   const std::size_t reported = came.size();
   std::vector<std::string> missing;
+  // A name of the list (Slurm's are short) stands for a host that said its full name too.
+  auto short_of = [](const std::string& h) {
+    std::string s = h.substr(0, h.find('.'));
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  std::set<std::string> came_short;
+  for (const std::string& h : came) came_short.insert(short_of(h));
   for (const std::string& n : node_names) {
-    if (!came.count(n)) missing.push_back(n);
+    if (!came.count(n) && !came_short.count(short_of(n))) missing.push_back(n);
   }
   nlohmann::json peers = nlohmann::json::array();
   for (const Peer& p : m.peers) {
@@ -289,7 +298,8 @@ std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
                       p.clock ? nlohmann::json(-p.clock->offset_ms()) : nlohmann::json(nullptr)},
                      {"uncertainty_ms", p.clock ? nlohmann::json(p.clock->uncertainty_ms())
                                                 : nlohmann::json(nullptr)},
-                     {"not_ok", failed}});
+                     {"not_ok", failed},
+                     {"node_rank", p.node_rank ? nlohmann::json(*p.node_rank) : nlohmann::json(nullptr)}});
   }
   nlohmann::json data = {{"expected", expected_nodes},
                          {"peers", peers},

@@ -22,6 +22,7 @@ struct Peer {
   unsigned world_size = 0;    // the --world-size it was given
   std::vector<Check> checks;  // its own results
   std::optional<ClockSample> clock;
+  std::optional<unsigned> node_rank = std::nullopt;  // from its hello
 };
 
 struct Meeting {

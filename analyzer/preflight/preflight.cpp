@@ -93,7 +93,7 @@ void node_checks(const Options& opt, const Lookup& lookup, Report& r) {
     ::close(c.fd);
     return;
   }
-  Hello hello{opt.hostname, opt.world_size, 0, r.checks};
+  Hello hello{opt.hostname, opt.world_size, 0, r.checks, opt.node_rank};
   const Exchange e = exchange_hello(c.fd, hello, deadline);
   ::close(c.fd);
   r.checks.push_back(exchange_check(opt.endpoint.text(), e));
@@ -127,6 +127,8 @@ Role role_of(const std::string& endpoint_host, const std::string& hostname,
 Report run_preflight(const Options& opt) {
   Report r;
   r.host = opt.hostname;
+  r.node_rank = opt.node_rank;
+  r.node_rank_source = opt.node_rank_source;
   r.endpoint = opt.endpoint;
   r.world_size = opt.world_size;
   r.ranks = opt.ranks;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct Options {
   std::string ranks_source;             // where `ranks` came from, for the report
   double timeout_s = 30;
   std::string hostname;  // this node's name (gethostname)
+  std::optional<unsigned> node_rank;  // which node this is (job_size.h: node_id), for the report
+  std::string node_rank_source;
   std::function<void(const std::string&)> progress = [](const std::string&) {};  // -v
 };
 
@@ -31,6 +34,8 @@ enum class Role { StoreHost, Node };
 
 struct Report {
   std::string host;
+  std::optional<unsigned> node_rank;
+  std::string node_rank_source;
   Endpoint endpoint;
   Role role = Role::Node;
   std::string role_reason;

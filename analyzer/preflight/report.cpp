@@ -67,7 +67,11 @@ void append_nodes(std::string& out, const Report& r) {
       const std::string not_ok = p["not_ok"].empty()
                                      ? "ok"
                                      : fmt::format("not ok: {}", fmt::join(p["not_ok"], ", "));
-      out += fmt::format("  {:<16} {:<24} {:<28} {}\n", p["host"].get<std::string>(),
+      const std::string host =
+          p.contains("node_rank") && p["node_rank"].is_number_unsigned()
+              ? fmt::format("{} (node {})", p["host"].get<std::string>(), p["node_rank"].get<unsigned>())
+              : p["host"].get<std::string>();
+      out += fmt::format("  {:<16} {:<24} {:<28} {}\n", host,
                          p["address"].get<std::string>(), clock, not_ok);
     }
     return;
@@ -109,6 +113,9 @@ nlohmann::json report_json(const Report& r) {
   for (const Check& c : r.checks) checks.push_back(to_json(c));
   return {{"schema", "rdzvscope.preflight/1"},
           {"host", r.host},
+          {"node",
+           {{"rank", r.node_rank ? nlohmann::json(*r.node_rank) : nlohmann::json(nullptr)},
+            {"source", r.node_rank ? nlohmann::json(r.node_rank_source) : nlohmann::json(nullptr)}}},
           {"time", iso_utc(r.started_ns)},
           {"took_s", r.took_s},
           {"endpoint",
@@ -125,7 +132,11 @@ nlohmann::json report_json(const Report& r) {
 
 std::string report_text(const Report& r) {
   std::string out = wrap("PREFLIGHT ",
-                         fmt::format("{} -> {} (from {}), {}", r.host, r.endpoint.text(),
+                         fmt::format("{}{} -> {} (from {}), {}", r.host,
+                                     r.node_rank ? fmt::format(" (node {}, from {})", *r.node_rank,
+                                                               r.node_rank_source)
+                                                 : std::string(),
+                                     r.endpoint.text(),
                                      r.endpoint.source,
                                      r.world_size > 1
                                          ? fmt::format("{} nodes meeting", r.world_size)

@@ -45,7 +45,7 @@ from rdzvtest.checks import (Fail, expect, expect_any_text, expect_exit, expect_
                              finish_scenario, log, nonzero)
 from rdzvtest.cli import ANALYZE_TIMEOUT_S, AnalyzerMissing  # noqa: E402
 from rdzvtest.cluster import Cluster, missing_requirements  # noqa: E402
-from rdzvtest.launch import (RANK_SCRIPT, Launcher, Proc, job_env, read, torch_version,  # noqa: E402
+from rdzvtest.launch import (RANK_SCRIPT, Launcher, job_env, read, start, torch_version,  # noqa: E402
                              torchrun_cmd)
 from rdzvtest.traces import events, failed_resolves, port_of, rank_of, wall_ns  # noqa: E402
 
@@ -186,11 +186,7 @@ class Job:
             self.rdzvscope, "run", "--out", run.dir, "--ports", ",".join(map(str, ports)), "--",
             self.python, RANK_SCRIPT]
         log_path = os.path.join(run.dir, f"rank{rank}.log")
-        with open(log_path, "w") as out:
-            popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        p = Proc(f"rank{rank}", rank, popen, log_path, cmd, time.monotonic())
-        p.host = host
+        p = start(f"rank{rank}", rank, cmd, e, log_path, host=host)
         run.procs.append(p)
         return p
 
@@ -212,11 +208,7 @@ class Job:
             "--rdzv-endpoint", f"{STORE_NAME}:{RDZV_PORT}", "--rdzv-id", f"cluster-{run.id}",
             "--rdzv-conf", "join_timeout=10", RANK_SCRIPT]
         log_path = os.path.join(run.dir, f"agent-{host}.log")
-        with open(log_path, "w") as out:
-            popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        p = Proc(f"agent-{host}", None, popen, log_path, cmd, time.monotonic())
-        p.host = host
+        p = start(f"agent-{host}", None, cmd, e, log_path, host=host)
         run.procs.append(p)
         return p
 

@@ -8,7 +8,13 @@ up the store host, binds and connects to store ports, run under `rdzvscope run`
     the trace is marked injected;
   * with each --inject FAULT: the call fails as the fault says (errno, EAI_NONAME, the time
     a connect was held), only in the rank it names, and is marked `injected` in the dump;
-  * `run --inject` with a bad spec is a usage error (exit 2) that starts nothing.
+  * `run --inject` with a bad spec is a usage error (exit 2) that starts nothing;
+  * store-reset: a program that talks over a store connection (both ends in one process) sees
+    its call at the point the spec names fail with ECONNRESET, marked `injected`, and the other
+    end sees the reset too (a real ECONNRESET, not marked), once; before the point, in another
+    rank, or with the point never reached, nothing changes;
+  * a rank= fault applies to a process that gets RANK only after it started (as a worker that
+    Python's multiprocessing starts under torchrun), not to the process before that.
 
     inject_shim.py --rdzvscope CLI --shim LIB --python PY [--work DIR]
 """
@@ -54,16 +60,59 @@ for i in range(2):
     print(f"took{i} {took:.1f}", file=__import__("sys").stderr, flush=True)
 """
 
+# store-reset: one store connection, both of its ends in this process; every step's result.
+RESET_PROGRAM = r"""
+import errno, os, socket, time
+port = int(os.environ["MASTER_PORT"])
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port))
+srv.listen(8)
+c = socket.create_connection(("127.0.0.1", port))
+a, _ = srv.accept()
+def step(what, f):
+    try:
+        print(what, "ok", f(), flush=True)
+    except OSError as e:
+        print(what, "errno", errno.errorcode.get(e.errno, e.errno), flush=True)
+step("send1", lambda: c.send(b"ping"))
+step("srecv1", lambda: a.recv(4))
+step("ssend1", lambda: a.send(b"pong"))
+step("recv1", lambda: c.recv(4))
+time.sleep(float(os.environ.get("PAUSE_S") or 0))
+step("send2", lambda: c.send(b"ping"))
+time.sleep(0.2)
+step("srecv2", lambda: a.recv(4))
+step("send3", lambda: c.send(b"ping"))
+"""
+
+# RANK set by the program itself after it started (Python's multiprocessing does that for a
+# torchrun worker): the lookups before and after.
+LATE_RANK_PROGRAM = r"""
+import os, socket
+def attempt(what):
+    try:
+        socket.getaddrinfo(os.environ["MASTER_ADDR"], 1, type=socket.SOCK_STREAM)
+        print(what, "ok", flush=True)
+    except socket.gaierror as e:
+        print(what, "gai", e.errno, flush=True)
+attempt("before")
+os.environ["RANK"] = "3"
+attempt("after")
+"""
+
 OPTS = None
 
 
-def run(work, tag, rank, inject=(), env_extra=None, via_run=True):
+def run(work, tag, rank, inject=(), env_extra=None, via_run=True, program=None):
     trace = os.path.join(work, tag)
     port = run.port
     env = job_env(RANK=str(rank), WORLD_SIZE="4", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                   LC_ALL="C")
+    if rank is None:
+        del env["RANK"]
     env.update(env_extra or {})
-    cmd = [OPTS.python, "-c", PROGRAM]
+    cmd = [OPTS.python, "-c", program or PROGRAM]
     if via_run:
         args = []
         for f in inject:
@@ -89,6 +138,62 @@ def took(p, i):
     return None
 
 
+def store_reset():
+    work = run.work
+    plain = subprocess.run([OPTS.python, "-c", RESET_PROGRAM], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=60,
+                           env=job_env(MASTER_PORT=str(run.port), LC_ALL="C"))
+    check(plain.returncode == 0 and "send2 ok 4" in plain.stdout and "srecv2 ok b'ping'" in plain.stdout,
+          "the store-reset program fails without the shim", plain.stdout + plain.stderr)
+    # The point: 8 bytes (ping + pong) on the client's connection; the server's has carried as
+    # many after its send, but the client's send2 is the first call made past the point.
+    reset = {"send1": "ok 4", "recv1": "ok b'pong'", "send2": "errno ECONNRESET",
+             "srecv2": "errno ECONNRESET", "send3": "errno EPIPE"}
+    cases = [
+        ("store-reset:rank=3:bytes=8", 3, {}, reset),
+        ("store-reset:after=1s", 3, {"PAUSE_S": "1.3"}, reset),
+        # past send2's start only: send3 is the first call beyond the point
+        ("store-reset:bytes=9", 3, {}, dict(reset, send2="ok 4", srecv2="ok b'ping'",
+                                            send3="errno ECONNRESET")),
+        ("store-reset:rank=2:bytes=8", 3, {}, None),
+        ("store-reset:bytes=100000", 3, {}, None),
+        ("store-reset:after=30s", 3, {}, None),
+    ]
+    for spec, rank, env_extra, want in cases:
+        p, files = run(work, "reset-" + spec.replace(":", "_").replace("=", ""), rank, inject=[spec],
+                       env_extra=env_extra, program=RESET_PROGRAM)
+        marked = injected(files)
+        if want is None:
+            check(p.stdout == plain.stdout and not marked, f"{spec} in rank {rank}: changed something",
+                  p.stdout + p.stderr + json.dumps(marked)[:1000])
+            log(f"{spec}, rank {rank}: unchanged")
+            continue
+        said = dict(line.split(" ", 1) for line in p.stdout.splitlines())
+        for step, result in want.items():
+            check(said.get(step) == result, f"{spec}: {step} {said.get(step)!r}, want {result!r}",
+                  p.stdout + p.stderr)
+        check(len(marked) == 1 and marked[0].get("errno_name") == "ECONNRESET"
+              and marked[0]["kind"] in ("send", "recv"),
+              f"{spec}: want one injected ECONNRESET send/recv record", json.dumps(marked)[:2000])
+        real = [ev for _, ev in events(files) if ev.get("errno_name") == "ECONNRESET"
+                and "injected" not in (ev.get("flags") or [])]
+        if want["srecv2"] == "errno ECONNRESET":
+            check(real, f"{spec}: the other end's ECONNRESET is not in the trace", json.dumps(marked)[:2000])
+        log(f"{spec}, rank {rank}: reset at {marked[0]['kind']} (injected), the other end saw it")
+
+
+def late_rank():
+    """resolve-fail:rank=3 in a process started without RANK, which sets RANK=3 itself: the
+    lookup before is left alone, the one after fails."""
+    p, files = run(run.work, "late-rank", None, inject=["resolve-fail:rank=3"], program=LATE_RANK_PROGRAM)
+    check("before ok" in p.stdout and "after gai -2" in p.stdout,
+          "resolve-fail:rank=3 did not follow RANK set after the start", p.stdout + p.stderr)
+    marked = injected(files)
+    check(len(marked) == 1 and marked[0]["kind"] == "resolve", "late RANK: want one injected resolve",
+          json.dumps(marked)[:1000])
+    log("resolve-fail:rank=3 in a process that set RANK=3 after its start: only the lookup after")
+
+
 def main():
     global OPTS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -101,6 +206,7 @@ def main():
         os.makedirs(OPTS.work, exist_ok=True)
     work = tempfile.mkdtemp(prefix="inject-shim-", dir=OPTS.work)
     run.port = free_port()
+    run.work = work
     try:
         plain = subprocess.run([OPTS.python, "-c", PROGRAM], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, timeout=60,
@@ -128,7 +234,8 @@ def main():
             log(f"{tag}: unchanged, nothing marked")
 
         # A bad spec on the command line: usage error, nothing started.
-        for bad in ("explode", "late:rank=2:12h", "resolve-fail:5s", ""):
+        for bad in ("explode", "late:rank=2:12h", "resolve-fail:5s", "", "late:bytes=10",
+                    "store-reset:bytes=x", "store-reset:bytes=1:bytes=2", "store-reset:rank=1:rank=2"):
             p = subprocess.run([OPTS.rdzvscope, "run", "--out", os.path.join(work, "bad"), "--shim",
                                 OPTS.shim, "--inject", bad, "--", "sh", "-c", "echo started"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
@@ -155,6 +262,12 @@ def main():
                 continue
             if line:
                 check(line in p.stdout, f"{spec}: the program did not see {line!r}", p.stdout + p.stderr)
+            if spec.startswith("late"):   # the hold's start is marked too (a snapshot record)
+                check([ev["kind"] for ev in marked] == ["snapshot", "connect"]
+                      and marked[0]["dur_ns"] == 2e9,
+                      f"{spec}: injected records {[ev['kind'] for ev in marked]}, want the hold's "
+                      f"snapshot (dur_ns 2 s), then the connect", json.dumps(marked)[:2000])
+                marked = marked[1:]
             check(marked and all(ev["kind"] == kind for ev in marked),
                   f"{spec}: injected records {[ev['kind'] for ev in marked]}, want {kind}", json.dumps(marked)[:2000])
             if errno_name:
@@ -170,6 +283,9 @@ def main():
                       f"{spec}: want only the first connect held 2s (took {took(p, 0)}, {took(p, 1)})",
                       p.stderr + json.dumps(marked)[:1000])
             log(f"{spec}, rank {rank}: {len(marked)} injected {kind} record(s)")
+
+        store_reset()
+        late_rank()
     except Fail as e:
         log(f"FAIL: {e}")
         log(f"(scratch kept in {work})")

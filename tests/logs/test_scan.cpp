@@ -3,6 +3,8 @@
 // and missing files, and the anchors that bench/logscan/patterns.txt shares with grep.
 #include <catch2/catch.hpp>
 
+#include "log_test_dir.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,25 +26,7 @@ using namespace rdzv::logs;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/rdzv-logs-test-XXXXXX";
-    const char* p = ::mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    const std::string cmd = "rm -rf '" + path + "'";
-    (void)std::system(cmd.c_str());
-  }
-  std::string write(const std::string& name, const std::string& content) const {
-    const std::string f = path + "/" + name;
-    std::ofstream out(f, std::ios::binary);
-    out << content;
-    return f;
-  }
-};
+using TempDir = rdzv::logs::test::LogDir;
 
 LogScan must_scan(const std::string& path, int default_rank = -1, ScanOptions opt = {}) {
   auto r = scan_log(path, default_rank, opt);
@@ -227,14 +211,14 @@ TEST_CASE("empty file, file with no newline, file of newlines", "[scan]") {
 
 TEST_CASE("missing file, directory: one-line errors naming the file", "[scan]") {
   TempDir d;
-  auto r = scan_log(d.path + "/nope.log");
+  auto r = scan_log(d.path() + "/nope.log");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().message.find(d.path + "/nope.log") != std::string::npos);
+  CHECK(r.error().message.find(d.path() + "/nope.log") != std::string::npos);
   CHECK(r.error().message.find("No such file") != std::string::npos);
   CHECK(r.error().message.find('\n') == std::string::npos);
-  r = scan_log(d.path);
+  r = scan_log(d.path());
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().message.find(d.path) != std::string::npos);
+  CHECK(r.error().message.find(d.path()) != std::string::npos);
   CHECK(r.error().message.find("directory") != std::string::npos);
 }
 

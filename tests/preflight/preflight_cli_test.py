@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """The built `rdzvscope preflight` on this machine alone (no cluster): bad usage is one line on
 stderr and exit 2; the endpoint comes from the option or the environment; a store host on
-127.0.0.1 binds a free port, and waits for nodes that never come.
+127.0.0.1 binds a free port, and waits for nodes that never come. Under torchrun's and
+Slurm's variables (no RANK): the endpoint, the number of nodes and their names from them, the
+node told by its node rank. `rdzvscope analyze` shows the reports `--out` wrote beside traces.
 
     preflight_cli_test.py RDZVSCOPE CASE
 """
 import importlib.util
 import json
 import os
+import shutil
+import socket
 import sys
 
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
@@ -18,7 +22,9 @@ from rdzvtest.ports import free_port  # noqa: E402
 RDZVSCOPE = None
 # The job's variables of the test's own environment must not decide for the preflight.
 JOB_ENV = ("MASTER_ADDR", "MASTER_PORT", "PET_RDZV_ENDPOINT", "WORLD_SIZE", "PET_NNODES",
-           "PET_NPROC_PER_NODE")
+           "PET_NPROC_PER_NODE", "PET_NODE_RANK", "SLURM_JOB_NODELIST", "SLURM_NODEID", "GROUP_RANK",
+           "RANK")
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden")
 
 
 def preflight(args, env=None):
@@ -127,6 +133,114 @@ def case_json_and_out(tmp):
     with open(os.path.join(out_dir, files[0])) as f:
         expect(json.load(f)["checks"] == r["checks"], "the --out file differs from stdout")
     expect("rdzvscope preflight: " in err and "role: store host" in err, "-v said nothing", err)
+
+
+def case_torchrun_env(tmp):
+    """Before torchrun in a job script: no RANK; the endpoint from PET_RDZV_ENDPOINT or the
+    --rdzv-endpoint flag, the nodes from PET_NNODES or --nnodes, the node from PET_NODE_RANK."""
+    port = free_port()
+    env = {"PET_RDZV_ENDPOINT": f"127.0.0.1:{port}", "PET_NNODES": "1", "PET_NODE_RANK": "0",
+           "PET_NPROC_PER_NODE": "4"}
+    rc, out, err = preflight(["--format", "json"], env=env)
+    expect(rc == 0, f"exit {rc}", out, err)
+    r = report(out)
+    expect(r["endpoint"]["source"] == "PET_RDZV_ENDPOINT" and r["endpoint"]["port"] == port,
+           f"endpoint {r['endpoint']}", out)
+    expect(r["node"] == {"rank": 0, "source": "PET_NODE_RANK"}, f"node {r.get('node')}", out)
+    expect(r["role"] == "store_host" and r["world_size"] == 1, "role / world size", out)
+    expect(r["ranks"] == {"count": 5, "source": "PET_NNODES x (PET_NPROC_PER_NODE + 1)"},
+           f"ranks {r['ranks']}", out)
+    rc, out, err = preflight(["--rdzv-endpoint", f"127.0.0.1:{port}", "--nnodes", "1:1"])
+    expect(rc == 0, f"--rdzv-endpoint / --nnodes: exit {rc}", out, err)
+    expect(f"-> 127.0.0.1:{port}" in out and "this node only" in out, "first line", out)
+    # a node rank in the first line of the text report
+    rc, out, err = preflight(["--rdzv-endpoint", f"127.0.0.1:{port}"], env={"GROUP_RANK": "3"})
+    expect(rc == 0 and "(node 3, from GROUP_RANK)" in out.splitlines()[0], "GROUP_RANK", out, err)
+    # PET_NNODES=2: the store host waits for the other node, as with --world-size 2
+    rc, out, err = preflight(["--timeout", "1"], env=dict(env, PET_NNODES="2"))
+    expect(rc == 3 and "2 nodes meeting" in " ".join(out.split()), f"PET_NNODES=2: exit {rc}", out, err)
+    # elastic ranges have no fixed number of nodes to wait for
+    rc, out, err = preflight(["--endpoint", f"127.0.0.1:{port}", "--nnodes", "1:4"])
+    expect_usage(rc, out, err, "--nnodes '1:4'")
+    rc, out, err = preflight(["--endpoint", f"127.0.0.1:{port}", "--nnodes", "2", "--world-size", "3"])
+    expect_usage(rc, out, err, "--world-size 3 but --nnodes 2")
+    rc, out, err = preflight(["--format", "json"], env=dict(env, PET_NNODES="1:4"))
+    expect(rc == 0 and report(out)["world_size"] is None, "PET_NNODES=1:4 is no meeting", out, err)
+    expect("PET_NNODES=1:4 is no fixed number" in err, "PET_NNODES=1:4 not said", err)
+
+
+def case_slurm_nodelist(tmp):
+    """Inside a Slurm job: SLURM_JOB_NODELIST names the nodes (and their number), SLURM_NODEID the
+    node; a malformed list is a usage error quoting it."""
+    port = free_port()
+    me = socket.gethostname()
+    env = {"SLURM_JOB_NODELIST": f"{me},gpu[01-02]", "SLURM_NODEID": "0"}
+    rc, out, err = preflight(["--endpoint", f"127.0.0.1:{port}", "--timeout", "1", "--format",
+                              "json"], env=env)
+    expect(rc == 3, f"exit {rc}, want 3", out, err)
+    r = report(out)
+    expect(r["world_size"] == 3 and r["node"] == {"rank": 0, "source": "SLURM_NODEID"},
+           f"world size {r['world_size']}, node {r.get('node')}", out)
+    nodes = [c for c in r["checks"] if c["name"] == "nodes"]
+    expect(nodes and "never showed up: gpu01, gpu02" in nodes[0]["measured"], "missing nodes", out)
+    # --nnodes 2 against a list of 3: the list is set aside, said once
+    rc, out, err = preflight(["--endpoint", f"127.0.0.1:{port}", "--nnodes", "2", "--timeout", "1"],
+                             env=env)
+    expect(rc == 3 and "SLURM_JOB_NODELIST names 3 node(s)" in err, "list of another size", out, err)
+    for bad, why in (("gpu[01-", "'[' without ']'"), ("gpu[3-1]", "runs backwards"),
+                     ("a,,b", "empty name")):
+        rc, out, err = preflight(["--endpoint", f"127.0.0.1:{port}"], env={"SLURM_JOB_NODELIST": bad})
+        expect_usage(rc, out, err, f"SLURM_JOB_NODELIST: hostlist '{bad}': ")
+        expect(why in err, f"{bad}: reason", err)
+    # --nodes wins over the list
+    rc, out, err = preflight(["--endpoint", f"127.0.0.1:{port}", "--nodes", me, "--format", "json"],
+                             env=env)
+    expect(rc == 0 and report(out)["world_size"] == 1, "--nodes over SLURM_JOB_NODELIST", out, err)
+
+
+def case_analyze_shows_preflight(tmp):
+    """preflight --out into the trace directory: analyze shows it beside the traces (text,
+    markdown, JSON), and says which files it could not read."""
+    port = free_port()
+    traces = os.path.join(tmp, "traces")
+    shutil.copytree(os.path.join(GOLDEN, "healthy", "traces"), traces)
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", traces, "--format", "json"], unset=JOB_ENV)
+    expect(rc == 0 and "preflight" not in json.loads(out), "a preflight key without reports", out, err)
+    rc, out, err = preflight(["--endpoint", f"127.0.0.1:{port}", "--nodes", "me,other", "--timeout",
+                              "1", "--out", traces], env={"PET_NODE_RANK": "0"})
+    expect(rc == 3, f"preflight exit {rc}, want 3", out, err)
+    host = socket.gethostname()
+
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", traces, "--format", "json"], unset=JOB_ENV)
+    expect(rc == 0, f"analyze exit {rc}", out, err)
+    d = json.loads(out)
+    pf = d.get("preflight") or {}
+    expect(pf.get("files") == 1 and len(pf.get("nodes", [])) == 1, f"preflight {pf}", out)
+    n = pf["nodes"][0]
+    expect(n["host"] == host and n["node_rank"] == 0 and n["role"] == "store_host"
+           and n["can_rendezvous"] is False and n["verdict"] == "fail", f"node {n}", out)
+    expect([f["name"] for f in n["failed"]] == ["nodes"] and "never showed up" in n["failed"][0]["measured"]
+           and n["failed"][0]["fix"], f"failed {n['failed']}", out)
+    expect(d["verdict"]["class"] == "healthy", "the verdict changed", out)
+
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", traces], unset=JOB_ENV)
+    flat = " ".join(out.split())
+    for needle in ("PREFLIGHT 1 node report(s)", "1 node(s) could not rendezvous",
+                   f"{host} (node 0) store host", "CANNOT rendezvous", "FAIL nodes",
+                   "never showed up: me, other", "fix:"):
+        expect(needle in flat, f"text report lacks {needle!r}", out)
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", traces, "--format", "markdown"], unset=JOB_ENV)
+    expect("### Preflight (before the job started)" in out and "**cannot rendezvous**" in out
+           and "**nodes**" in out, "markdown section", out)
+
+    # A file that is not a preflight report (nested a level down, as with %h directories).
+    os.makedirs(os.path.join(traces, "sub"))
+    with open(os.path.join(traces, "sub", "preflight.bogus.json"), "w") as f:
+        f.write("{\"schema\": \"something/else\"}")
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", traces, "--format", "json"], unset=JOB_ENV)
+    pf = json.loads(out)["preflight"]
+    expect(pf["files"] == 2 and len(pf["nodes"]) == 1 and len(pf["problems"]) == 1
+           and "not a preflight report" in pf["problems"][0], f"preflight {pf}", out)
 
 
 if __name__ == "__main__":

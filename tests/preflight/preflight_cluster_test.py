@@ -31,9 +31,18 @@ Cases:
                      host, MASTER_ADDR=store.rdzv, timeout 4 s) fails as predicted: node2's rank
                      prints `gai error: -2` and times out connecting, every rank exits 1, and
                      node0's rank 0 did bind port 29500 (the preflight had let go of it)
+  torchrun_job       as a Slurm job script runs it before torchrun (--python PY, 2.x): no
+                     RANK, no --endpoint / --world-size / --nodes, only torchrun's variables
+                     (PET_RDZV_ENDPOINT=store.rdzv:29400, PET_NNODES=3, PET_NODE_RANK=i) and
+                     SLURM_JOB_NODELIST=node[0-2]: all exit 0, node0 lists node1 and node2 with
+                     their node ranks; then one torchrun agent per host (c10d, the same
+                     variables, under `rdzvscope run --out` into the preflight's directory)
+                     runs the job, and `rdzvscope analyze` on that directory is healthy and
+                     shows the three preflights with their node ranks
 Exit 77 (skipped) without root, ip, iptables or unshare.
 """
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -46,7 +55,8 @@ if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYT
 from rdzvtest import preflight  # noqa: E402
 from rdzvtest.checks import Fail, expect, finish_scenario, log  # noqa: E402
 from rdzvtest.cluster import Cluster, missing_requirements  # noqa: E402
-from rdzvtest.launch import RANK_SCRIPT, Launcher, Proc, job_env, torch_version  # noqa: E402
+from rdzvtest.launch import (RANK_SCRIPT, Launcher, job_env, start, torch_version,  # noqa: E402
+                             torchrun_cmd)
 from rdzvtest.preflight import expect_check, expect_rc  # noqa: E402
 
 STORE = "store.rdzv"
@@ -212,11 +222,7 @@ def case_job_after_host_missing(c):
                     OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         cmd = c.cluster.exec_prefix(host) + [c.python, RANK_SCRIPT]
         log_path = os.path.join(c.work, f"rank{rank}.log")
-        with open(log_path, "w") as out:
-            popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        p = Proc(f"rank{rank}", rank, popen, log_path, cmd, time.monotonic())
-        p.host = host
+        p = start(f"rank{rank}", rank, cmd, e, log_path, host=host)
         procs.append(p)
     launcher = Launcher(c.rdzvscope, traced=False)
     launcher.wait_for_exit(procs, JOB_BOUND_S)
@@ -234,6 +240,64 @@ def case_job_after_host_missing(c):
     # Rank 0 hosted the store on the port the preflight had held: it got it, and waited.
     expect("Address already in use" not in procs[0].text(), "rank0 could not bind the store port",
            errors)
+    return errors
+
+
+RDZV_PORT = 29400
+
+
+def case_torchrun_job(c):
+    if c.python is None:
+        raise Fail("torchrun_job needs --python (an interpreter with PyTorch 2.x)")
+    errors = []
+    pet = lambda i: {"PET_RDZV_ENDPOINT": f"{STORE}:{RDZV_PORT}", "PET_NNODES": str(len(NODES)),
+                     "PET_NODE_RANK": str(i), "PET_NPROC_PER_NODE": "1",
+                     "SLURM_JOB_NODELIST": "node[0-2]"}
+    ps = c.run(env_of=lambda h: pet(NODES.index(h)), argv=["--timeout", str(TIMEOUT_S)])
+    for i, h in enumerate(NODES):
+        expect_rc(ps[h], 0, errors)
+        rep = ps[h].report() or {}
+        expect(rep.get("node") == {"rank": i, "source": "PET_NODE_RANK"}, f"{h}: node {rep.get('node')}",
+               errors)
+        expect((rep.get("endpoint") or {}).get("source") == "PET_RDZV_ENDPOINT" and rep.get("world_size") == 3,
+               f"{h}: endpoint {rep.get('endpoint')}, world size {rep.get('world_size')}", errors)
+    expect_check(ps["node0"], "nodes", "ok", ["all 3 node(s) reported"], errors)
+    peers = {p["host"]: p.get("node_rank") for n in ps["node0"].checks("nodes")
+             for p in n["data"].get("peers", [])}
+    expect(peers == {"node1": 1, "node2": 2}, f"node0's peers and their node ranks: {peers}", errors)
+    expect("node1 (node 1)" in ps["node0"].text(), "node0's NODES table lacks node ranks", errors)
+
+    out_dir = os.path.join(c.work, "out")   # the preflights' --out: the job's trace directory
+    log(f"the job: PyTorch {torch_version(c.python)}, one torchrun agent per host")
+    procs = []
+    for i, h in enumerate(NODES):
+        e = job_env(E2E_TIMEOUT_S="10", GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1",
+                    PYTHONUNBUFFERED="1", **pet(i))
+        cmd = c.cluster.exec_prefix(h) + [c.rdzvscope, "run", "--out", out_dir, "--"] + \
+            torchrun_cmd(c.python) + ["--max-restarts", "0", "--monitor-interval", "0.2",
+                                      "--rdzv-backend", "c10d", "--rdzv-id", "preflight-torchrun",
+                                      "--rdzv-conf", "join_timeout=20", RANK_SCRIPT]
+        log_path = os.path.join(c.work, f"agent-{h}.log")
+        p = start(f"agent-{h}", None, cmd, e, log_path, host=h)
+        procs.append(p)
+    launcher = Launcher(c.rdzvscope, traced=False)
+    launcher.wait_for_exit(procs, JOB_BOUND_S)
+    launcher.terminate([p for p in procs if p.poll() is None])
+    for p in procs:
+        log(f"--- {p.label}: exit {p.rc}\n{p.text().rstrip()[-1500:]}")
+        expect(p.rc == 0 and "e2e: done" in p.text(), f"{p.label}: exit {p.rc}, want 0", errors)
+    an = subprocess.run([c.rdzvscope, "analyze", out_dir, "--format", "json"], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True, timeout=120)
+    try:
+        d = json.loads(an.stdout)
+    except json.JSONDecodeError:
+        raise Fail(f"analyze exited {an.returncode}: {an.stderr[-2000:]}")
+    log("analyze: " + json.dumps(d.get("verdict"))[:400] + "\npreflight: " + json.dumps(d.get("preflight"))[:1500])
+    expect(d["verdict"]["class"] == "healthy", f"verdict {d['verdict']['class']}", errors)
+    nodes = (d.get("preflight") or {}).get("nodes") or []
+    expect([(n["host"], n["node_rank"], n["can_rendezvous"]) for n in nodes]
+           == [("node0", 0, True), ("node1", 1, True), ("node2", 2, True)],
+           f"analyze's preflight nodes: {nodes}", errors)
     return errors
 
 

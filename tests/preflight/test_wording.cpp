@@ -73,6 +73,11 @@ TEST_CASE("hello, welcome and clock lines round-trip", "[preflight]") {
   REQUIRE(back.value().checks.size() == 1);
   CHECK(back.value().checks[0].verdict == Verdict::Fail);
   CHECK(back.value().checks[0].data["a"] == 1);
+  CHECK_FALSE(back.value().node_rank);
+  h.node_rank = 2;  // a node that knows its node rank (PET_NODE_RANK, SLURM_NODEID) says it
+  auto ranked = parse_hello(hello_line(h));
+  REQUIRE(ranked.ok());
+  CHECK(ranked.value().node_rank == 2u);
 
   auto w = parse_welcome(welcome_line(Welcome{"node0", 5, 6}));
   REQUIRE(w.ok());

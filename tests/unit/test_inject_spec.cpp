@@ -60,6 +60,17 @@ TEST_CASE("shim inject spec: every fault, with its defaults", "[shim][inject]") 
   s = parse_ok("port-taken:rank=0");
   CHECK(s.faults[0].kind == kInjectPortTaken);
   CHECK(s.faults[0].rank == 0);
+
+  s = parse_ok("store-reset");
+  CHECK(s.faults[0].kind == kInjectStoreReset);
+  CHECK(s.faults[0].delay_ns == 0);
+  CHECK(s.faults[0].bytes == 0);
+  CHECK(std::string(inject_kind_name(s.faults[0].kind)) == "store-reset");
+  s = parse_ok("store-reset:rank=2:after=5s:bytes=4096");
+  CHECK(s.faults[0].rank == 2);
+  CHECK(s.faults[0].delay_ns == 5000000000ull);
+  CHECK(s.faults[0].bytes == 4096);
+  CHECK(parse_ok("store-reset:bytes=0:500ms").faults[0].delay_ns == 500000000ull);
 }
 
 TEST_CASE("shim inject spec: durations, option order, several faults", "[shim][inject]") {
@@ -97,7 +108,12 @@ TEST_CASE("shim inject spec: garbage is refused whole", "[shim][inject]") {
   CHECK(parse_bad("") == "empty spec");
   CHECK(parse_bad("explode").find("unknown fault") != std::string::npos);
   CHECK(parse_bad("Resolve-Fail").find("unknown fault") != std::string::npos);
-  CHECK(parse_bad("store-reset:after=5s").find("not implemented") != std::string::npos);
+  CHECK(parse_bad("late:bytes=5").find("no bytes=") != std::string::npos);
+  parse_bad("store-reset:bytes=");
+  parse_bad("store-reset:bytes=-1");
+  parse_bad("store-reset:bytes=1k");
+  parse_bad("store-reset:bytes=1:bytes=2");
+  parse_bad("store-reset:bytes=99999999999999");
   parse_bad("resolve-fail:");
   parse_bad("resolve-fail::rank=1");
   parse_bad(":rank=1");

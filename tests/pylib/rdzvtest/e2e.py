@@ -28,7 +28,7 @@ import time
 from rdzvtest import scenarios
 from rdzvtest import checks
 from rdzvtest.checks import Fail, expect, log, nonzero
-from rdzvtest.launch import RANK_SCRIPT, Launcher, Proc, job_env, torch_version, torchrun_cmd
+from rdzvtest.launch import RANK_SCRIPT, Launcher, job_env, start, torch_version, torchrun_cmd
 from rdzvtest.ports import free_port
 from rdzvtest.traces import events, failed_resolves, files_of_rank, port_of, rank_of, wall_ns
 
@@ -267,10 +267,7 @@ class Harness(Launcher):
             cmd += ["--"]
         cmd += command or [self.python, RANK_SCRIPT]
         log_path = os.path.join(run.log_dir, f"{label}.log")
-        with open(log_path, "w") as out:
-            popen = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        p = Proc(label, rank, popen, log_path, cmd, time.monotonic())
+        p = start(label, rank, cmd, e, log_path)
         run.procs.append(p)
         return p
 

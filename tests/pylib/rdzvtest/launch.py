@@ -86,6 +86,17 @@ class Proc:
         return self.rc
 
 
+def start(label, rank, cmd, env, log_path, host=None):
+    """Starts cmd in a session of its own (so that a bound can kill its whole tree), stdout and
+    stderr into log_path; returns its Proc (host: where it runs, for the test cluster)."""
+    with open(log_path, "w") as out:
+        popen = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+    p = Proc(label, rank, popen, log_path, cmd, time.monotonic())
+    p.host = host
+    return p
+
+
 class Launcher:
     """Waits for, stops and reads the processes of a run (an object with `procs`, `t0` and
     `trace_dir`), each started in a session of its own (Proc). traced=False: the run's
