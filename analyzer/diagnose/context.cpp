@@ -16,6 +16,19 @@ std::vector<const ProcessFacts*> Context::ranks() const {
   return out;
 }
 
+std::optional<std::int64_t> Context::rendezvous_completed_ns() const {
+  const auto rs = ranks();
+  if (!expected_world_size || !absent_ranks.empty() || *expected_world_size < 2 ||
+      rs.size() < static_cast<std::size_t>(*expected_world_size))
+    return std::nullopt;
+  std::int64_t last = 0;
+  for (const ProcessFacts* f : rs) {
+    if (!f->peer_connected_ns) return std::nullopt;
+    last = std::max(last, *f->peer_connected_ns);
+  }
+  return last;
+}
+
 bool Context::any_rank_failed() const {
   for (const ProcessFacts* f : ranks())
     if (f->failed()) return true;

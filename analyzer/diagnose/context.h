@@ -37,6 +37,10 @@ struct Context {
   // The timeout the job configured, from traces (SO_RCVTIMEO, poll) or logs; ms.
   std::optional<std::int64_t> timeout_ms() const;
   bool has_traces() const { return !traces.processes.empty(); }
+  // When the rendezvous had completed: every rank the job expected is traced, reached the
+  // store and then connected to its peers (ProcessFacts::peer_connected_ns); the last of
+  // those. nullopt when any of that is not shown.
+  std::optional<std::int64_t> rendezvous_completed_ns() const;
   bool any_rank_failed() const;
 
  private:

@@ -287,6 +287,48 @@ void note_absent_ranks(const Context& c, Diagnosis& d) {
   d.findings.push_back(f);
 }
 
+// When a rank's failure showed: its first error, else its end (a non-zero exit, or the last
+// thing seen of it when it vanished).
+std::optional<std::int64_t> failure_time(const ProcessFacts& f) {
+  if (!f.failed()) return std::nullopt;
+  if (f.first_error) return end_ns(*f.first_error);
+  return f.proc->exit_ns.value_or(f.proc->last_event_ns());
+}
+
+// The rank whose failure showed first, and when.
+std::optional<std::pair<const ProcessFacts*, std::int64_t>> first_failure(const Context& c) {
+  std::optional<std::pair<const ProcessFacts*, std::int64_t>> out;
+  for (const ProcessFacts* f : c.ranks())
+    if (auto t = failure_time(*f); t && (!out || *t < out->second)) out = {{f, *t}};
+  return out;
+}
+
+// A job whose rendezvous completed before anything failed did not fail at start-up: the
+// verdict says so first, and names the rank that failed first (issue 17 item 6).
+void note_after_startup(const Context& c, Diagnosis& d) {
+  if (d.verdict.cls == FailureClass::Healthy) return;
+  const auto completed = c.rendezvous_completed_ns();
+  const auto first = first_failure(c);
+  if (!completed || !first || first->second < *completed) return;
+  const Process& p = *first->first->proc;
+  Evidence& ev = d.evidence;
+  ev.rendezvous_completed_ns = *completed;
+  ev.first_failed_rank = p.rank;
+  ev.first_failure_ns = first->second;
+  const std::string how = p.vanished() ? "vanished (killed by a signal?)"
+                          : p.exit_status ? "exited with status " + std::to_string(*p.exit_status)
+                                          : "failed";
+  d.verdict.summary = "the rendezvous completed at " + rel(c, *completed) +
+                      " (every rank reached the store and its peers); the failure came after it, first on " +
+                      p.label() + (p.vanished() ? ", last seen at " : " at ") + rel(c, first->second) + ": " +
+                      d.verdict.summary;
+  d.verdict.next_step = "not a start-up failure: read " + p.label() + "'s log around " + rel(c, first->second) +
+                        " (it " + how + " first); " + d.verdict.next_step;
+  d.discriminators["rendezvous_completed"] = {{"at", rel(c, *completed)},
+                                              {"first_failed_rank", p.rank},
+                                              {"first_failure", rel(c, first->second)}};
+}
+
 // A job torchrun restarted: the diagnosis is the last attempt's.
 void note_attempts(int attempts, Diagnosis& d) {
   if (attempts <= 1) return;
@@ -388,6 +430,7 @@ Diagnosis diagnose(const Context& c) {
   find_common_evidence(c, d.evidence);
   common_discriminators(c, d);
   note_absent_ranks(c, d);
+  note_after_startup(c, d);
   note_attempts(c.traces.attempts, d);
   d.ranks = rank_rows(c, d);
   d.store_endpoint = store_endpoint_line(c, d.evidence);

@@ -46,6 +46,11 @@ struct Evidence {
   // set is not known (no WORLD_SIZE, or the traced ranks disagree on it).
   std::optional<int> expected_world_size;
   std::vector<int> absent_ranks;
+  // Set when the rendezvous had completed (Context::rendezvous_completed_ns) before the first
+  // failure: the job failed after start-up. The rank that failed first, and when.
+  std::optional<std::int64_t> rendezvous_completed_ns;
+  std::optional<int> first_failed_rank;
+  std::optional<std::int64_t> first_failure_ns;
 };
 
 struct Finding {

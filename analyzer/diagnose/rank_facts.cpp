@@ -37,6 +37,11 @@ void note_error(ProcessFacts& f, const Event* e) {
   if (!f.first_error || e->wall_ns < f.first_error->wall_ns) f.first_error = e;
 }
 
+void note_peer_connection(ProcessFacts& f, const Event& e) {
+  if (!f.peer_connected_ns && (f.connected_ns || f.listen_ns) && !(e.rec.flags & RDZV_F_PREEXISTING))
+    f.peer_connected_ns = end_ns(e);
+}
+
 void derive_one(ProcessFacts& f) {
   const Process& p = *f.proc;
   for (const Event& e : p.events) {
@@ -53,7 +58,10 @@ void derive_one(ProcessFacts& f) {
         break;
       case RDZV_EV_CONNECT:
       case RDZV_EV_CONNECT_DONE: {
-        if (!store) break;
+        if (!store) {
+          if (r.ret == 0 && r.err == 0) note_peer_connection(f, e);
+          break;
+        }
         // Found already connected by attach: connected by then, but not an attempt made then
         // (its time is attach's, which would make every attached rank look late).
         const bool found = r.flags & RDZV_F_PREEXISTING;
@@ -105,6 +113,7 @@ void derive_one(ProcessFacts& f) {
         break;
       case RDZV_EV_ACCEPT:
         if (store && r.ret >= 0) ++f.accepts;
+        if (!store && r.ret >= 0) note_peer_connection(f, e);
         break;
       case RDZV_EV_SEND:
       case RDZV_EV_RECV:

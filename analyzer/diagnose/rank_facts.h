@@ -46,6 +46,11 @@ struct ProcessFacts {
   std::vector<const Event*> zero_reads;
   std::optional<std::int64_t> timeout_ms;  // the timeout this process configured, when seen
 
+  // Its first TCP connection to a peer that is not the store (a connect that succeeded, or an
+  // accept) after it reached the store: the process group's own connections (gloo's pairs,
+  // NCCL's bootstrap ring), made once the rendezvous gave every rank its peers' addresses.
+  std::optional<std::int64_t> peer_connected_ns;
+
   // Resource snapshot at arrival (first store connect, or the first failure snapshot).
   const Event* arrival_snapshot = nullptr;
 

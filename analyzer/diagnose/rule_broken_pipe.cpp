@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "reader/names.h"
 #include "rules.h"
 
@@ -41,6 +43,16 @@ bool gave_up_its_rendezvous(const Context& c, const Process& p) {
     return q.host == p.host && q.header.ppid == p.pid;
   });
   return !spawned && !has_children;
+}
+
+// How a peer's death stands to the first broken pipe, in words that match the times: a
+// process's exit is recorded after its sockets were closed, so a death a few ms after the
+// first error seen by another rank still came first, but is not written as "before" it.
+std::string death_before_pipe_words(const Context& c, std::int64_t died_at, std::int64_t first_pipe_ns) {
+  if (died_at <= first_pipe_ns) return ", before the first broken pipe at " + rel(c, first_pipe_ns);
+  return fmt::format(", {:.0f} ms after the first broken pipe at {} (its exit is recorded after its "
+                     "sockets were closed: the close came first)",
+                     (died_at - first_pipe_ns) / 1e6, rel(c, first_pipe_ns));
 }
 
 bool older_or_equal(const std::string& version, int major, int minor) {
@@ -129,8 +141,8 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
     v.next_step = "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
                   p.host + " around " + iso8601_utc(died_at);
     Finding fd = finding_for(FailureClass::BrokenPipe, *dead, died_at);
-    fd.evidence.push_back(p.label() + " " + how + " at " + rel(c, died_at) + ", before the first broken pipe at " +
-                          (first ? rel(c, first->e->wall_ns) : std::string("?")));
+    fd.evidence.push_back(p.label() + " " + how + " at " + rel(c, died_at) +
+                          (first ? death_before_pipe_words(c, died_at, first->e->wall_ns) : std::string()));
     out.findings.insert(out.findings.begin(), fd);
   } else if (!c.has_traces() && !version.empty() && !older_or_equal(version, 2, 7)) {
     // Logs alone cannot say whether the other end died, and this PyTorch is past the bug.

@@ -87,6 +87,13 @@ class Proc {
     if (!err) r.u.net.local = ipv4(10, 0, 0, 2, local_port);
     return add(r);
   }
+  // A connection to a peer rank that is not the store (gloo's pair connections), made.
+  Proc& peer_connect(double t, std::uint16_t peer_port = 50000) {
+    rdzv_record r = make_record(RDZV_EV_CONNECT, RDZV_OP_CONNECT, t);
+    r.u.net.peer = ipv4(10, 0, 0, 3, peer_port);
+    r.u.net.local = ipv4(10, 0, 0, 2, 41000);
+    return add(r);
+  }
   Proc& bind(double t, int err, std::uint16_t port = kPort) {
     rdzv_record r = make_record(RDZV_EV_BIND, RDZV_OP_BIND, t);
     r.flags = RDZV_F_STORE;

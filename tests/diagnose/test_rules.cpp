@@ -447,6 +447,61 @@ TEST_CASE("broken pipe after the store host vanished: peer_died, initiated by th
   CHECK(d.verdict.initiating_rank == 0);
 }
 
+TEST_CASE("a store host whose exit is recorded just after the first broken pipe: evidence in the times' order (issue 17 item 6)") {
+  Job job;
+  Proc& s = job.proc(0, 1000);
+  s.bind(0.9, 0).listen(0.9).connect(1.0, 0, kPort, 0.001, 40000).accept(1.0, 40001).accept(1.0, 40002);
+  s.io(RDZV_EV_SEND, 2.0, 8, 0, 0, 40000).exit(2.54, 1);  // died; its exit record came 40 ms late
+  for (int r = 1; r < 3; ++r)
+    job.proc(r, 1000 + r).connect(1.0, 0, kPort, 0.001, 40000 + r).io(RDZV_EV_SEND, 2.5, -1, EPIPE, 0, 40000 + r).exit(2.6, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
+  CHECK(d.verdict.cause == "peer_died");
+  REQUIRE_FALSE(d.findings.empty());
+  std::string evidence;
+  for (const auto& line : d.findings.front().evidence) evidence += line + "\n";
+  INFO(evidence);
+  CHECK(evidence.find("before the first broken pipe") == std::string::npos);
+  CHECK(evidence.find("40 ms after the first broken pipe at +") != std::string::npos);
+}
+
+TEST_CASE("a job that failed after its rendezvous completed says so, and names the rank that failed first (issue 17 item 6)") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).peer_connect(1.2 + 0.01 * r);
+    if (r == 2) {
+      p.exit(6.0, 1);  // a training error of its own, after the first collective
+      continue;
+    }
+    p.io(RDZV_EV_RECV, 6.1, -1, ECONNRESET, 0, static_cast<std::uint16_t>(40000 + r)).exit(6.2, 1);
+  }
+  Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.summary.rfind("the rendezvous completed at +", 0) == 0);
+  CHECK(d.verdict.summary.find("first on rank 2") != std::string::npos);
+  CHECK(d.verdict.next_step.rfind("not a start-up failure: read rank 2", 0) == 0);
+  CHECK(d.evidence.first_failed_rank == 2);
+  REQUIRE(d.evidence.rendezvous_completed_ns);
+  CHECK(d.discriminators["rendezvous_completed"]["first_failed_rank"] == 2);
+}
+
+TEST_CASE("a rank that never connected to its peers: no claim that the rendezvous completed") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
+    if (r != 3) p.peer_connect(1.2);  // rank 3 never got as far as its peers
+    p.io(RDZV_EV_RECV, 6.1, -1, ECONNRESET, 0, static_cast<std::uint16_t>(40000 + r)).exit(6.2, 1);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK_FALSE(d.evidence.rendezvous_completed_ns);
+  CHECK(d.verdict.summary.find("rendezvous completed") == std::string::npos);
+  CHECK_FALSE(d.discriminators.contains("rendezvous_completed"));
+}
+
 // attach started at 5 s on an already running job: every store socket is a PREEXISTING record
 // (connected by then, no attempt seen).
 TEST_CASE("broken pipe on attach's traces of a running job: sockets found connected count as connected") {
