@@ -46,6 +46,8 @@ PACKAGES=(
   tmux prometheus
   # Slurm (tests/slurm: a real cluster of munged, slurmctld and slurmds; the SPANK plugin's header)
   slurmctld slurmd slurm-client munge libslurm-dev
+  # tests/deploy: the man pages rendered by man
+  man-db
 )
 
 missing=()
@@ -82,8 +84,8 @@ echo "install-deps: Debian packages done"
 }
 
 # What the tests import beside torch, pinned like it: the Prometheus client's own parser
-# checks the metrics files.
-VENV_EXTRAS=(numpy prometheus_client==0.26.0)
+# checks the metrics files; PyYAML parses the Kubernetes manifests (tests/deploy).
+VENV_EXTRAS=(numpy prometheus_client==0.26.0 pyyaml==6.0.3)
 
 # A venv with torch==VERSION; nothing is run when it already imports that version and the extras.
 install_torch_venv() {
@@ -91,7 +93,7 @@ install_torch_venv() {
   local py="$venv/bin/python3"
   if [[ -x $py ]] && have=$("$py" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null) &&
      [[ ${have%%+*} == "$version" ]]; then
-    if ! "$py" -c 'import numpy, prometheus_client' 2>/dev/null; then
+    if ! "$py" -c 'import numpy, prometheus_client, yaml' 2>/dev/null; then
       echo "install-deps: adding ${VENV_EXTRAS[*]} to $venv"
       "$venv/bin/pip" install --quiet --disable-pip-version-check "${VENV_EXTRAS[@]}" ||
         { echo "install-deps: cannot install ${VENV_EXTRAS[*]} into $venv" >&2; return 1; }
