@@ -196,6 +196,28 @@ Verdict healthy_from_traces(const Context& c) {
   return v;
 }
 
+// Traces of processes none of which is a rank or went near a store port (a `curl` run under
+// the shim, a directory of the wrong job): nothing to call healthy (issue 13 item 3).
+bool no_rank_found(const Context& c) {
+  if (!c.ranks().empty()) return false;
+  return std::none_of(c.facts.begin(), c.facts.end(), [](const ProcessFacts& f) {
+    return f.first_store_attempt_ns || f.listen_ns || f.connected_ns || f.bind_failure;
+  });
+}
+
+Verdict unknown_no_rank_found(const Context& c) {
+  Verdict v;
+  v.cls = FailureClass::Unknown;
+  v.confidence = "low";
+  v.summary = "no rank found: the " + std::to_string(c.traces.processes.size()) +
+              " traced process(es) carry no RANK (or SLURM_PROCID) and never used a store port, so these traces "
+              "do not show a rendezvous at all";
+  v.next_step = "check that these are the job's traces (rdzvscope dump DIR | head); trace the training command "
+                "itself under rdzvscope run, and give --ports PORT when the store listens on a port other than "
+                "MASTER_PORT, 29400 or 29500";
+  return v;
+}
+
 Verdict healthy_from_logs(const LogFacts& logs) {
   Verdict v;
   v.cls = FailureClass::Healthy;
@@ -269,6 +291,7 @@ Verdict verdict_without_candidates(const Context& c) {
   const FailedWorkers failed = failed_workers(c);
   const bool traced_ranks_fine = c.has_traces() && !failed.any && !failed_agent(c);
   if (traced_ranks_fine && !c.absent_ranks.empty()) return unknown_for_absent_ranks(c);
+  if (traced_ranks_fine && no_rank_found(c)) return unknown_no_rank_found(c);
   if (traced_ranks_fine) return healthy_from_traces(c);
   if (!c.has_traces() && c.logs.files > c.logs.errors.size() && c.logs.events.empty() &&
       c.logs.other_errors.empty())

@@ -30,6 +30,23 @@ TEST_CASE("healthy job: all ranks connected and exited 0") {
   CHECK(d.ranks.size() == 4);
 }
 
+TEST_CASE("traces with no rank and no store port are no rendezvous: unknown, not healthy (issue 13 item 3)") {
+  Job job;
+  // `curl` under the shim: a lookup and a connect to port 443, no RANK.
+  job.proc(-1, 2000).resolve(0.5, "example.com", 0, 443).exit(1.0, 0);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::Unknown);
+  CHECK(d.verdict.summary.rfind("no rank found", 0) == 0);
+  CHECK(d.verdict.confidence == "low");
+}
+
+TEST_CASE("a process without RANK that used the store is a rendezvous: not \"no rank found\"") {
+  Job job;
+  job.proc(-1, 2000).connect(1.0, 0).exit(2.0, 0);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.summary.rfind("no rank found", 0) != 0);
+}
+
 TEST_CASE("a refused first connect of the ordinary start-up race is still healthy") {
   Job job;
   healthy_rank(job, 0, 1.0);
