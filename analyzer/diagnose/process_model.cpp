@@ -33,17 +33,22 @@ const char* role_name(Role r) {
   return "worker";
 }
 
-std::string Process::pid_words() const {
-  std::string words = "pid " + std::to_string(pid);
-  if (!container.empty()) return words + ", container " + container;
-  if (own_pidns) return words + " in PID namespace " + std::to_string(own_pidns);
-  return words;
+namespace {
+
+// ", container 3f2a9c1b4d5e", " in PID namespace 4026532301", or "" in the host's own.
+std::string namespace_words(const Process& p) {
+  if (!p.container.empty()) return ", container " + p.container;
+  if (p.own_pidns) return " in PID namespace " + std::to_string(p.own_pidns);
+  return "";
 }
+
+}  // namespace
+
+std::string Process::pid_words() const { return "pid " + std::to_string(pid) + namespace_words(*this); }
 
 std::string Process::label() const {
   if (rank >= 0) return "rank " + std::to_string(rank) + " (" + host + " " + pid_words() + ")";
-  if (container.empty() && !own_pidns) return pid_words() + " on " + host;
-  return "pid " + std::to_string(pid) + " on " + host + pid_words().substr(("pid " + std::to_string(pid)).size());
+  return "pid " + std::to_string(pid) + " on " + host + namespace_words(*this);
 }
 
 namespace {
