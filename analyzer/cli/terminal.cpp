@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 
 namespace rdzvscope::cli {
@@ -25,7 +26,21 @@ void install(int sig, void (*handler)(int)) {
   sigaction(sig, &sa, nullptr);
 }
 
-void put(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+// Straight to the descriptor, in as few write()s as the kernel takes: stdout on a terminal is
+// line-buffered, so stdio would hand a frame over one line at a time and the terminal (and
+// anything capturing it) could show half an old frame under half a new one.
+void put(const std::string& s) {
+  std::fflush(stdout);
+  const char* p = s.data();
+  std::size_t left = s.size();
+  while (left > 0) {
+    const ssize_t n = ::write(STDOUT_FILENO, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the terminal is gone: nothing more to draw
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
 
 // Cut to `cols` columns. Counts bytes, which is columns for the ASCII the views write; a
 // multibyte host name may end a little early, never past the edge.
@@ -49,12 +64,10 @@ Terminal::Terminal() {
     keys_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
   }
   put("\x1b[?1049h\x1b[?25l");  // the alternate screen, cursor hidden
-  std::fflush(stdout);
 }
 
 Terminal::~Terminal() {
   put("\x1b[?25h\x1b[?1049l");
-  std::fflush(stdout);
   if (keys_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
 }
 
@@ -73,7 +86,6 @@ void Terminal::draw(const std::vector<std::string>& lines) const {
   }
   screen += "\x1b[J";
   put(screen);
-  std::fflush(stdout);
 }
 
 char Terminal::wait_key(std::chrono::milliseconds timeout) const {

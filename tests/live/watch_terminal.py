@@ -47,11 +47,39 @@ class Tmux:
         self("kill-server", check=False)
 
 
-def start(tmux, rdzvscope, trace_dir, cols, rows, status_file):
+def start(tmux, rdzvscope, trace_dir, cols, rows, status_file, strace_out=None):
     """watch in a new window; its exit status lands in status_file (tmux's own pane_dead_status
-    is not always filled in)."""
+    is not always filled in). With strace_out, watch's writes are recorded there."""
+    strace = f"strace -o {strace_out} -e trace=write -e signal=none -s 100000 " if strace_out else ""
     tmux("new-session", "-d", "-s", "w", "-x", str(cols), "-y", str(rows),
-         f"{rdzvscope} watch {trace_dir} --interval 0.3; echo $? > {status_file}; sleep 30")
+         f"{strace}{rdzvscope} watch {trace_dir} --interval 0.3; echo $? > {status_file}; sleep 30")
+
+
+def wait_for_table(tmux, rows, bound_s=40):
+    """The screen once it shows `rows` rank lines (or the last screen seen after bound_s)."""
+    deadline = time.monotonic() + bound_s
+    lines = tmux.screen()
+    while time.monotonic() < deadline:
+        lines = tmux.screen()
+        if len(rank_lines(lines)) >= rows:
+            break
+        time.sleep(0.2)
+    return lines
+
+
+def rank_lines(lines):
+    return [line for line in lines if len(line.split()) > 2 and line.split()[0].isdigit()
+            and line.split()[1].startswith("node")]
+
+
+def frames_torn(strace_out):
+    """The frames (they start by homing the cursor, ESC [ H) that took more than one write():
+    a terminal shows such a frame half drawn. strace writes ESC as \\33."""
+    torn = []
+    for line in open(strace_out, errors="replace"):
+        if line.startswith('write(1, "\\33[H') and '\\33[J"' not in line:
+            torn.append(line[:100])
+    return torn
 
 
 def quit_with_q(tmux, status_file, errors, what):
@@ -74,15 +102,17 @@ def small_job(tmux, args, work, errors):
     d = os.path.join(work, "small")
     subprocess.run([args.gen, d, "8"], check=True, stdout=subprocess.DEVNULL)
     status = os.path.join(work, "small.status")
-    start(tmux, args.rdzvscope, d, 120, 40, status)
-    lines = tmux.wait_for("RANK")
+    writes = os.path.join(work, "small.strace")
+    start(tmux, args.rdzvscope, d, 120, 40, status, writes)
+    lines = wait_for_table(tmux, 8)
     text = "\n".join(lines)
     expect(any(line.startswith("7 of 8 ranks joined; missing: 7 (") for line in lines),
            f"small: no headline naming rank 7 on screen:\n{text}", errors)
-    table = [line for line in lines if len(line.split()) > 2 and line.split()[0].isdigit()
-             and line.split()[1].startswith("node")]
+    table = rank_lines(lines)
     expect(len(table) == 8, f"small: {len(table)} rank lines on screen, expected 8:\n{text}", errors)
     quit_with_q(tmux, status, errors, "small")
+    torn = frames_torn(writes)
+    expect(not torn, f"small: {len(torn)} frame(s) written in pieces, the first: {torn[:1]}", errors)
     tmux("kill-session", "-t", "w", check=False)
 
 
@@ -120,6 +150,8 @@ def main():
     t_start = time.monotonic()
     if not shutil.which("tmux"):
         raise Fail("tmux is not installed (scripts/install-deps.sh installs it)")
+    if not shutil.which("strace"):
+        raise Fail("strace is not installed (scripts/install-deps.sh installs it)")
     work = os.path.join(args.work, f"watch_terminal-{os.getpid()}")
     os.makedirs(work)
     errors = []
