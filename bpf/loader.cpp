@@ -75,6 +75,18 @@ struct Recorder {
     return files.emplace(pid, std::move(f)).first->second.get();
   }
 
+  AttachProgress progress() const {
+    AttachProgress p;
+    p.processes = files.size();
+    for (const auto& [pid, f] : files) p.events += f->events();
+    p.lost = lost();
+    std::uint16_t key = 0, next = 0;
+    for (const void* prev = nullptr; bpf_map__get_next_key(skel->maps.learnt_ports, prev, &next, sizeof next) == 0;
+         prev = &key, key = next)
+      ++p.ports_learnt;
+    return p;
+  }
+
   std::uint64_t lost() const {
     const int ncpu = libbpf_num_possible_cpus();
     if (ncpu <= 0) return 0;
@@ -141,6 +153,7 @@ void seed_process(Recorder& rec, int pid, const std::vector<std::uint16_t>& port
     ss.peer = s.peer;
     ss.local = s.local;
     ss.rcvtimeo_ms = ss.sndtimeo_ms = -1;
+    ss.pending = s.tcp_state == 2;  // SYN_SENT: rdzv_identify_found watches for its outcome
     const std::uint64_t key = (static_cast<std::uint64_t>(pid) << 32) | static_cast<std::uint32_t>(s.fd);
     if (bpf_map__update_elem(rec.skel->maps.store_socks, &key, sizeof key, &ss, sizeof ss, BPF_NOEXIST) != 0)
       continue;
@@ -157,6 +170,7 @@ void seed_process(Recorder& rec, int pid, const std::vector<std::uint16_t>& port
     call c{};
     c.id = static_cast<std::uint64_t>(b.nr);
     c.late = 1;
+    if (b.wait_fd >= 0) c.rec = found_wait_record(b, now_ns);  // completed by late_wait_exit
     const std::uint32_t tid = static_cast<std::uint32_t>(b.tid);
     bpf_map__update_elem(rec.skel->maps.calls, &tid, sizeof tid, &c, sizeof c, BPF_NOEXIST);
   }
@@ -189,7 +203,8 @@ struct SkelDeleter {
 }  // namespace
 
 AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomic_t* stop,
-                               void (*on_ready)(const AttachResult&, const AttachOptions&)) {
+                               void (*on_ready)(const AttachResult&, const AttachOptions&),
+                               void (*on_progress)(const AttachProgress&)) {
   if (geteuid() != 0) return fail("needs root (CAP_BPF and CAP_PERFMON): run it as root");
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     return fail("no BPF support here: the kernel has no BTF (/sys/kernel/btf/vmlinux)");
@@ -208,15 +223,17 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
     if (!process_exists(pid)) return fail("no such process: " + std::to_string(pid));
     pids.push_back(pid);
   }
+  if (opt.comms.size() > RDZV_BPF_MAX_COMMS)
+    return fail("at most " + std::to_string(RDZV_BPF_MAX_COMMS) + " --comm names");
+  // Those running now; those that exec later are followed by the kernel side (comms).
   for (const auto& comm : opt.comms) {
     auto found = pids_with_comm(comm);
-    if (found.empty()) return fail("no process named '" + comm + "'");
     pids.insert(pids.end(), found.begin(), found.end());
   }
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
   pids.erase(std::remove(pids.begin(), pids.end(), static_cast<int>(getpid())), pids.end());
-  if (pids.empty() && !opt.all) return fail("no process to attach to");
+  if (pids.empty() && !opt.all && opt.comms.empty()) return fail("no process to attach to");
 
   std::vector<std::uint16_t> ports;
   for (int pid : pids)
@@ -234,6 +251,10 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   skel->rodata->self_tgid = static_cast<std::uint32_t>(getpid());
   skel->rodata->io_detail = opt.io_events;
   for (std::size_t i = 0; i < ports.size(); ++i) skel->rodata->ports[i] = ports[i];
+  for (std::size_t i = 0; i < opt.comms.size(); ++i) {
+    const std::string name = opt.comms[i].substr(0, RDZV_BPF_COMM_LEN - 1);  // the kernel's cut
+    std::memcpy(const_cast<char*>(skel->rodata->comms[i]), name.c_str(), name.size() + 1);
+  }
   if (int err = rdzv_bpf::load(skel.get()); err != 0)
     return fail("no BPF support here: loading the probes failed (" + std::string(std::strerror(-err)) +
                 "): " + g_last_libbpf_error);
@@ -263,7 +284,8 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
     std::string path = libc_path_of(pid);
     if (!path.empty()) libcs.insert(path);
   }
-  if (opt.all) libcs.insert(libc_path_of(0));
+  // --all and --comm: processes not running yet use, most likely, this machine's own libc.
+  if (opt.all || !opt.comms.empty()) libcs.insert(libc_path_of(0));
   std::vector<bpf_link*> links;
   for (const auto& path : libcs) {
     LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = false, .func_name = "getaddrinfo");
@@ -295,7 +317,7 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   if (on_ready) on_ready(result, opt);
 
   const std::uint64_t deadline = opt.duration_s > 0 ? mono_ns() + static_cast<std::uint64_t>(opt.duration_s * 1e9) : 0;
-  std::uint64_t last_lost_update = 0;
+  std::uint64_t last_lost_update = 0, last_progress = mono_ns();
   while (!*stop && (!deadline || mono_ns() < deadline)) {
     // Events are submitted without a wakeup until the buffer fills (rdzv_sock.bpf.h): after
     // a timeout, what is there is taken anyway.
@@ -310,6 +332,10 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
       const std::uint64_t lost = recorder.lost();
       for (auto& [pid, f] : recorder.files) f->set_lost(lost);
       last_lost_update = mono_ns();
+    }
+    if (on_progress && mono_ns() - last_progress >= 1'000'000'000ull) {
+      on_progress(recorder.progress());
+      last_progress = mono_ns();
     }
   }
   // Stop the probes first, then drain what they left in the ring buffer: nothing is lost

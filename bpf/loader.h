@@ -26,6 +26,14 @@ struct AttachOptions {
   std::uint32_t io_events = RDZV_IO_DETAIL_EVENTS;
 };
 
+// What attach is following, for a status line while it runs.
+struct AttachProgress {
+  std::size_t processes = 0;    // trace files open
+  std::size_t ports_learnt = 0; // the kernel's table of store ports learnt since the start (learnt_ports)
+  std::uint64_t events = 0;
+  std::uint64_t lost = 0;
+};
+
 struct PidCount {
   int pid;
   std::uint64_t events;
@@ -41,7 +49,9 @@ struct AttachResult {
 
 // Runs until *stop becomes nonzero (a signal handler sets it) or the duration has passed.
 // `on_ready` is called once the probes are attached (the CLI says so on stderr).
+// `on_progress`, when given, is called about once a second while recording.
 AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomic_t* stop,
-                               void (*on_ready)(const AttachResult& targets, const AttachOptions&));
+                               void (*on_ready)(const AttachResult& targets, const AttachOptions&),
+                               void (*on_progress)(const AttachProgress&) = nullptr);
 
 }  // namespace rdzvscope::bpf

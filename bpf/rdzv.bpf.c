@@ -24,6 +24,7 @@
 #include "waits.bpf.h"
 #include "store_io.bpf.h"
 #include "fd_copies.bpf.h"
+#include "env_ports.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -129,6 +130,10 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
   }
   if (c->late && !c->rec.kind) { /* the loader's entry for a call already blocked at attach */
     late_io_exit(regs, id, tgid, tid, ret);
+    goto out;
+  }
+  if (c->late) { /* a wait already in progress at attach, its record made by the loader */
+    late_wait_exit(c, tgid, ret);
     goto out;
   }
 
@@ -382,15 +387,38 @@ int BPF_PROG(rdzv_fork, struct task_struct *parent, struct task_struct *child) {
   return 0;
 }
 
-/* Store sockets closed on exec are forgotten (fd_copies.bpf.h). */
+/* Whether the image `task` has just exec'd has one of the --comm names (its comm is already
+ * the new image's file name here). */
+static __always_inline bool wanted_comm(struct task_struct *task) {
+  char comm[RDZV_BPF_COMM_LEN] = {};
+  BPF_CORE_READ_STR_INTO(&comm, task, comm);
+  for (int i = 0; i < RDZV_BPF_MAX_COMMS; i++) {
+    if (!comms[i][0]) return false;
+    bool same = true;
+    for (int j = 0; j < RDZV_BPF_COMM_LEN && same; j++) {
+      same = comms[i][j] == comm[j];
+      if (!comm[j]) break;
+    }
+    if (same) return true;
+  }
+  return false;
+}
+
+/* Store sockets closed on exec are forgotten (fd_copies.bpf.h). A process that execs an image
+ * named by --comm becomes a target from this point on. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(rdzv_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm) {
   __u32 tgid = BPF_CORE_READ(task, tgid);
   if (bpf_map_lookup_elem(&has_store, &tgid)) bpf_for_each_map_elem(&store_socks, drop_if_closed, &tgid, 0);
+  if (comms[0][0] && tgid != self_tgid && !known_target(tgid) && wanted_comm(task)) {
+    __u8 one = 1;
+    bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+  }
+  /* The new image's store ports (MASTER_PORT...) are known before it runs: no connect of it
+   * can beat them. With --all, any process's exec may be a rank's. */
+  if (is_target(tgid)) learn_env_ports(task);
   if (!known_target(tgid)) return 0;
-  /* The new image's environment may name a store port (MASTER_PORT): the loader reads it
-   * from /proc at once (woken now) into learnt_ports, long before a Python rank's first
-   * connect; a connect that still beats it is classified by the analyzer from the header. */
+  /* The loader is woken to read the same environment for the trace header's identity. */
   struct rdzv_record *r = scratch_record();
   if (!r) return 0;
   r->kind = RDZV_EV_EXEC;
@@ -424,6 +452,24 @@ int rdzv_identify_found(struct bpf_iter__task_file *ctx) {
   if (!found_ports_match(sk, ss)) return 0; /* store_identify decides */
   ss->sk = (__u64)sk;
   remember_owner(sk, tgid);
+  if (ss->pending && BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_SYN_SENT) {
+    /* A connect found in progress: its outcome, when the kernel decides it, is recorded as a
+     * non-blocking connect's (connect_done, rdzv_set_state), blocking or not; a blocking
+     * connect's own return is not, its sys_enter having come before attach. */
+    struct pending p = {};
+    p.tgid = tgid;
+    p.rec.kind = RDZV_EV_CONNECT;
+    p.rec.op = RDZV_OP_CONNECT;
+    p.rec.flags = RDZV_F_STORE | RDZV_F_PREEXISTING;
+    p.rec.tid = tgid;
+    p.rec.ts_ns = ss->opened_ns;
+    p.rec.fd = ctx->fd;
+    p.rec.u.net.peer = ss->peer;
+    p.rec.u.net.local = ss->local;
+    p.rec.u.net.timeout_ms = -1;
+    __u64 skey = (__u64)sk;
+    bpf_map_update_elem(&pending_connects, &skey, &p, BPF_NOEXIST);
+  }
   return 0;
 }
 

@@ -9,6 +9,9 @@
 #include "rdzvscope/trace_format.h"
 
 #define RDZV_BPF_MAX_PORTS RDZV_MAX_STORE_PORTS
+/* --comm NAME: at most this many names, each as the kernel keeps a comm (15 bytes + NUL). */
+#define RDZV_BPF_MAX_COMMS 8
+#define RDZV_BPF_COMM_LEN 16
 #define RDZV_BPF_RINGBUF_BYTES (8u << 20)
 /* The loader is woken once this much is waiting (about 5,000 events), else at its poll
  * interval: 8 MiB hold 40,000 events, most of a second at 50,000 events per second. */

@@ -8,6 +8,9 @@ const volatile bool trace_all = false;    /* --all: every process (still filtere
 const volatile bool filter_ports = false; /* --port given: per-call events on these ports only */
 const volatile __u32 self_tgid = 0;       /* the loader itself, never traced */
 const volatile __u16 ports[RDZV_BPF_MAX_PORTS] = {}; /* store ports; 0 = unused */
+/* --comm: processes that exec an image of one of these names become targets then (ranks that
+ * start after attach); "" = unused. */
+const volatile char comms[RDZV_BPF_MAX_COMMS][RDZV_BPF_COMM_LEN] = {};
 /* Per store socket, as the shim (shim/hooks_io.cpp): the first io_detail calls are recorded
  * one by one (0: every call), after that only failures and 0-byte reads, io_failures of them.
  * The defaults are the recorder core's limits (rdzvscope/recorder_core.h), the shim's too. */

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -101,8 +102,10 @@ std::vector<FoundSocket> find_store_sockets(int pid, const std::vector<std::uint
   const std::string net = "/proc/" + std::to_string(pid) + "/net/";
   for (const bool v6 : {false, true}) {
     for (const FoundSocket& s : parse_proc_net_tcp(read_file(net + (v6 ? "tcp6" : "tcp"), 64u << 20), v6)) {
-      if (s.tcp_state == kSynSent || s.tcp_state == kSynRecv || s.tcp_state == kTimeWait) continue;
+      if (s.tcp_state == kSynRecv || s.tcp_state == kTimeWait) continue;
       if (!is_port(ports, s.local.port) && !is_port(ports, s.peer.port)) continue;
+      // A connect in progress: only towards a store port (a client's), never reached yet.
+      if (s.tcp_state == kSynSent && !is_port(ports, s.peer.port)) continue;
       const auto it = fds.find(s.inode);
       if (it == fds.end() || s.inode == 0) continue;
       for (int fd : it->second) {  // copies (dup) of one socket are store sockets each
@@ -116,23 +119,150 @@ std::vector<FoundSocket> find_store_sockets(int pid, const std::vector<std::uint
   return out;
 }
 
+namespace {
+
+// x86_64 syscall numbers of the waits found from outside.
+constexpr long kPoll = 7, kSelect = 23, kEpollWait = 232, kPselect6 = 270, kPpoll = 271, kEpollPwait = 281,
+               kEpollPwait2 = 441;
+
+// `len` bytes of `pid`'s memory at `addr` ("" when they cannot be read: the call ended, the
+// address is bad).
+std::string read_memory(int pid, std::uint64_t addr, std::size_t len) {
+  if (!addr || !len) return {};
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/mem").c_str(), "rb");
+  if (!f) return {};
+  std::string buf(len, '\0');
+  const bool ok = fseeko(f, static_cast<off_t>(addr), SEEK_SET) == 0 && std::fread(buf.data(), 1, len, f) == len;
+  std::fclose(f);
+  return ok ? buf : std::string();
+}
+
+bool is_found(const std::vector<FoundSocket>& found, long fd) {
+  return std::any_of(found.begin(), found.end(), [&](const FoundSocket& s) { return s.fd == fd; });
+}
+
+// The first found store socket in a ppoll's pollfd array (its first 16, as the kernel side).
+int ppoll_store_fd(int pid, std::uint64_t fds, std::uint64_t nfds, const std::vector<FoundSocket>& found) {
+  const std::size_t n = std::min<std::uint64_t>(nfds, 16);
+  const std::string raw = read_memory(pid, fds, n * 8);  // struct pollfd: int fd, short, short
+  for (std::size_t i = 0; i < raw.size() / 8; ++i) {
+    std::int32_t fd;
+    std::memcpy(&fd, raw.data() + i * 8, sizeof fd);
+    if (is_found(found, fd)) return fd;
+  }
+  return -1;
+}
+
+// The first found store socket in a select's read, write or except set.
+int select_store_fd(int pid, std::uint64_t nfds, const std::uint64_t sets[3], const std::vector<FoundSocket>& found) {
+  const std::size_t bytes = (std::min<std::uint64_t>(nfds, 1024) + 63) / 64 * 8;
+  for (int k = 0; k < 3; ++k) {
+    const std::string raw = read_memory(pid, sets[k], bytes);
+    for (const FoundSocket& s : found) {
+      const auto fd = static_cast<std::size_t>(s.fd);
+      if (fd / 8 < raw.size() && (static_cast<unsigned char>(raw[fd / 8]) >> (fd % 8)) & 1) return s.fd;
+    }
+  }
+  return -1;
+}
+
+// The first found store socket an epoll instance watches ("tfd: N" lines of its fdinfo).
+int epoll_store_fd(int pid, long epfd, const std::vector<FoundSocket>& found) {
+  std::istringstream info(read_file("/proc/" + std::to_string(pid) + "/fdinfo/" + std::to_string(epfd), 1 << 16));
+  std::string line;
+  while (std::getline(info, line)) {
+    long fd = -1;
+    if (std::sscanf(line.c_str(), "tfd: %ld", &fd) == 1 && is_found(found, fd)) return static_cast<int>(fd);
+  }
+  return -1;
+}
+
+// A timespec (ppoll, pselect6, epoll_pwait2) or timeval (select) in the process's memory, as
+// milliseconds; -1 when absent or unreadable.
+std::int64_t timeout_at(int pid, std::uint64_t addr, bool timeval) {
+  const std::string raw = read_memory(pid, addr, 16);
+  if (raw.size() != 16) return -1;
+  std::int64_t sec, frac;
+  std::memcpy(&sec, raw.data(), 8);
+  std::memcpy(&frac, raw.data() + 8, 8);
+  return sec * 1000 + frac / (timeval ? 1000 : 1000000);
+}
+
+// A thread blocked in a wait the kernel side cannot rebuild at its exit: the store socket it
+// waits on and its timeout, read now; wait_fd -1 when it waits on none.
+BlockedCall found_wait(int pid, int tid, long nr, const std::uint64_t a[6], const std::vector<FoundSocket>& found) {
+  BlockedCall b{tid, nr};
+  switch (nr) {
+    case kPpoll:
+      b.wait_fd = ppoll_store_fd(pid, a[0], a[1], found);
+      b.timeout_ms = timeout_at(pid, a[2], false);
+      break;
+    case kSelect:
+    case kPselect6:
+      b.wait_fd = select_store_fd(pid, a[0], a + 1, found);
+      b.timeout_ms = timeout_at(pid, a[4], nr == kSelect);
+      b.glibc_select = nr == kPselect6 && a[5] == 0;  // as the kernel side names it
+      break;
+    case kEpollWait:
+    case kEpollPwait:
+      b.wait_fd = epoll_store_fd(pid, static_cast<long>(a[0]), found);
+      b.timeout_ms = static_cast<std::int32_t>(a[3]);  // an int; -1 waits for ever
+      break;
+    case kEpollPwait2:
+      b.wait_fd = epoll_store_fd(pid, static_cast<long>(a[0]), found);
+      b.timeout_ms = timeout_at(pid, a[3], false);
+      break;
+    default:
+      break;
+  }
+  return b;
+}
+
+}  // namespace
+
 std::vector<BlockedCall> blocked_calls(int pid, const std::vector<FoundSocket>& found) {
-  // x86_64: read, write, poll, readv, writev, sendto, recvfrom, sendmsg, recvmsg.
-  constexpr long kPoll = 7;
-  constexpr long kCalls[] = {0, 1, kPoll, 19, 20, 44, 45, 46, 47};
+  // x86_64: read, write, poll, readv, writev, sendto, recvfrom, sendmsg, recvmsg; the kernel
+  // rebuilds these at their exit.
+  constexpr long kRebuilt[] = {0, 1, kPoll, 19, 20, 44, 45, 46, 47};
+  constexpr long kWaits[] = {kPpoll, kSelect, kPselect6, kEpollWait, kEpollPwait, kEpollPwait2};
   std::vector<BlockedCall> out;
   const std::string dir = "/proc/" + std::to_string(pid) + "/task/";
   for (long tid : numbered_entries(dir)) {
-    // "NR ARG1 ... SP PC" while in a call; "running" or "-1 ..." otherwise.
+    // "NR ARG1 ... ARG6 SP PC" (hexadecimal arguments) while in a call; "running" or "-1 ..."
+    // otherwise.
     std::istringstream line(read_file(dir + std::to_string(tid) + "/syscall", 512));
     long nr = -1;
-    std::string arg1;
-    if (!(line >> nr >> arg1) || std::find(std::begin(kCalls), std::end(kCalls), nr) == std::end(kCalls)) continue;
-    const long fd = std::strtol(arg1.c_str(), nullptr, 16);
-    const bool on_store = std::any_of(found.begin(), found.end(), [&](const FoundSocket& s) { return s.fd == fd; });
-    if (nr == kPoll || on_store) out.push_back({static_cast<int>(tid), nr});
+    std::string arg[6];
+    if (!(line >> nr >> arg[0] >> arg[1] >> arg[2] >> arg[3] >> arg[4] >> arg[5])) continue;
+    std::uint64_t a[6];
+    for (int i = 0; i < 6; ++i) a[i] = std::strtoull(arg[i].c_str(), nullptr, 16);
+    if (std::find(std::begin(kWaits), std::end(kWaits), nr) != std::end(kWaits)) {
+      BlockedCall b = found_wait(pid, static_cast<int>(tid), nr, a, found);
+      if (b.wait_fd >= 0 && b.timeout_ms > 0) out.push_back(b);  // no timeout: it cannot time out
+      continue;
+    }
+    if (std::find(std::begin(kRebuilt), std::end(kRebuilt), nr) == std::end(kRebuilt)) continue;
+    if (nr == kPoll || is_found(found, static_cast<long>(a[0]))) out.push_back({static_cast<int>(tid), nr});
   }
   return out;
+}
+
+rdzv_record found_wait_record(const BlockedCall& b, std::uint64_t now_ns) {
+  rdzv_record r{};
+  r.kind = RDZV_EV_POLL;
+  switch (b.nr) {
+    case kPpoll: r.op = RDZV_OP_PPOLL; break;
+    case kSelect: r.op = RDZV_OP_SELECT; break;
+    case kPselect6: r.op = b.glibc_select ? RDZV_OP_SELECT : RDZV_OP_PSELECT; break;
+    case kEpollWait: r.op = RDZV_OP_EPOLL_WAIT; break;
+    default: r.op = RDZV_OP_EPOLL_PWAIT; break;  // epoll_pwait, epoll_pwait2
+  }
+  r.flags = RDZV_F_PREEXISTING;
+  r.tid = static_cast<rdzv_u32>(b.tid);
+  r.ts_ns = now_ns;
+  r.fd = b.wait_fd;
+  r.u.net.timeout_ms = b.timeout_ms;
+  return r;
 }
 
 rdzv_record found_record(int pid, const FoundSocket& s, const std::vector<std::uint16_t>& ports,
@@ -144,6 +274,10 @@ rdzv_record found_record(int pid, const FoundSocket& s, const std::vector<std::u
   } else if (is_port(ports, s.peer.port)) {
     r.kind = RDZV_EV_CONNECT;
     r.op = RDZV_OP_CONNECT;
+    if (s.tcp_state == kSynSent) {  // still in progress: as a non-blocking connect's first answer
+      r.ret = -1;
+      r.err = EINPROGRESS;
+    }
   } else {
     r.kind = RDZV_EV_ACCEPT;
     r.op = RDZV_OP_ACCEPT;

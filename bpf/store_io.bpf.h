@@ -284,7 +284,8 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
  * recv or poll, and how it ends is the news. Rebuilt from the registers, which still hold the
  * arguments at sys_exit; on a store socket the I/O record is dated from when the socket was
  * found (flag PREEXISTING: it began earlier), a poll that timed out from its timeout, as any.
- * ppoll is left out: the kernel has already written the time left over its timeout. */
+ * ppoll is not rebuilt here: the kernel has already written the time left over its timeout
+ * (the loader reads it beforehand: late_wait_exit). */
 static __always_inline void late_io_exit(struct pt_regs *regs, long id, __u32 tgid, __u32 tid, long ret) {
   if (!is_io_call(id) || id == NR_ppoll || id == NR_setsockopt || is_wait_call(id)) return;
   /* Interrupted by a signal, to be restarted: the restart is a new call, seen entering. */
@@ -300,6 +301,17 @@ static __always_inline void late_io_exit(struct pt_regs *regs, long id, __u32 tg
     return;
   }
   if (io_fill(regs, id, tgid, tid, c, true)) io_exit(c, tgid, ret);
+}
+
+/* sys_exit of a wait (ppoll, select, pselect6, an epoll wait) already in progress when attach
+ * started: the loader found the store socket it waits on and its timeout in the process's
+ * memory (seed.cpp), which by now the kernel has written over. A timeout is recorded as any
+ * (dated from its timeout), flagged preexisting; a wait that ended otherwise is not. */
+static __always_inline void late_wait_exit(struct call *c, __u32 tgid, long ret) {
+  if (ret != 0) return;
+  __u64 key = fd_key(tgid, c->rec.fd);
+  struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
+  if (ss && store_identify(tgid, c->rec.fd, ss)) wait_timed_out(&c->rec, ss, tgid);
 }
 
 /* A CLOSE record of a store socket: its totals, as the shim's CLOSE record has them. `state`

@@ -17,7 +17,7 @@ static __always_inline bool is_wait_call(long id) {
 static __always_inline void wait_timed_out(struct rdzv_record *r, const struct store_sock *ss, __u32 tgid) {
   __u64 now = bpf_ktime_get_ns();
   __u64 waited = r->u.net.timeout_ms > 0 ? (__u64)r->u.net.timeout_ms * 1000000 : 0;
-  r->flags = RDZV_F_TIMEOUT | RDZV_F_STORE;
+  r->flags = RDZV_F_TIMEOUT | RDZV_F_STORE | (r->flags & RDZV_F_PREEXISTING);
   if (ss) {
     if (ss->pending) {
       r->flags |= RDZV_F_NONBLOCK;

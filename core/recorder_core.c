@@ -248,39 +248,33 @@ int rdzv_ports_contains(const struct rdzv_port_set *set, rdzv_u16 port) {
 }
 
 /* One port written as text[0..len): a strict decimal of at most 5 digits. */
-static int add_port_text(struct rdzv_port_set *set, const char *text, size_t len) {
-  char buf[8];
-  if (len == 0 || len >= sizeof buf) return 0;
-  memcpy(buf, text, len);
-  buf[len] = '\0';
-  rdzv_s64 v;
-  return rdzv_parse_i64(buf, &v) && rdzv_ports_add(set, v);
+/* The parsing is the header's (rdzv_port_of_*, rdzv_port_list_feed), shared with attach's
+ * kernel side. Values are looked at up to RDZV_PORT_VALUE_MAX bytes. */
+static unsigned bounded_len(const char *v) {
+  const size_t n = strlen(v);
+  return n > RDZV_PORT_VALUE_MAX ? RDZV_PORT_VALUE_MAX : (unsigned)n;
 }
 
 static int add_env_port(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx, const char *name) {
   const char *v = env(ctx, name);
-  return v && add_port_text(set, v, strlen(v));
+  return v && strlen(v) <= RDZV_PORT_TEXT_MAX && rdzv_ports_add(set, rdzv_port_of_text(v, (unsigned)strlen(v)));
 }
 
 void rdzv_ports_from_env(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx) {
-  add_env_port(set, env, ctx, "MASTER_PORT");
-  /* "host:port" or "[v6]:port": the port is what follows the last colon, unless that colon
-   * is inside the brackets (a bare "[v6]"). */
-  const char *endpoint = env(ctx, "PET_RDZV_ENDPOINT");
-  const char *colon = endpoint ? strrchr(endpoint, ':') : NULL;
-  if (colon && !strchr(colon, ']')) add_port_text(set, colon + 1, strlen(colon + 1));
+  add_env_port(set, env, ctx, RDZV_ENV_MASTER_PORT);
+  const char *endpoint = env(ctx, RDZV_ENV_RDZV_ENDPOINT);
+  if (endpoint) rdzv_ports_add(set, rdzv_port_of_endpoint(endpoint, (unsigned)strlen(endpoint)));
   rdzv_ports_add(set, RDZV_PORT_C10D_DEFAULT);
   rdzv_ports_add(set, RDZV_PORT_TCPSTORE_DEFAULT);
-  for (const char *v = env(ctx, "RDZVSCOPE_PORTS"); v && *v;) {
-    const char *comma = strchr(v, ',');
-    const size_t len = comma ? (size_t)(comma - v) : strlen(v);
-    add_port_text(set, v, len);
-    v = comma ? comma + 1 : NULL;
-  }
+  const char *list = env(ctx, RDZV_ENV_EXTRA_PORTS);
+  if (!list) return;
+  struct rdzv_port_list_state st = {0, 0, 0};
+  const unsigned len = bounded_len(list);
+  for (unsigned i = 0; i <= len; ++i) rdzv_ports_add(set, rdzv_port_list_feed(&st, i < len ? list[i] : 0));
 }
 
 int rdzv_ports_refresh(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx) {
-  return add_env_port(set, env, ctx, "MASTER_PORT");
+  return add_env_port(set, env, ctx, RDZV_ENV_MASTER_PORT);
 }
 
 void rdzv_ports_export(const struct rdzv_port_set *set, rdzv_u16 out[RDZV_MAX_STORE_PORTS]) {

@@ -3,8 +3,11 @@
 // recorded inside processes that were started without it (bpf/loader.h). One trace file per
 // process in DIR; Ctrl-C, SIGTERM or the duration stops it, every buffered event written.
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +28,7 @@ struct AttachArgs {
   std::vector<int> pids;
   std::vector<std::string> comms;
   bool all = false;
+  bool same_netns = false;
   std::vector<int> ports;
   std::string out;
   double duration = 0;
@@ -43,8 +47,61 @@ volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
 void say_ready(const bpf::AttachResult& r, const bpf::AttachOptions& opt) {
-  const std::string who = opt.all ? std::string("all processes") : fmt::format("{} process(es)", r.per_pid.size());
+  std::string who = opt.all ? std::string("all processes") : fmt::format("{} process(es)", r.per_pid.size());
+  if (!opt.comms.empty()) who += fmt::format(" and every process that starts {}", fmt::join(opt.comms, " or "));
   log_for("attach")->info("recording {} into {} (Ctrl-C stops)", who, opt.out_dir);
+}
+
+// On a terminal: one status line, rewritten in place once a second (cleared before the
+// summary). Piped or redirected stderr gets the summary only, as before.
+bool g_status_shown = false;
+
+void say_progress(const bpf::AttachProgress& p) {
+  if (!::isatty(STDERR_FILENO)) return;
+  std::fprintf(stderr, "\rrdzvscope attach: following %zu process(es), %zu store port(s) learnt, %llu events, %llu lost\x1b[K",
+               p.processes, p.ports_learnt, static_cast<unsigned long long>(p.events),
+               static_cast<unsigned long long>(p.lost));
+  std::fflush(stderr);
+  g_status_shown = true;
+}
+
+void clear_progress() {
+  if (g_status_shown) std::fprintf(stderr, "\r\x1b[K");
+  g_status_shown = false;
+}
+
+// --same-netns: the files of processes outside attach's own network namespace are removed
+// once recording ends (each header's origin says where its process lived). The probes see
+// every process of the kernel; where "nodes" are network namespaces of one kernel (the Slurm
+// test cluster), one attach per node would otherwise write a copy of every node's processes,
+// each under the wrong host name, and analyze would merge the copies of one process into one
+// with every event repeated. A file whose process's namespace is unknown (it was gone, or
+// exiting, when attach made the file: it lived a few ms after its first call) is removed too:
+// on one kernel it may be any node's. Not for a node-wide attach on Kubernetes, whose pods
+// each have a network namespace of their own.
+void keep_own_netns(bpf::AttachResult* r) {
+  struct stat own {};
+  if (::stat("/proc/self/ns/net", &own) != 0) {
+    log_for("attach")->error("--same-netns: cannot read /proc/self/ns/net; every file kept");
+    return;
+  }
+  std::vector<bpf::PidCount> kept;
+  std::size_t dropped = 0;
+  for (const bpf::PidCount& p : r->per_pid) {
+    rdzv_file_header h{};
+    std::ifstream in(p.path, std::ios::binary);
+    const bool read = static_cast<bool>(in.read(reinterpret_cast<char*>(&h), sizeof h));
+    const bool ours = read && (h.features & RDZV_FEAT_ORIGIN) &&
+                      h.origin.netns_inode == static_cast<std::uint64_t>(own.st_ino);
+    if (!ours && ::unlink(p.path.c_str()) == 0) {
+      ++dropped;
+      continue;
+    }
+    kept.push_back(p);
+  }
+  r->per_pid = std::move(kept);
+  if (dropped) log_for("attach")->info("--same-netns: {} process(es) of other or unknown network namespaces left out",
+                                       dropped);
 }
 
 int run_attach(const AttachArgs& a) {
@@ -68,8 +125,10 @@ int run_attach(const AttachArgs& a) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
-  const bpf::AttachResult r = bpf::attach_and_record(opt, &g_stop, say_ready);
+  bpf::AttachResult r = bpf::attach_and_record(opt, &g_stop, say_ready, say_progress);
+  clear_progress();
   if (r.exit_code != 0 && r.per_pid.empty()) return attach_fail(r.error);
+  if (a.same_netns) keep_own_netns(&r);
   if (!r.error.empty()) log_for("attach")->error("{}", r.error);
   std::uint64_t total = 0;
   std::vector<std::string> each;
@@ -94,6 +153,9 @@ Command add_attach_command(CLI::App& app) {
   sub->add_option("--pid,-p", a->pids, "Processes to attach to (their children follow)")->type_name("PID...");
   sub->add_option("--comm", a->comms, "Attach to every process with this command name")->type_name("NAME...");
   sub->add_flag("--all", a->all, "Every process (use with --port)");
+  sub->add_flag("--same-netns", a->same_netns,
+                "Keep only processes in attach's own network namespace (one attach per node "
+                "where nodes share a kernel)");
   sub->add_option("--port", a->ports, "Record socket calls on these ports only (they count as store ports)")
       ->type_name("P...")
       ->check(CLI::Range(1, 65535));

@@ -51,6 +51,99 @@
 #define RDZV_PORT_C10D_DEFAULT 29400u
 #define RDZV_PORT_TCPSTORE_DEFAULT 29500u
 
+/* ---------------------------------------------------------------- store-port policy (BPF too) */
+
+/* The environment variables that name store ports, and how their values read. Both recorders
+ * apply them: the shim and the loader look them up by name (rdzv_ports_from_env); attach's
+ * kernel side scans a new image's environment entry by entry at exec (bpf/env_ports.bpf.h),
+ * so that a port is known before the image runs its first instruction, with no race against
+ * a program that connects at once. Static inline, no libc, and written for the BPF verifier:
+ * loops are short and bounded, and a list is read one character a call (the kernel side
+ * feeds it from a bpf_loop step). */
+#define RDZV_ENV_MASTER_PORT "MASTER_PORT"
+#define RDZV_ENV_RDZV_ENDPOINT "PET_RDZV_ENDPOINT"
+#define RDZV_ENV_EXTRA_PORTS "RDZVSCOPE_PORTS"
+/* The longest value looked at: an endpoint with a 253-byte DNS name and a port fits. */
+#define RDZV_PORT_VALUE_MAX 288u
+/* A port's text: at most this many characters (digits, leading zeros allowed). */
+#define RDZV_PORT_TEXT_MAX 7u
+
+/* text[0..len) as a strict decimal port (digits only, 1..65535), else 0. */
+static inline rdzv_u16 rdzv_port_of_text(const char *text, unsigned len) {
+  if (len == 0 || len > RDZV_PORT_TEXT_MAX) return 0;
+  rdzv_u32 v = 0;
+  for (unsigned i = 0; i < RDZV_PORT_TEXT_MAX && i < len; i++) {
+    const char c = text[i];
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + (rdzv_u32)(c - '0');
+  }
+  return v >= 1 && v <= 65535 ? (rdzv_u16)v : 0;
+}
+
+/* The port of an endpoint "host:port" or "[v6]:port": what follows the last colon, unless that
+ * colon is inside the brackets (a bare "[v6]"); 0 when there is none. Looked for from the end:
+ * a port is at most RDZV_PORT_TEXT_MAX characters. */
+static inline rdzv_u16 rdzv_port_of_endpoint(const char *text, unsigned len) {
+  /* Signed 64-bit index arithmetic: the verifier then bounds text + i by the ranges of len and
+   * k, where 32-bit unsigned wrap-around would leave it unbounded. */
+  for (long k = 1; k <= (long)RDZV_PORT_TEXT_MAX + 1 && k <= (long)len; k++) {
+    const long i = (long)len - k;
+    if (text[i] == ']') return 0;
+    if (text[i] == ':') return rdzv_port_of_text(text + i + 1, (unsigned)(k - 1));
+  }
+  return 0;
+}
+
+/* A comma-separated list of ports, fed one character a call (c == 0 after the last one):
+ * returns the port an item completes, 0 for an item that is not a strict port (skipped) and
+ * between items. Start from a zeroed state. */
+struct rdzv_port_list_state {
+  rdzv_u32 value, digits, bad;
+};
+static inline rdzv_u16 rdzv_port_list_feed(struct rdzv_port_list_state *st, char c) {
+  if (c == ',' || c == 0) {
+    const rdzv_u16 port = !st->bad && st->digits >= 1 && st->value >= 1 && st->value <= 65535 ? (rdzv_u16)st->value : 0;
+    st->value = st->digits = st->bad = 0;
+    return port;
+  }
+  if (c < '0' || c > '9' || st->digits >= RDZV_PORT_TEXT_MAX) {
+    st->bad = 1;
+    return 0;
+  }
+  st->value = st->value * 10 + (rdzv_u32)(c - '0');
+  st->digits++;
+  return 0;
+}
+
+/* Which store-port variable an environment entry "NAME=value" of `len` bytes sets, and where
+ * its value starts (*value_at). */
+enum rdzv_port_var { RDZV_PORT_VAR_NONE, RDZV_PORT_VAR_MASTER_PORT, RDZV_PORT_VAR_ENDPOINT, RDZV_PORT_VAR_LIST };
+
+static inline int rdzv_env_entry_is(const char *entry, unsigned len, const char *name, unsigned name_len) {
+  if (len <= name_len) return 0;
+  for (unsigned i = 0; i < name_len && i < 32; i++)
+    if (entry[i] != name[i]) return 0;
+  return entry[name_len] == '=';
+}
+
+static inline enum rdzv_port_var rdzv_env_entry_port_var(const char *entry, unsigned len, unsigned *value_at) {
+#define RDZV_NAME_LEN(s) ((unsigned)(sizeof(s) - 1))
+  if (rdzv_env_entry_is(entry, len, RDZV_ENV_MASTER_PORT, RDZV_NAME_LEN(RDZV_ENV_MASTER_PORT))) {
+    *value_at = RDZV_NAME_LEN(RDZV_ENV_MASTER_PORT) + 1;
+    return RDZV_PORT_VAR_MASTER_PORT;
+  }
+  if (rdzv_env_entry_is(entry, len, RDZV_ENV_RDZV_ENDPOINT, RDZV_NAME_LEN(RDZV_ENV_RDZV_ENDPOINT))) {
+    *value_at = RDZV_NAME_LEN(RDZV_ENV_RDZV_ENDPOINT) + 1;
+    return RDZV_PORT_VAR_ENDPOINT;
+  }
+  if (rdzv_env_entry_is(entry, len, RDZV_ENV_EXTRA_PORTS, RDZV_NAME_LEN(RDZV_ENV_EXTRA_PORTS))) {
+    *value_at = RDZV_NAME_LEN(RDZV_ENV_EXTRA_PORTS) + 1;
+    return RDZV_PORT_VAR_LIST;
+  }
+#undef RDZV_NAME_LEN
+  return RDZV_PORT_VAR_NONE;
+}
+
 #if !defined(__bpf__) && !defined(__BPF__)
 
 #include <stddef.h>

@@ -11,6 +11,7 @@
  *   1. a blocking connect: ETIMEDOUT
  *   2. a non-blocking connect given up after a 300 ms poll, then closed (abandoned)
  * and prints what each call returned, for the test to compare with the trace. */
+#define _GNU_SOURCE /* ppoll */
 #include "common.h" /* tests/integration: it_loopback and friends */
 
 #include <arpa/inet.h>
@@ -19,9 +20,12 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -108,13 +112,76 @@ static int wait_for_go(void) {
   return fgets(line, sizeof line, stdin) != NULL;
 }
 
+/* Waits that began before attach and time out after it started: ppoll, select and
+ * epoll_wait, each on its own store connection, each in its own thread, 4 s. */
+static int wait_fds[3];
+static long wait_rets[3];
+
+static void *in_ppoll(void *arg) {
+  struct pollfd p = {wait_fds[0], POLLIN, 0};
+  struct timespec ts = {4, 0};
+  wait_rets[0] = ppoll(&p, 1, &ts, NULL);
+  return arg;
+}
+
+static void *in_select(void *arg) {
+  fd_set r;
+  FD_ZERO(&r);
+  FD_SET(wait_fds[1], &r);
+  struct timeval tv = {4, 0};
+  wait_rets[1] = select(wait_fds[1] + 1, &r, NULL, NULL, &tv);
+  return arg;
+}
+
+static void *in_epoll(void *arg) {
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = wait_fds[2]};
+  epoll_ctl(ep, EPOLL_CTL_ADD, wait_fds[2], &ev);
+  wait_rets[2] = epoll_wait(ep, &ev, 1, 4000);
+  close(ep);
+  return arg;
+}
+
+static int waits_now_section(int store_port) {
+  void *(*waits[3])(void *) = {in_ppoll, in_select, in_epoll};
+  pthread_t t[3];
+  struct sockaddr_in a = it_loopback(store_port);
+  for (int i = 0; i < 3; i++) {
+    wait_fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(wait_fds[i], (struct sockaddr*)&a, sizeof a) != 0) return 4;
+  }
+  for (int i = 0; i < 3; i++)
+    if (pthread_create(&t[i], NULL, waits[i], NULL)) return 4;
+  printf("ready %d %d %d\n", wait_fds[0], wait_fds[1], wait_fds[2]);
+  fflush(stdout);
+  for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+  printf("ppoll %ld\nselect %ld\nepoll_wait %ld\n", wait_rets[0], wait_rets[1], wait_rets[2]);
+  for (int i = 0; i < 3; i++) close(wait_fds[i]);
+  return 0;
+}
+
+/* A hung rank's connect: blocking, begun before attach starts (no "go" awaited), its outcome
+ * decided after. */
+static int connect_now_section(int store_port) {
+  struct sockaddr_in a = it_loopback(store_port);
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  printf("ready\n");
+  fflush(stdout);
+  print_call("connect", connect(s, (struct sockaddr*)&a, sizeof a));
+  close(s);
+  fflush(stdout);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "connect_now") == 0) return connect_now_section(atoi(argv[2]));
+  if (argc == 3 && strcmp(argv[1], "waits_now") == 0) return waits_now_section(atoi(argv[2]));
   if (argc == 3 && strcmp(argv[1], "timeout") == 0) {
     if (!wait_for_go()) return 3;
     return timeout_section(atoi(argv[2]));
   }
   if (argc != 4) {
-    fprintf(stderr, "usage: bpf_target STORE_PORT TAKEN_PORT IO_PORT | bpf_target timeout STORE_PORT\n");
+    fprintf(stderr, "usage: bpf_target STORE_PORT TAKEN_PORT IO_PORT | bpf_target timeout|connect_now|waits_now STORE_PORT\n");
     return 2;
   }
   int store_port = atoi(argv[1]), taken_port = atoi(argv[2]);

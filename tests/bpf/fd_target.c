@@ -10,6 +10,9 @@
  *   fd_target exec IO_PORT         a close-on-exec copy and a plain copy, then exec of itself
  *                                  (`after_exec`): the first number reused and written to, the
  *                                  surviving copy sent on and closed
+ *   fd_target quick_client PORT    no handshake: at once connects to PORT (a store port only
+ *                                  its own environment names), sends "ping", reads 4 bytes,
+ *                                  closes: a program that beats any loader to its first connect
  *   fd_target waits IO_PORT STORE_PORT  select and pselect time out on the store socket;
  *                                  epoll_wait and epoll_pwait time out while a connect to the
  *                                  store port (a listener with a full backlog) is pending; a
@@ -158,14 +161,25 @@ static void waits_section(int c, int s, int store_port) {
   print_call("readv", readv(s, iov, 2), s);
 }
 
+/* The first thing the program does: whatever learns its store port must have done so at exec. */
+static int quick_client(int port) {
+  int c = connect_to(port, SOCK_STREAM);
+  char reply[4];
+  if (send(c, "ping", 4, MSG_NOSIGNAL) != 4 || it_read_full(c, reply, sizeof reply) != sizeof reply)
+    die("fd_target: quick_client");
+  close(c);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 5 && strcmp(argv[1], "after_exec") == 0) return after_exec(atoi(argv[3]), atoi(argv[4]));
   if (argc < 3) {
-    fprintf(stderr, "usage: fd_target dup|fork|close_range|exec|waits IO_PORT [STORE_PORT]\n");
+    fprintf(stderr, "usage: fd_target dup|fork|close_range|exec|quick_client|waits IO_PORT [STORE_PORT]\n");
     return 2;
   }
   const char* mode = argv[1];
   int io_port = atoi(argv[2]);
+  if (strcmp(mode, "quick_client") == 0) return quick_client(io_port);
   printf("ready\n");
   fflush(stdout);
   char line[16];

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
@@ -278,15 +279,17 @@ def matches_shim(work):
 
 
 class SynDropNamespace:
-    """A network namespace where SYNs to `port` are dropped and SYN retries are 1, so that a
-    connect times out in about 3 s (as tests/e2e's connect_timeout). Removed on exit, also on
+    """A network namespace where SYNs to `port` are dropped and SYN retries are 1 (or
+    syn_retries), so that a connect times out in about 3 s (as tests/e2e's connect_timeout;
+    7 s with 2 retries). Removed on exit, also on
     failure; ones left by a test killed before its cleanup are removed at the next start."""
 
     PREFIX = "rdzvbpf-"
 
-    def __init__(self, port):
+    def __init__(self, port, syn_retries=1):
         self.name = "%s%d" % (self.PREFIX, os.getpid())
         self.port = port
+        self.syn_retries = syn_retries
 
     @staticmethod
     def sh(*cmd):
@@ -304,7 +307,7 @@ class SynDropNamespace:
         self.sh("ip", "netns", "add", self.name)
         try:
             self.sh(*self.prefix(), "ip", "link", "set", "lo", "up")
-            self.sh(*self.prefix(), "sysctl", "-q", "-w", "net.ipv4.tcp_syn_retries=1")
+            self.sh(*self.prefix(), "sysctl", "-q", "-w", "net.ipv4.tcp_syn_retries=%d" % self.syn_retries)
             self.sh(*self.prefix(), "iptables", "-A", "INPUT", "-p", "tcp", "-d", "127.0.0.1", "--dport",
                     str(self.port), "--syn", "-j", "DROP")
         except BaseException:
@@ -352,6 +355,66 @@ def connect_timeout(work):
     same_as_shim(ports, events, shim_events, at_least=4)
 
 
+
+@scenario
+def found_connecting(work):
+    """A blocking connect to the store port already in SYN_SENT when attach starts (SYNs
+    dropped): found, recorded as in progress, and its ETIMEDOUT recorded when the kernel
+    decides it."""
+    ports = Ports()
+    # Two SYN retries: the connect gives up after about 7 s, time enough to start attach on a
+    # loaded machine while it is still in SYN_SENT.
+    with SynDropNamespace(ports.store, syn_retries=2) as ns:
+        out_dir = os.path.join(work, "bpf")
+        t = subprocess.Popen(list(ns.prefix()) + [OPTS.target, "connect_now", str(ports.store)],
+                             stdout=subprocess.PIPE, env=target_env(ports), text=True)
+        check(t.stdout.readline() == "ready\n", "target did not start")
+        time.sleep(0.3)   # in connect() now: its SYN is dropped
+        a = start_attach(["--pid", str(t.pid), "--out", out_dir])
+        out = t.stdout.read()
+        check(t.wait(timeout=60) == 0 and out.startswith("connect -1 110"), "the target's connect: %r" % out)
+        time.sleep(0.2)
+        stop_attach(a)
+    _, events = dump(out_dir)
+    store = "127.0.0.1:%d" % ports.store
+    found = find(events, kind="connect", peer=store)
+    check(len(found) == 1 and found[0]["flags"] == ["store", "preexisting"] and found[0]["ret"] == -1
+          and found[0]["errno_name"] == "EINPROGRESS", "the connect found in progress", events)
+    done = find(events, kind="connect_done", peer=store)
+    check(len(done) == 1 and done[0]["errno_name"] == "ETIMEDOUT" and "store" in done[0]["flags"],
+          "its outcome, ETIMEDOUT", events)
+
+
+@scenario
+def found_waiting(work):
+    """ppoll, select and epoll_wait already waiting on store connections when attach starts,
+    timing out after it did: each recorded with its store socket, its 4 s timeout (read from
+    the process before the kernel wrote over it) and flag preexisting."""
+    ports = Ports()
+    server = socket.socket()
+    server.bind(("127.0.0.1", ports.store))
+    server.listen(8)   # never accepts, never answers: the waits time out
+    out_dir = os.path.join(work, "bpf")
+    t = subprocess.Popen([OPTS.target, "waits_now", str(ports.store)], stdout=subprocess.PIPE,
+                         env=target_env(ports), text=True)
+    line = t.stdout.readline().split()
+    check(len(line) == 4 and line[0] == "ready", "target did not start: %r" % line)
+    fds = dict(zip(("ppoll", "select", "epoll_wait"), map(int, line[1:])))
+    time.sleep(0.3)
+    a = start_attach(["--pid", str(t.pid), "--out", out_dir])
+    out = t.stdout.read()
+    check(t.wait(timeout=30) == 0 and out.split() == ["ppoll", "0", "select", "0", "epoll_wait", "0"],
+          "the target's waits: %r" % out)
+    time.sleep(0.2)
+    stop_attach(a)
+    server.close()
+    _, events = dump(out_dir)
+    store = "127.0.0.1:%d" % ports.store
+    for op, fd in fds.items():
+        got = find(events, kind="poll", op=op, fd=fd)
+        check(len(got) == 1 and got[0]["flags"] == ["store", "timeout", "preexisting"]
+              and got[0]["timeout_ms"] == 4000 and got[0]["peer"] == store,
+              "the %s on fd %d found waiting, then timed out" % (op, fd), events)
 
 
 def fd_run(work, mode, shim=True, extra=lambda ports: []):
@@ -474,6 +537,88 @@ def waits_timeouts(work):
     e = one_store(events, "readv", kind="recv", op="read", fd=s, size=16, ret=5)
     check(e["flags"] == ["store"] and e["local"] == io, "readv record", [e])
     same_as_shim(ports, [x for x in events if x is not e], shim_events, at_least=12)
+
+
+# Each child's environment, not the launcher's, names the port; each connects as the first
+# thing it does. Five of them, so that a loader that only learns ports after being woken
+# (as attach did before the kernel read them at exec) cannot win every race.
+QUICK_LAUNCHER = r'''
+read go || exit 3
+for i in 1 2 3 4 5; do
+  MASTER_PORT=$PORT "$TARGET" quick_client $PORT &
+done
+wait
+'''
+
+
+def echo_server(port, n):
+    """Accepts n connections on 127.0.0.1:port, answers each one's 4 bytes with "pong"."""
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", port))
+    ls.listen(16)
+
+    def serve():
+        for _ in range(n):
+            c, _ = ls.accept()
+            c.recv(4)
+            c.sendall(b"pong")
+            c.close()
+        ls.close()
+    threading.Thread(target=serve, daemon=True).start()
+
+
+@scenario
+def exec_learns_ports(work):
+    """Programs that connect to their store port at once, the port named only in their own
+    environment (set by the launcher for the child): their connect, send and recv are store
+    records, from the first call on (the kernel reads the port at exec)."""
+    port = free_ports(1)[0]
+    echo_server(port, 5)
+    out_dir = os.path.join(work, "bpf")
+    env = job_env(PORT=str(port), TARGET=OPTS.fd_target)
+    job = subprocess.Popen(["/bin/sh", "-c", QUICK_LAUNCHER], stdin=subprocess.PIPE, env=env, text=True)
+    a = start_attach(["--pid", str(job.pid), "--out", out_dir])
+    job.stdin.write("go\n")
+    job.stdin.close()
+    check(job.wait(timeout=30) == 0, "the quick clients failed")
+    time.sleep(0.2)
+    stop_attach(a)
+    by_pid = dump_by_pid(out_dir)
+    peer = "127.0.0.1:%d" % port
+    clients = {pid: evs for pid, evs in by_pid.items() if find(evs, kind="connect", peer=peer)}
+    check(len(clients) == 5, "connects of %d quick clients recorded, want 5" % len(clients),
+          [e for evs in by_pid.values() for e in evs])
+    for pid, evs in sorted(clients.items()):
+        for kind, size in (("connect", None), ("send", 4), ("recv", 4)):
+            got = [e for e in find(evs, kind=kind, peer=peer) if "store" in e["flags"]]
+            check(got and (size is None or got[0]["ret"] == size),
+                  "pid %d: no store %s record (the port was not known at its first call)" % (pid, kind), evs)
+
+
+@scenario
+def status_line(work):
+    """On a terminal (script(1) gives it one), attach keeps a status line up to date once a
+    second, then the summary replaces it; redirected, only the summary is written."""
+    check(shutil.which("script") is not None, "script (bsdutils) is needed")
+    ports = Ports()
+    t = start_target(ports)
+    out_dir = os.path.join(work, "bpf")
+    cmd = "%s attach --pid %d --duration 2.5 --out %s" % (OPTS.rdzvscope, t.pid, out_dir)
+    # Bytes: text mode would turn the carriage returns into newlines.
+    r = subprocess.run(["script", "-qefc", cmd, "/dev/null"], stdout=subprocess.PIPE, timeout=30)
+    out = r.stdout.decode(errors="replace")
+    finish_target(t)
+    check(r.returncode == 0, "attach on a terminal exited %d: %r" % (r.returncode, out))
+    status = [p for p in out.split("\r") if p.startswith("rdzvscope attach: following ")]
+    check(len(status) >= 1 and "following 1 process(es)" in status[0] and "lost" in status[0],
+          "no status line on the terminal: %r" % out)
+    # The status line is cleared (CR, erase line), then the summary.
+    check("events from 1 process(es)" in out.split("\r\x1b[K")[-1], "the summary after it: %r" % out)
+    piped = subprocess.run([OPTS.rdzvscope, "attach", "--pid", str(os.getpid()), "--duration", "1.5", "--out",
+                            os.path.join(work, "piped")], stderr=subprocess.PIPE, text=True, timeout=30)
+    check("following" not in piped.stderr and "\r" not in piped.stderr, "a status line when redirected: %r"
+          % piped.stderr)
 
 
 @scenario
