@@ -151,7 +151,8 @@ Command add_attach_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "attach", "Record running processes with eBPF probes (root): one DIR/<host>.<pid>.rzt each");
   sub->add_option("--pid,-p", a->pids, "Processes to attach to (their children follow)")->type_name("PID...");
-  sub->add_option("--comm", a->comms, "Attach to every process with this command name")->type_name("NAME...");
+  sub->add_option("--comm", a->comms, "Attach to every process with this command name, running now or exec'd later")
+      ->type_name("NAME...");
   sub->add_flag("--all", a->all, "Every process (use with --port)");
   sub->add_flag("--same-netns", a->same_netns,
                 "Keep only processes in attach's own network namespace (one attach per node "
