@@ -1,5 +1,7 @@
 #include "analyze_runs.h"
 
+#include "analyze_preflight.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -53,9 +55,14 @@ int run_analyze_runs(const std::vector<std::string>& paths, const std::string& f
   disambiguate_ids(ids, where);
   for (std::size_t i = 0; i < results.size(); ++i) results[i].id = ids[i];
 
+  const std::vector<preflight::Results> preflights = load_run_preflights(results);  // preflight per run
   const RunComparison c = compare_runs(results);
   std::string out;
-  if (format == "json") out = runs_json(results, c, skipped).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (format == "json") {
+    nlohmann::ordered_json j = runs_json(results, c, skipped);
+    add_run_preflights(j, preflights);
+    out = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
   else if (format == "markdown") out = runs_markdown(results, c, skipped);
   else out = runs_text(results, c, skipped);
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -25,6 +25,7 @@
 #include "diagnose/report.h"
 #include "diagnose/rules.h"
 #include "diagnose/sequential_runs.h"
+#include "analyze_preflight.h"  // preflight --out reports beside the traces (HTML)
 #include "preflight/results.h"  // preflight --out reports beside the traces
 #include "logs/log_source.h"
 
@@ -140,11 +141,11 @@ int run_analyze(const AnalyzeOptions& opt) {
   if (!opt.timeline.empty() &&
       !write_file(opt.timeline, timeline_json(d, model) + "\n"))
     return kExitUsage;
-  if (!opt.html.empty() && !write_file(opt.html, diagnosis_html(d))) return kExitUsage;
+  const preflight::Results preflight = preflight::load_results(opt.paths);  // preflight section
+  if (!opt.html.empty() && !write_file(opt.html, diagnosis_html(d, preflight_html(preflight)))) return kExitUsage;
   if (!opt.prom.empty() &&
       !write_file(opt.prom, prometheus_text(join_status(model, end_of_traces(traces)), d, wall_clock_ns())))
     return kExitUsage;
-  const preflight::Results preflight = preflight::load_results(opt.paths);  // preflight section
   if (opt.format == "json") {
     nlohmann::ordered_json j = diagnosis_json(d);
     if (!preflight.empty()) j["preflight"] = preflight::results_json(preflight);  // preflight section

@@ -1,5 +1,5 @@
 // rdzvscope preflight [--endpoint|--rdzv-endpoint HOST:PORT] [--world-size|--nnodes N] [--nodes H,...] [--ranks N]
-//                     [--timeout S] [--out DIR] [--format text|json]
+//                     [--job-id ID] [--timeout S] [--out DIR] [--format text|json]
 // Run on every node before the job starts, with the job's environment: will this node get
 // through the rendezvous? The checks are in preflight/ (preflight.h says which run where);
 // this file reads the options and the environment, prints the report and writes --out.
@@ -33,6 +33,7 @@ struct PreflightOptions {
   std::optional<std::string> nnodes;  // torchrun's --nnodes: N, or MIN:MAX with MIN == MAX
   std::vector<std::string> nodes;
   std::optional<unsigned long> ranks;
+  std::optional<std::string> job_id;
   double timeout_s = 30;
   std::string out;
   std::string format = "text";
@@ -89,6 +90,8 @@ int run_preflight_command(const PreflightOptions& opt) {
   const preflight::RankCount ranks = preflight::rank_count(opt.ranks,
                                                            preflight::job_size_env_from_process(),
                                                            nodes);
+  const auto job = preflight::job_key(opt.job_id, preflight::job_key_env_from_process());
+  if (!job) return usage_error(job.error().message());
   const std::string hostname = preflight::this_hostname();
   const preflight::NodeId id =
       preflight::node_id(preflight::node_id_env_from_process(), hostname, set.value().names);
@@ -99,6 +102,8 @@ int run_preflight_command(const PreflightOptions& opt) {
   o.node_names = set.value().names;
   o.node_rank = id.rank;
   o.node_rank_source = id.source;
+  o.job = job.value().key;
+  o.job_source = job.value().source;
   o.ranks = ranks.count;
   o.ranks_source = ranks.source;
   o.timeout_s = opt.timeout_s;
@@ -158,6 +163,11 @@ Command add_preflight_command(CLI::App& app) {
          "$WORLD_SIZE, else $PET_NNODES x ($PET_NPROC_PER_NODE + 1), else --world-size)")
       ->type_name("N")
       ->check(CLI::Range(1ul, 1ul << 24));
+  sub->add_option("--job-id", opt->job_id,
+                  "The job this preflight is for: the store host turns away (and reports) hellos "
+                  "of another job on its endpoint (default: $PET_RDZV_ID, else "
+                  "$TORCHELASTIC_RUN_ID, else $SLURM_JOB_ID; none: every hello is welcome)")
+      ->type_name("ID");
   sub->add_option("--timeout,-t", opt->timeout_s,
                   "Seconds to wait for the store (nodes) or for the nodes (store host)")
       ->type_name("S")

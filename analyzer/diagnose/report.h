@@ -30,8 +30,23 @@ std::string diagnosis_text(const Diagnosis& d);
 // Returned as text, each event serialized as it is made (no JSON tree of the whole timeline).
 std::string timeline_json(const Diagnosis& d, const Context& model);
 
-// One self-contained HTML page (report_html.cpp): inline CSS and SVG, no script, no URL.
-std::string diagnosis_html(const Diagnosis& d);
+// A section that another part of rdzvscope adds to the HTML page (analyze: the preflight
+// reports found beside the traces). Plain text, escaped by diagnosis_html like every input;
+// a row marked `bad` is drawn as a failure.
+struct HtmlSection {
+  std::string id, title, summary;
+  std::vector<std::string> columns;
+  struct Row {
+    std::vector<std::string> cells;
+    bool bad = false;
+  };
+  std::vector<Row> rows;
+  std::vector<std::string> notes;  // one line each, after the table
+};
+
+// One self-contained HTML page (report_html.cpp): inline CSS and SVG, no script, no URL; the
+// `more` sections before the inputs.
+std::string diagnosis_html(const Diagnosis& d, const std::vector<HtmlSection>& more = {});
 
 // A support-ticket summary in Markdown (report_markdown.cpp): the exact error line, the
 // PyTorch version, the launcher command, the first failing rank, verdict and next step.

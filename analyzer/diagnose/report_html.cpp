@@ -311,7 +311,7 @@ table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eef1f5;vertical-align:top}
 th{color:var(--muted);font-weight:600;background:#fafbfc}
 td.k{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:nowrap;width:1%}
-tr.late td{background:#fff1d6}tr.initiating td{background:#fde7e4}
+tr.late td{background:#fff1d6}tr.initiating td,tr.bad td{background:#fde7e4}
 ul.evidence{margin:0;padding-left:20px}ul.evidence li{margin:3px 0}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 .stats{display:flex;flex-wrap:wrap;gap:10px}
@@ -370,9 +370,31 @@ std::string stat(const std::string& value, const char* what, bool warn = false) 
   return std::string("<div class=\"stat") + (warn ? " warn" : "") + "\"><b>" + esc(value) + "</b><span>" + what + "</span></div>";
 }
 
+std::string section_html(const HtmlSection& m) {
+  std::string s = "<section id=\"" + esc(m.id) + "\">\n<h2>" + esc(m.title) + "</h2>\n";
+  if (!m.summary.empty()) s += "<p class=\"note\">" + esc(m.summary) + "</p>\n";
+  if (!m.rows.empty()) {
+    s += "<table>\n<tr>";
+    for (const std::string& c : m.columns) s += "<th>" + esc(c) + "</th>";
+    s += "</tr>\n";
+    for (const HtmlSection::Row& r : m.rows) {
+      s += r.bad ? "<tr class=\"bad\">" : "<tr>";
+      for (const std::string& c : r.cells) s += "<td>" + esc(c) + "</td>";
+      s += "</tr>\n";
+    }
+    s += "</table>\n";
+  }
+  if (!m.notes.empty()) {
+    s += "<ul class=\"evidence\">\n";
+    for (const std::string& n : m.notes) s += "<li class=\"mono\">" + esc(n) + "</li>\n";
+    s += "</ul>\n";
+  }
+  return s + "</section>\n";
+}
+
 }  // namespace
 
-std::string diagnosis_html(const Diagnosis& d) {
+std::string diagnosis_html(const Diagnosis& d, const std::vector<HtmlSection>& more) {
   const Verdict& v = d.verdict;
   const bool healthy = v.cls == FailureClass::Healthy;
   std::string s = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -431,6 +453,8 @@ std::string diagnosis_html(const Diagnosis& d) {
     s += "</ul>\n</section>\n";
   }
   if (!d.ranks.empty() && d.ranks.size() <= kMaxRankRows) s += "<section id=\"ranks\">\n" + rank_table(d) + "</section>\n";
+
+  for (const HtmlSection& m : more) s += section_html(m);
 
   const InputStats& in = d.inputs;
   s += "<section id=\"inputs\">\n<h2>Inputs</h2>\n<div class=\"stats\">";

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -36,13 +37,22 @@ std::string wrap9(const std::string& text) {
   return out + line;
 }
 
+// The preflight column: what rdzvscope preflight said before the run, when any run has it.
+std::string preflight_cell(const RunResult& r) {
+  if (r.preflight.empty()) return "-";
+  return r.preflight_failed ? "FAILED" : "ok";
+}
+
 }  // namespace
 
 std::string runs_text(const std::vector<RunResult>& runs, const RunComparison& c, const std::vector<Error>& skipped) {
   std::string s = "VERDICT  " + wrap9(c.pattern + ": " + c.summary) + "\n";
   s += "NEXT     " + wrap9(c.next_step) + "\n\n";
+  const bool preflight = std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return !r.preflight.empty(); });
   constexpr const char* kRow = " {:<20} {:<26} {:<22} {:<14} {}\n";
-  s += fmt::format(kRow, "run", "class", "initiating", "failed ranks", "failed after");
+  constexpr const char* kRowPreflight = " {:<20} {:<26} {:<22} {:<14} {:<12} {}\n";
+  if (preflight) s += fmt::format(kRowPreflight, "run", "class", "initiating", "failed ranks", "failed after", "preflight");
+  else s += fmt::format(kRow, "run", "class", "initiating", "failed ranks", "failed after");
   for (std::size_t i = 0; i < runs.size() && i < c.outcomes.size(); ++i) {
     const Verdict& v = runs[i].diagnosis.verdict;
     const RunOutcome& o = c.outcomes[i];
@@ -50,11 +60,18 @@ std::string runs_text(const std::vector<RunResult>& runs, const RunComparison& c
     const std::string failed = o.failed_ranks.empty() ? "-" : rank_list(o.failed_ranks);
     std::string after = "-";
     if (o.seconds_to_failure) after = fmt_seconds(*o.seconds_to_failure);
-    s += fmt::format(kRow, cut(runs[i].id, 20), cut(cls, 26), cut(initiating(v), 22), cut(failed, 14), after);
+    if (preflight)
+      s += fmt::format(kRowPreflight, cut(runs[i].id, 20), cut(cls, 26), cut(initiating(v), 22), cut(failed, 14), after,
+                       preflight_cell(runs[i]));
+    else s += fmt::format(kRow, cut(runs[i].id, 20), cut(cls, 26), cut(initiating(v), 22), cut(failed, 14), after);
   }
   s += "\n";
-  for (std::size_t i = 0; i < runs.size(); ++i)
+  for (std::size_t i = 0; i < runs.size(); ++i) {
     s += " " + runs[i].id + ": " + wrap9(runs[i].diagnosis.verdict.summary) + "\n";
+    if (!runs[i].preflight.empty())
+      s += "         " + wrap9(std::string(runs[i].preflight_failed ? "PREFLIGHT FAILED before the job: " : "preflight before the job: ") +
+                             runs[i].preflight) + "\n";
+  }
   s += "\nREAD     " + std::to_string(runs.size()) + " run(s)";
   if (!skipped.empty()) s += ", " + std::to_string(skipped.size()) + " left out";
   s += "\n";

@@ -18,6 +18,11 @@ struct RunResult {
   std::string id;
   std::string path;
   Diagnosis diagnosis;
+  // What rdzvscope preflight said before this run's job started, read by the caller from the
+  // run's directory (preflight/results.h): one line, "" when it left no report; and whether a
+  // node could not rendezvous then (the run is marked: its failure was foretold).
+  std::string preflight = {};
+  bool preflight_failed = false;
 };
 
 // What failed in one run, read off its diagnosis.

@@ -60,6 +60,16 @@ std::string sanitized_text(const std::string& text) {
   return out;
 }
 
+std::string sanitized_job(const std::string& job) {
+  std::string out;
+  for (char c : job.substr(0, kMaxJobKey)) out += (c > ' ' && c < 0x7f) ? c : '?';
+  return out;
+}
+
+bool same_job(const std::string& store_job, const std::string& hello_job) {
+  return store_job.empty() || store_job == hello_job;
+}
+
 std::string hello_line(const Hello& h) {
   json checks = json::array();
   for (const Check& c : h.checks) checks.push_back(to_json(c));
@@ -70,7 +80,13 @@ std::string hello_line(const Hello& h) {
             {"t1_ns", h.t1_ns},
             {"checks", checks}};
   if (h.node_rank) j["node_rank"] = *h.node_rank;
+  if (!h.job.empty()) j["job"] = h.job;
   return line_of(std::move(j));
+}
+
+std::string refused_line(const Refused& r) {
+  return line_of(
+      {{"preflight", kProtocol}, {"type", "refused"}, {"host", r.host}, {"job", r.job}});
 }
 
 std::string welcome_line(const Welcome& w) {
@@ -106,6 +122,10 @@ Result<Hello> parse_hello(const std::string& line) {
   const auto nr = j.find("node_rank");
   if (nr != j.end() && nr->is_number_unsigned() && nr->get<std::uint64_t>() < 1u << 30)
     h.node_rank = nr->get<unsigned>();
+  if (const auto job = j.find("job"); job != j.end()) {
+    if (!job->is_string()) return bad("hello with a \"job\" that is not a string");
+    h.job = sanitized_job(job->get<std::string>());
+  }
   const auto checks = j.find("checks");
   if (checks != j.end() && checks->is_array()) {
     for (const json& c : *checks) {
@@ -139,6 +159,17 @@ Result<ClockLine> parse_clock(const std::string& line) {
   ClockLine c;
   if (!get_i64(r.value(), "t4_ns", c.t4_ns)) return bad("clock without an integer \"t4_ns\"");
   return c;
+}
+
+Result<Refused> parse_refused(const std::string& line) {
+  auto r = parse_typed(line, "refused");
+  if (!r) return r.error();
+  const json& j = r.value();
+  const auto host = j.find("host");
+  const auto job = j.find("job");
+  if (host == j.end() || !host->is_string() || job == j.end() || !job->is_string())
+    return bad("refused without \"host\" and \"job\"");
+  return Refused{sanitized_host(host->get<std::string>()), sanitized_job(job->get<std::string>())};
 }
 
 double ClockSample::offset_ms() const {

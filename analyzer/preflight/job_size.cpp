@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <strings.h>
 
+#include "preflight/hello.h"
 #include "preflight/hostlist.h"
 
 namespace rdzvscope::preflight {
@@ -134,6 +135,28 @@ RankCount rank_count(std::optional<unsigned long> option, const JobSizeEnv& env,
   }
   if (nodes > 0) return RankCount{nodes, "--world-size"};
   return RankCount{1, "default"};
+}
+
+JobKeyEnv job_key_env_from_process() {
+  return JobKeyEnv{get_env("PET_RDZV_ID"), get_env("TORCHELASTIC_RUN_ID"), get_env("SLURM_JOB_ID")};
+}
+
+Result<JobKey> job_key(const std::optional<std::string>& option, const JobKeyEnv& env) {
+  if (option) {
+    if (option->empty() || option->size() > kMaxJobKey || sanitized_job(*option) != *option)
+      return Error{"", "--job-id '" + sanitized_job(*option) + "': want 1 to " +
+                           std::to_string(kMaxJobKey) + " printable characters without spaces",
+                   std::nullopt};
+    return JobKey{*option, "--job-id"};
+  }
+  const std::pair<const std::optional<std::string>*, const char*> vars[] = {
+      {&env.pet_rdzv_id, "PET_RDZV_ID"},
+      {&env.torchelastic_run_id, "TORCHELASTIC_RUN_ID"},
+      {&env.slurm_job_id, "SLURM_JOB_ID"}};
+  for (const auto& [value, name] : vars) {
+    if (*value && !(*value)->empty() && **value != "none") return JobKey{sanitized_job(**value), name};
+  }
+  return JobKey{};
 }
 
 }  // namespace rdzvscope::preflight

@@ -65,4 +65,21 @@ struct NodeId {
 NodeId node_id(const NodeIdEnv& env, const std::string& hostname,
                const std::vector<std::string>& names);
 
+// Which job this preflight is for, so that the meeting belongs to one job (hello.h): --job-id,
+// else torchrun's rendezvous id (PET_RDZV_ID, what the agent will get as --rdzv-id; then
+// TORCHELASTIC_RUN_ID, a worker's), else Slurm's job (SLURM_JOB_ID); none when nothing says.
+// torchrun's default rendezvous id "none" is no job key: every job has it.
+struct JobKeyEnv {
+  std::optional<std::string> pet_rdzv_id, torchelastic_run_id, slurm_job_id;
+};
+JobKeyEnv job_key_env_from_process();
+
+struct JobKey {
+  std::string key;     // "" when none
+  std::string source;  // "--job-id", "PET_RDZV_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", ""
+};
+// An --job-id that is empty, longer than kMaxJobKey bytes or not printable ASCII without
+// spaces is an Error (one line); the environment's values are taken sanitized (hello.h).
+Result<JobKey> job_key(const std::optional<std::string>& option, const JobKeyEnv& env);
+
 }  // namespace rdzvscope::preflight

@@ -58,12 +58,27 @@ void drop(Conn& c, Meeting& m, const std::string& why) {
   finish(c, m);
 }
 
+// What the store host is: its name and its job key, for the answers.
+struct Self {
+  const std::string& host;
+  const std::string& job;
+};
+
+// A hello of another job: told so (the node reports it too), recorded, not counted.
+void turn_away(Conn& c, Meeting& m, const Self& self, const Hello& hello) {
+  send_all(c.fd, refused_line(Refused{self.host, self.job}));
+  m.other_jobs.push_back(OtherJob{hello.host, c.address, hello.job});
+  finish(c, m);
+}
+
 // One complete line from a node.
-void on_line(Conn& c, Meeting& m, const std::string& line, const std::string& self_host,
+void on_line(Conn& c, Meeting& m, const std::string& line, const Self& self,
              std::int64_t received_ns) {
+  const std::string& self_host = self.host;
   if (!c.peer) {
     auto hello = parse_hello(line);
     if (!hello) return drop(c, m, "not a preflight hello: " + hello.error().message());
+    if (!same_job(self.job, hello.value().job)) return turn_away(c, m, self, hello.value());
     Peer p{hello.value().host, c.address, hello.value().world_size, std::move(hello.value().checks),
            std::nullopt, hello.value().node_rank};
     ClockSample s;
@@ -86,7 +101,7 @@ void on_line(Conn& c, Meeting& m, const std::string& line, const std::string& se
   finish(c, m);
 }
 
-void on_readable(Conn& c, Meeting& m, const std::string& self_host) {
+void on_readable(Conn& c, Meeting& m, const Self& self) {
   char buf[4096];
   const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
   const std::int64_t now = wall_ns();
@@ -105,7 +120,7 @@ void on_readable(Conn& c, Meeting& m, const std::string& self_host) {
   while (!c.done && (nl = c.buffer.find('\n')) != std::string::npos) {
     const std::string line = c.buffer.substr(0, nl);
     c.buffer.erase(0, nl + 1);
-    on_line(c, m, line, self_host, now);
+    on_line(c, m, line, self, now);
   }
   if (!c.done && c.buffer.size() > kMaxLine)
     drop(c, m, "a line longer than 64 KiB: not a preflight node");
@@ -120,7 +135,8 @@ std::size_t distinct_hosts(const Meeting& m) {
 }  // namespace
 
 Meeting wait_for_peers(int listen_fd, unsigned expected_peers, const std::string& self_host,
-                       Clock::time_point deadline) {
+                       const std::string& job, Clock::time_point deadline) {
+  const Self self{self_host, job};
   Meeting m;
   const auto t0 = Clock::now();
   std::vector<Conn> conns;
@@ -131,7 +147,7 @@ Meeting wait_for_peers(int listen_fd, unsigned expected_peers, const std::string
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
     for (std::size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents) on_readable(conns[i - 1], m, self_host);
+      if (fds[i].revents) on_readable(conns[i - 1], m, self);
     }
     if (fds[0].revents & POLLIN) {
       sockaddr_storage from{};
@@ -209,9 +225,16 @@ Exchange exchange_hello(int fd, const Hello& hello, Clock::time_point deadline) 
     e.problem = "sending the hello: " + errno_text(errno);
     return e;
   }
+  e.job = hello.job;
   std::string line;
   if (!read_line(fd, deadline, line, e.problem)) return e;
   const std::int64_t t4 = wall_ns();
+  if (auto refused = parse_refused(line)) {
+    e.refused = refused.value();
+    e.problem = fmt::format("the store host's preflight ({}) is job {}, this node is job {}",
+                            e.refused->host, job_words(e.refused->job), job_words(e.job));
+    return e;
+  }
   auto w = parse_welcome(line);
   if (!w) {
     e.problem = "what listens there answered, but not as a preflight: " + w.error().message();
@@ -224,7 +247,28 @@ Exchange exchange_hello(int fd, const Hello& hello, Clock::time_point deadline) 
   return e;
 }
 
+namespace {
+
+// Both sides of a refused hello say the same fix: their stores would collide once started
+// (EADDRINUSE, or one job's ranks in the other's store).
+constexpr const char* kTwoJobsFix =
+    "give each job its own endpoint (another port in --rdzv-endpoint / MASTER_PORT): their stores "
+    "would collide (EADDRINUSE, or one job's ranks in the other's store); when it is one job, give "
+    "every node the same --job-id (or the same PET_RDZV_ID / SLURM_JOB_ID)";
+
+}  // namespace
+
+std::string job_words(const std::string& job) {
+  return job.empty() ? std::string("(none)") : "'" + job + "'";
+}
+
 Check exchange_check(const std::string& endpoint, const Exchange& e) {
+  if (e.refused) {
+    return fail_check(
+        "meeting",
+        fmt::format("two jobs share the rendezvous endpoint {}: {}", endpoint, e.problem),
+        kTwoJobsFix, {{"problem", e.problem}, {"store_job", e.refused->job}, {"job", e.job}});
+  }
   if (e.ok) {
     return ok_check("meeting",
                     fmt::format("said hello to the store host's preflight ({}) on {}", e.store_host,
@@ -263,9 +307,33 @@ Check clock_check(const std::string& other_host, const ClockSample& c, bool this
   return ok_check("clock", seen, data);
 }
 
+namespace {
+
+// The store host's word on hellos of other jobs: one fail check, however many came.
+std::optional<Check> other_jobs_check(const Meeting& m, const std::string& job) {
+  if (m.other_jobs.empty()) return std::nullopt;
+  constexpr std::size_t kShown = 5;
+  std::vector<std::string> who;
+  nlohmann::json data = nlohmann::json::array();
+  for (const OtherJob& o : m.other_jobs) {
+    if (who.size() < kShown) who.push_back(fmt::format("{} ({}, job {})", o.host, o.address, job_words(o.job)));
+    if (data.size() < 100) data.push_back({{"host", o.host}, {"address", o.address}, {"job", o.job}});
+  }
+  if (m.other_jobs.size() > kShown) who.push_back(fmt::format("{} more", m.other_jobs.size() - kShown));
+  return fail_check(
+      "job",
+      fmt::format("two jobs share the rendezvous endpoint: this meeting is job {}, turned away "
+                  "{} hello(s) of another job: {}",
+                  job_words(job), m.other_jobs.size(), fmt::join(who, "; ")),
+      kTwoJobsFix, {{"job", job}, {"other_jobs", data}});
+}
+
+}  // namespace
+
 std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
                                   const std::string& self_host,
-                                  const std::vector<std::string>& node_names, double timeout_s) {
+                                  const std::vector<std::string>& node_names, double timeout_s,
+                                  const std::string& job) {
   std::vector<Check> out;
   std::set<std::string> came{self_host};
   std::map<std::string, std::vector<std::string>> addresses_of;
@@ -358,6 +426,7 @@ std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
       if (c.verdict != Verdict::Ok) out.push_back(std::move(c));
     }
   }
+  if (auto c = other_jobs_check(m, job)) out.push_back(std::move(*c));
   // One line each, at most kShownProblems: a port scanner must not bury the report.
   constexpr std::size_t kShownProblems = 10;
   for (std::size_t i = 0; i < m.problems.size() && i < kShownProblems; ++i) {

@@ -25,22 +25,33 @@ struct Peer {
   std::optional<unsigned> node_rank = std::nullopt;  // from its hello
 };
 
+// A node of another job that said hello here, turned away (hello.h: "refused").
+struct OtherJob {
+  std::string host;
+  std::string address;
+  std::string job;  // its job key; "" when its hello had none
+};
+
 struct Meeting {
   std::vector<Peer> peers;            // in the order they arrived
   std::vector<std::string> problems;  // one line each: garbage, cut connections
+  std::vector<OtherJob> other_jobs;   // hellos of another job, turned away
   double waited_s = 0;
 };
 
-// The store host's side: accepts on listen_fd until `expected_peers` distinct hosts have
-// said hello (and sent their clock line, or closed) or the deadline passes.
+// The store host's side: accepts on listen_fd until `expected_peers` distinct hosts of job
+// `job` ("" when this node has no job key: every hello is welcome) have said hello (and sent
+// their clock line, or closed) or the deadline passes.
 Meeting wait_for_peers(int listen_fd, unsigned expected_peers, const std::string& self_host,
-                       Clock::time_point deadline);
+                       const std::string& job, Clock::time_point deadline);
 
 struct Exchange {
   bool ok = false;
   std::string problem;     // why not, one line
   std::string store_host;  // the welcome's host
   ClockSample clock;
+  std::optional<Refused> refused;  // the store host belongs to another job
+  std::string job;                 // this node's job key, for the wording
 };
 
 // A node's side, on a connected socket: hello, welcome, clock line.
@@ -54,6 +65,10 @@ Check clock_check(const std::string& other_host, const ClockSample& c, bool this
 // whose checks failed. expected_nodes: N, this node included.
 std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
                                   const std::string& self_host,
-                                  const std::vector<std::string>& node_names, double timeout_s);
+                                  const std::vector<std::string>& node_names, double timeout_s,
+                                  const std::string& job = "");
+
+// How a job key is shown after "job": 'KEY', or "(none)".
+std::string job_words(const std::string& job);
 
 }  // namespace rdzvscope::preflight

@@ -66,9 +66,9 @@ void store_host_checks(const Options& opt, Report& r) {
   if (opt.world_size > 1) {
     opt.progress(fmt::format("listening on {} for {} other node(s), up to {:.0f} s", bound.bound,
                              opt.world_size - 1, opt.timeout_s));
-    const Meeting m = wait_for_peers(bound.fd, opt.world_size - 1, opt.hostname,
+    const Meeting m = wait_for_peers(bound.fd, opt.world_size - 1, opt.hostname, opt.job,
                                      deadline_of(opt.timeout_s));
-    add(r, meeting_checks(m, opt.world_size, opt.hostname, opt.node_names, opt.timeout_s));
+    add(r, meeting_checks(m, opt.world_size, opt.hostname, opt.node_names, opt.timeout_s, opt.job));
   }
   // The job's store needs the port: it is free again before this command returns.
   ::close(bound.fd);
@@ -93,7 +93,7 @@ void node_checks(const Options& opt, const Lookup& lookup, Report& r) {
     ::close(c.fd);
     return;
   }
-  Hello hello{opt.hostname, opt.world_size, 0, r.checks, opt.node_rank};
+  Hello hello{opt.hostname, opt.world_size, 0, r.checks, opt.node_rank, opt.job};
   const Exchange e = exchange_hello(c.fd, hello, deadline);
   ::close(c.fd);
   r.checks.push_back(exchange_check(opt.endpoint.text(), e));
@@ -129,6 +129,8 @@ Report run_preflight(const Options& opt) {
   r.host = opt.hostname;
   r.node_rank = opt.node_rank;
   r.node_rank_source = opt.node_rank_source;
+  r.job = opt.job;
+  r.job_source = opt.job_source;
   r.endpoint = opt.endpoint;
   r.world_size = opt.world_size;
   r.ranks = opt.ranks;

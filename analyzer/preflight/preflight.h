@@ -27,6 +27,8 @@ struct Options {
   std::string hostname;  // this node's name (gethostname)
   std::optional<unsigned> node_rank;  // which node this is (job_size.h: node_id), for the report
   std::string node_rank_source;
+  std::string job;  // the job key (job_size.h: job_key): the meeting is this job's; "" for none
+  std::string job_source;
   std::function<void(const std::string&)> progress = [](const std::string&) {};  // -v
 };
 
@@ -36,6 +38,7 @@ struct Report {
   std::string host;
   std::optional<unsigned> node_rank;
   std::string node_rank_source;
+  std::string job, job_source;
   Endpoint endpoint;
   Role role = Role::Node;
   std::string role_reason;

@@ -78,6 +78,11 @@ void append_nodes(std::string& out, const Report& r) {
   }
 }
 
+// The meeting's job, for the first line: ", job 'K' (from SOURCE)", or "" with no job key.
+std::string job_text(const Report& r) {
+  return r.job.empty() ? std::string() : fmt::format(" as job '{}' (from {})", r.job, r.job_source);
+}
+
 }  // namespace
 
 std::string wrap(const std::string& prefix, const std::string& text, std::size_t width) {
@@ -125,6 +130,9 @@ nlohmann::json report_json(const Report& r) {
           {"world_size", r.world_size ? nlohmann::json(r.world_size) : nlohmann::json(nullptr)},
           {"ranks", {{"count", r.ranks}, {"source", r.ranks_source}}},
           {"timeout_s", r.timeout_s},
+          {"job",
+           {{"id", r.job.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.job)},
+            {"source", r.job.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.job_source)}}},
           {"verdict", name_of(r.verdict())},
           {"can_rendezvous", r.can_rendezvous()},
           {"checks", checks}};
@@ -139,7 +147,8 @@ std::string report_text(const Report& r) {
                                      r.endpoint.text(),
                                      r.endpoint.source,
                                      r.world_size > 1
-                                         ? fmt::format("{} nodes meeting", r.world_size)
+                                         ? fmt::format("{} nodes meeting{}", r.world_size,
+                                                       job_text(r))
                                          : std::string("this node only")),
                          kWidth) +
                     "\n";

@@ -33,14 +33,6 @@ std::string str(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_string() ? sanitized_text(it->get<std::string>()) : std::string();
 }
 
-std::string role_text(const std::string& role) {
-  return role == "store_host" ? "store host" : role == "node" ? "node" : role;
-}
-
-std::string node_label(const NodeResult& n) {
-  return n.node_rank ? fmt::format("{} (node {})", n.host, *n.node_rank) : n.host;
-}
-
 // Markdown inline text: no table or emphasis characters, no line breaks.
 std::string md(const std::string& s) {
   std::string out;
@@ -55,6 +47,36 @@ std::string md(const std::string& s) {
 }
 
 }  // namespace
+
+std::string role_text(const std::string& role) {
+  return role == "store_host" ? "store host" : role == "node" ? "node" : role;
+}
+
+std::string node_label(const NodeResult& n) {
+  return n.node_rank ? fmt::format("{} (node {})", n.host, *n.node_rank) : n.host;
+}
+
+bool every_node_could_rendezvous(const Results& r) {
+  return std::all_of(r.nodes.begin(), r.nodes.end(),
+                     [](const NodeResult& n) { return n.can_rendezvous; });
+}
+
+std::string results_summary(const Results& r) {
+  if (r.empty()) return "";
+  if (r.nodes.empty())
+    return fmt::format("no readable preflight report ({} file(s))", r.problems.size());
+  std::vector<std::string> cannot;
+  for (const NodeResult& n : r.nodes) {
+    if (n.can_rendezvous) continue;
+    std::vector<std::string> names;
+    for (const auto& f : n.failed) names.push_back(f.name);
+    cannot.push_back(names.empty() ? node_label(n)
+                                   : fmt::format("{} ({})", node_label(n), fmt::join(names, ", ")));
+  }
+  if (cannot.empty())
+    return fmt::format("{} node(s), every one could rendezvous", r.nodes.size());
+  return fmt::format("{} node(s); could not rendezvous: {}", r.nodes.size(), fmt::join(cannot, "; "));
+}
 
 std::optional<NodeResult> parse_result(const std::string& file, const std::string& text,
                                        std::string& problem) {
@@ -159,6 +181,7 @@ nlohmann::ordered_json results_json(const Results& r) {
                      {"file", n.file}});
   }
   return {{"files", r.nodes.size() + r.problems.size()},
+          {"can_rendezvous", every_node_could_rendezvous(r)},
           {"nodes", nodes},
           {"problems", r.problems}};
 }

@@ -4,7 +4,7 @@
 // node that could not rendezvous before the job started is often why the job failed).
 //
 // JSON, under the diagnosis' top-level "preflight" key (present only when a file was found):
-//   { "files": N,
+//   { "files": N, "can_rendezvous": every node could,
 //     "nodes": [ { "host", "node_rank" | null, "role", "time", "endpoint", "verdict",
 //                  "can_rendezvous", "failed": [ { "name", "measured", "fix" } ],
 //                  "warnings": [ "name", ... ], "file" } ],
@@ -53,5 +53,15 @@ nlohmann::ordered_json results_json(const Results& r);
 // The report sections: "" when there is nothing to show.
 std::string results_text(const Results& r);
 std::string results_markdown(const Results& r);
+
+// Whether every node whose report was read could rendezvous (true with none).
+bool every_node_could_rendezvous(const Results& r);
+// One line for a run of analyze --runs: "3 node(s), every one could rendezvous", or "3 node(s);
+// could not rendezvous: node2 (resolve), ..."; "" when there is nothing to show.
+std::string results_summary(const Results& r);
+
+// The words of the views, shared by the text, Markdown and HTML (cli/analyze_preflight.h).
+std::string node_label(const NodeResult& n);  // "host (node R)"
+std::string role_text(const std::string& role);  // "store host", "node"
 
 }  // namespace rdzvscope::preflight

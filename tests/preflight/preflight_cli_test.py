@@ -3,7 +3,9 @@
 stderr and exit 2; the endpoint comes from the option or the environment; a store host on
 127.0.0.1 binds a free port, and waits for nodes that never come. Under torchrun's and
 Slurm's variables (no RANK): the endpoint, the number of nodes and their names from them, the
-node told by its node rank. `rdzvscope analyze` shows the reports `--out` wrote beside traces.
+node told by its node rank; the job key from --job-id or the environment. `rdzvscope analyze`
+shows the reports `--out` wrote beside traces (text, Markdown, JSON, the HTML page, and per
+run with --runs).
 
     preflight_cli_test.py RDZVSCOPE CASE
 """
@@ -17,13 +19,14 @@ import sys
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from rdzvtest.cli import expect, run_case, run_cli  # noqa: E402
+from rdzvtest.launch import read  # noqa: E402
 from rdzvtest.ports import free_port  # noqa: E402
 
 RDZVSCOPE = None
 # The job's variables of the test's own environment must not decide for the preflight.
 JOB_ENV = ("MASTER_ADDR", "MASTER_PORT", "PET_RDZV_ENDPOINT", "WORLD_SIZE", "PET_NNODES",
            "PET_NPROC_PER_NODE", "PET_NODE_RANK", "SLURM_JOB_NODELIST", "SLURM_NODEID", "GROUP_RANK",
-           "RANK")
+           "RANK", "PET_RDZV_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden")
 
 
@@ -42,7 +45,7 @@ def case_help(tmp):
     rc, out, err = preflight(["--help"])
     expect(rc == 0, f"--help exit {rc}", err)
     for opt in ("--endpoint", "--world-size", "NODES", "--timeout", "--out", "--format", "--ranks",
-                "--nodes", "--verbose"):
+                "--nodes", "--verbose", "--job-id"):
         expect(opt in out, f"--help lacks {opt}", out)
 
 
@@ -88,6 +91,28 @@ def case_endpoint_from_env(tmp):
                                   "PET_RDZV_ENDPOINT": f"127.0.0.1:{port}"})
     expect(report(out)["endpoint"]["source"] == "PET_RDZV_ENDPOINT",
            "PET_RDZV_ENDPOINT not preferred", out)
+
+
+def case_job_id(tmp):
+    """The job key: --job-id, else PET_RDZV_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID; a bad one is
+    a usage error of one line."""
+    port = free_port()
+    ep = ["--endpoint", f"127.0.0.1:{port}", "--format", "json"]
+    rc, out, err = preflight(ep, env={"SLURM_JOB_ID": "4242"})
+    expect(rc == 0 and report(out)["job"] == {"id": "4242", "source": "SLURM_JOB_ID"}, "SLURM_JOB_ID",
+           out, err)
+    rc, out, err = preflight(ep, env={"SLURM_JOB_ID": "4242", "PET_RDZV_ID": "none",
+                                      "TORCHELASTIC_RUN_ID": "run-9"})
+    expect(report(out)["job"] == {"id": "run-9", "source": "TORCHELASTIC_RUN_ID"},
+           "PET_RDZV_ID 'none' (torchrun's default) is no job key", out, err)
+    rc, out, err = preflight(ep + ["--job-id", "train-A"], env={"PET_RDZV_ID": "rdzv-1"})
+    expect(report(out)["job"] == {"id": "train-A", "source": "--job-id"}, "--job-id first", out, err)
+    rc, out, err = preflight(ep)
+    expect(report(out)["job"] == {"id": None, "source": None}, "no job key", out, err)
+    for bad in ("", "a b", "x" * 129, "tab\there"):
+        rc, out, err = preflight(ep + ["--job-id", bad])
+        expect_usage(rc, out, err, "rdzvscope preflight: --job-id '")
+        expect(len(err.strip().splitlines()) == 1, f"--job-id {bad!r}: more than one line", err)
 
 
 def case_world_size_vs_nodes(tmp):
@@ -232,6 +257,27 @@ def case_analyze_shows_preflight(tmp):
     rc, out, err = run_cli(RDZVSCOPE, ["analyze", traces, "--format", "markdown"], unset=JOB_ENV)
     expect("### Preflight (before the job started)" in out and "**cannot rendezvous**" in out
            and "**nodes**" in out, "markdown section", out)
+    page = os.path.join(tmp, "report.html")
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", traces, "--html", page], unset=JOB_ENV)
+    html = read(page)
+    section = html[html.find('<section id="preflight">'):html.find('<section id="inputs">')]
+    for needle in ("<h2>Preflight (before the job started)</h2>",
+                   f"1 node(s); could not rendezvous: {host} (node 0) (nodes)",
+                   f"<tr class=\"bad\"><td>{host} (node 0)</td><td>store host</td>",
+                   "CANNOT rendezvous", "never showed up: me, other", "(fix: look at those nodes"):
+        expect(needle in section, f"the HTML page's preflight section lacks {needle!r}", section or html[-3000:])
+    # What the reports say is escaped like every input of the page.
+    with open(os.path.join(traces, "preflight.evil.json"), "w") as f:
+        json.dump({"schema": "rdzvscope.preflight/1", "host": "<b>evil", "role": "node", "verdict": "fail",
+                   "can_rendezvous": False,
+                   "checks": [{"name": "connect", "verdict": "fail",
+                               "measured": "<script>alert(1)</script>", "fix": "a & b"}]}, f)
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", traces, "--html", page], unset=JOB_ENV)
+    html = read(page)
+    expect(rc == 0 and "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+           and "&lt;b&gt;evil" in html and "a &amp; b" in html, "the preflight section is not escaped",
+           html[html.find('<section id="preflight">'):][:3000])
+    os.remove(os.path.join(traces, "preflight.evil.json"))
 
     # A file that is not a preflight report (nested a level down, as with %h directories).
     os.makedirs(os.path.join(traces, "sub"))
@@ -241,6 +287,46 @@ def case_analyze_shows_preflight(tmp):
     pf = json.loads(out)["preflight"]
     expect(pf["files"] == 2 and len(pf["nodes"]) == 1 and len(pf["problems"]) == 1
            and "not a preflight report" in pf["problems"][0], f"preflight {pf}", out)
+
+
+def case_runs_show_preflight(tmp):
+    """analyze --runs: each run's preflight verdict beside its diagnosis (text, Markdown,
+    JSON); a run whose preflight failed is marked; without preflight reports nothing changes."""
+    runs = [os.path.join(tmp, r) for r in ("try1", "try2", "try3")]
+    for r in runs:
+        shutil.copytree(os.path.join(GOLDEN, "healthy", "traces"), r)
+    rc, before, err = run_cli(RDZVSCOPE, ["analyze", "--runs"] + runs, unset=JOB_ENV)
+    expect(rc == 0 and "preflight" not in before.lower(), "a preflight column without reports", before, err)
+    rc, out, err = preflight(["--endpoint", f"127.0.0.1:{free_port()}", "--nodes", "me,other",
+                              "--timeout", "1", "--out", runs[0]], env={"PET_NODE_RANK": "0"})
+    expect(rc == 3, f"try1's preflight exit {rc}, want 3", out, err)
+    rc, out, err = preflight(["--endpoint", f"127.0.0.1:{free_port()}", "--out", runs[1]])
+    expect(rc == 0, f"try2's preflight exit {rc}, want 0", out, err)
+    host = socket.gethostname()
+
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", "--runs"] + runs, unset=JOB_ENV)
+    expect(rc == 0, f"analyze --runs exit {rc}", out, err)
+    rows = {l.split()[0]: l.split() for l in out.splitlines() if l.startswith(" try")}
+    header = [l for l in out.splitlines() if "failed after" in l]
+    expect(header and header[0].split()[-1] == "preflight", "no preflight column", out)
+    expect([rows[t][-1] for t in ("try1", "try2", "try3")] == ["FAILED", "ok", "-"],
+           f"preflight column {[rows.get(t) for t in ('try1', 'try2', 'try3')]}", out)
+    flat = " ".join(out.split())
+    for needle in (f"PREFLIGHT FAILED before the job: 1 node(s); could not rendezvous: {host} (node 0) (nodes)",
+                   "preflight before the job: 1 node(s), every one could rendezvous"):
+        expect(needle in flat, f"text lacks {needle!r}", out)
+    expect(flat.count("preflight before the job") == 1, "try3 (no report) has a preflight line", out)
+
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", "--runs", "--format", "markdown"] + runs, unset=JOB_ENV)
+    expect("| Preflight |" in out and "| **failed**: 1 node(s); could not rendezvous:" in out
+           and "| ok: 1 node(s), every one could rendezvous |" in out, "markdown preflight column", out)
+
+    rc, out, err = run_cli(RDZVSCOPE, ["analyze", "--runs", "--format", "json"] + runs, unset=JOB_ENV)
+    d = {r["id"]: r for r in json.loads(out)["runs"]}
+    expect(d["try1"]["preflight"]["can_rendezvous"] is False
+           and d["try1"]["preflight"]["nodes"][0]["failed"][0]["name"] == "nodes", f"try1 {d['try1'].get('preflight')}", out)
+    expect(d["try2"]["preflight"]["can_rendezvous"] is True, f"try2 {d['try2'].get('preflight')}", out)
+    expect("preflight" not in d["try3"], "try3 has a preflight key without a report", out)
 
 
 if __name__ == "__main__":

@@ -26,11 +26,29 @@ Cases:
                      `ulimit -n 256`, node0 fails the open-file check (exit 3)
   node_never_starts  node2's preflight is never started: node0 names node2 (exit 3); node1 is
                      fine (exit 0)
+  two_jobs_one_endpoint
+                     two jobs' preflights meet at one endpoint: node0 and node1 are job train-A
+                     (--job-id, 2 nodes), node2 is job 4242 (SLURM_JOB_ID) with the same
+                     endpoint: node0 turns node2's hello away and says two jobs share the
+                     endpoint (exit 3), node2 says the same from its side (exit 3), node1 is
+                     fine (exit 0)
   job_after_host_missing
                      host_missing, then the real PyTorch job (--python PY, 2.x: one gloo rank per
                      host, MASTER_ADDR=store.rdzv, timeout 4 s) fails as predicted: node2's rank
                      prints `gai error: -2` and times out connecting, every rank exits 1, and
                      node0's rank 0 did bind port 29500 (the preflight had let go of it)
+  job_after_port_held
+                     port_held, then the job, the holder still there: rank 0 cannot host the
+                     store (EADDRINUSE, exit 1); ranks 1 and 2 connect to the holder, which never
+                     answers (as their preflights said), and hang there past their timeout
+  job_after_syn_dropped
+                     syn_dropped, then the job: node1's rank times out connecting (its SYNs
+                     dropped again), rank 0 times out with 2/3 clients joined, rank 2 waiting
+                     on the store; every rank exits 1
+  job_after_node_never_starts
+                     node_never_starts, then the job without node2's rank: rank 0 times out with
+                     2/3 clients joined, rank 1 waiting on the store; both exit 1
+  (small_somaxconn has no job after it: see the comment after case_job_after_node_never_starts)
   torchrun_job       as a Slurm job script runs it before torchrun (--python PY, 2.x): no
                      RANK, no --endpoint / --world-size / --nodes, only torchrun's variables
                      (PET_RDZV_ENDPOINT=store.rdzv:29400, PET_NNODES=3, PET_NODE_RANK=i) and
@@ -41,6 +59,7 @@ Cases:
                      shows the three preflights with their node ranks
 Exit 77 (skipped) without root, ip, iptables or unshare.
 """
+import contextlib
 import importlib.util
 import json
 import os
@@ -131,11 +150,13 @@ def case_host_missing(c):
     return errors
 
 
-def case_port_held(c):
-    errors = []
+@contextlib.contextmanager
+def port_holder(c):
+    """A python3 that listens on node0:PORT (and never accepts) while the block runs: an
+    earlier job's store that did not go away. Yields its pid."""
     holder_log = os.path.join(c.work, "holder.log")
     code = ("import socket, time; s = socket.socket(socket.AF_INET6); "
-            f"s.bind(('::', {PORT})); s.listen(); print('listening', flush=True); time.sleep(120)")
+            f"s.bind(('::', {PORT})); s.listen(); print('listening', flush=True); time.sleep(600)")
     with open(holder_log, "w") as out:
         holder = subprocess.Popen(c.cluster.exec_prefix("node0") + ["python3", "-c", code],
                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -145,18 +166,28 @@ def case_port_held(c):
             time.sleep(0.05)
         if "listening" not in preflight.read(holder_log):
             raise Fail(f"the holder did not start: {preflight.read(holder_log)}")
-        ps = c.run()
+        yield holder.pid
     finally:
         os.killpg(holder.pid, signal.SIGKILL)
         holder.wait()
+
+
+def expect_port_held(c, holder_pid):
+    errors = []
+    ps = c.run()
     expect_rc(ps["node0"], 3, errors)
-    expect_check(ps["node0"], "bind", "fail", ["EADDRINUSE", f"held by pid {holder.pid} (python3 -c"],
+    expect_check(ps["node0"], "bind", "fail", ["EADDRINUSE", f"held by pid {holder_pid} (python3 -c"],
                  errors)
     for h in ("node1", "node2"):
         expect_rc(ps[h], 3, errors)
         expect_check(ps[h], "meeting", "fail", [f"connected to {STORE}:{PORT}, but no answer to the hello"],
                      errors)
     return errors
+
+
+def case_port_held(c):
+    with port_holder(c) as pid:
+        return expect_port_held(c, pid)
 
 
 def dropped_syns(c, host):
@@ -206,41 +237,168 @@ def case_node_never_starts(c):
     return errors
 
 
+def case_two_jobs_one_endpoint(c):
+    errors = []
+    two = ["--endpoint", f"{STORE}:{PORT}", "--world-size", "2", "--timeout", str(TIMEOUT_S)]
+    job_a = two + ["--job-id", "train-A"]
+    start = lambda h, argv, env=None: preflight.start(c.cluster, h, c.rdzvscope, c.work, argv, env)
+    ps = {"node0": start("node0", job_a),
+          "node2": start("node2", two, {"SLURM_JOB_ID": "4242"})}   # job B, keyed by Slurm
+    # node1 only once node2 was answered: node0's meeting ends at node1's hello, and node2
+    # must have met it by then (else it meets a closed port, not another job).
+    preflight.wait([ps["node2"]], BOUND_S)
+    ps["node1"] = start("node1", job_a)
+    preflight.wait([ps["node0"], ps["node1"]], BOUND_S)
+    for h in NODES:
+        log(f"--- {ps[h].label}: exit {ps[h].rc}\n{ps[h].text().rstrip()}")
+    expect_rc(ps["node0"], 3, errors)
+    expect_check(ps["node0"], "job", "fail",
+                 ["two jobs share the rendezvous endpoint: this meeting is job 'train-A'",
+                  f"node2 ({c.cluster.addr['node2']}, job '4242')"], errors)
+    expect_check(ps["node0"], "nodes", "ok", ["all 2 node(s) reported (node0, node1)"], errors)
+    expect("as job 'train-A' (from --job-id)" in " ".join(ps["node0"].text().split()),
+           "node0's report does not say its job", errors)
+    expect_rc(ps["node2"], 3, errors)
+    expect_check(ps["node2"], "meeting", "fail",
+                 [f"two jobs share the rendezvous endpoint {STORE}:{PORT}",
+                  "the store host's preflight (node0) is job 'train-A', this node is job '4242'"],
+                 errors)
+    expect(((ps["node2"].report() or {}).get("job") or {}) == {"id": "4242", "source": "SLURM_JOB_ID"},
+           f"node2's job in its report: {(ps['node2'].report() or {}).get('job')}", errors)
+    expect_rc(ps["node1"], 0, errors)
+    return errors
+
+
 JOB_TIMEOUT_S = 4      # the job's init_process_group timeout
 JOB_BOUND_S = 90       # torch imports on a loaded 2-core machine
+HUNG_BOUND_S = 40      # a job that hangs (job_after_port_held): 10x its timeout, after the imports
 
 
-def case_job_after_host_missing(c):
-    errors = case_host_missing(c)
+def run_job(c, hosts=NODES, before_kill=lambda procs: None, bound_s=JOB_BOUND_S):
+    """The real PyTorch job, started after the preflight as a job script would: one gloo rank
+    per host of `hosts`, rank i on NODES[i] (a host left out is a rank that never starts),
+    MASTER_ADDR=store.rdzv, init timeout JOB_TIMEOUT_S. Returns {host: Proc}, each exited or
+    killed at bound_s (before_kill(procs) runs first, to look at the survivors); every
+    rank's log is logged."""
     if c.python is None:
-        raise Fail("job_after_host_missing needs --python (an interpreter with PyTorch 2.x)")
-    log(f"the job: PyTorch {torch_version(c.python)}, one rank per host")
-    procs = []
-    for rank, host in enumerate(NODES):
+        raise Fail("a job_after_* case needs --python (an interpreter with PyTorch 2.x)")
+    log(f"the job: PyTorch {torch_version(c.python)}, one rank per host on {', '.join(hosts)}")
+    procs = {}
+    for host in hosts:
+        rank = NODES.index(host)
         e = job_env(RANK=str(rank), LOCAL_RANK="0", WORLD_SIZE=str(len(NODES)), MASTER_ADDR=STORE,
                     MASTER_PORT=str(PORT), E2E_TIMEOUT_S=str(JOB_TIMEOUT_S), GLOO_SOCKET_IFNAME="eth0",
                     OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         cmd = c.cluster.exec_prefix(host) + [c.python, RANK_SCRIPT]
-        log_path = os.path.join(c.work, f"rank{rank}.log")
-        p = start(f"rank{rank}", rank, cmd, e, log_path, host=host)
-        procs.append(p)
+        procs[host] = start(f"rank{rank}", rank, cmd, e, os.path.join(c.work, f"rank{rank}.log"),
+                            host=host)
     launcher = Launcher(c.rdzvscope, traced=False)
-    launcher.wait_for_exit(procs, JOB_BOUND_S)
-    launcher.terminate([p for p in procs if p.poll() is None])
-    for p in procs:
+    launcher.wait_for_exit(list(procs.values()), bound_s)
+    before_kill(procs)
+    launcher.terminate([p for p in procs.values() if p.poll() is None])
+    for p in procs.values():
         log(f"--- {p.label}@{p.host}: exit {p.rc}\n{p.text().rstrip()[-1500:]}")
-        expect(p.rc == 1, f"{p.label}@{p.host}: exit {p.rc}, expected 1", errors)
-    bad = procs[2].text()
-    for needle in (f"network addresses of ({STORE}, {PORT}) cannot be retrieved", "gai error: -2",
-                   "The client socket has timed out"):
-        expect(needle in bad, f"rank2@node2 (the node preflight named) lacks {needle!r}", errors)
-    for p in procs[:2]:
-        expect("gai error" not in p.text(), f"{p.label}@{p.host}: a gai error on a host that resolves",
-               errors)
+    return procs
+
+
+def expect_job_failed(procs, errors):
+    """Every rank of the job exited 1 by itself (rank.py's failure), none killed at the bound."""
+    for p in procs.values():
+        expect(p.rc == 1 and not p.killed_by_bound,
+               f"{p.label}@{p.host}: exit {p.rc}{' (killed at the bound)' if p.killed_by_bound else ''}, "
+               "expected 1", errors)
+
+
+def expect_in_log(p, needles, errors, why):
+    """p's log holds every needle (case-insensitive: PyTorch's wording of one errno varies)."""
+    text = p.text().lower()
+    for n in needles:
+        expect(n.lower() in text, f"{p.label}@{p.host} ({why}) lacks {n!r}", errors)
+
+
+def case_job_after_host_missing(c):
+    errors = case_host_missing(c)
+    procs = run_job(c)
+    expect_job_failed(procs, errors)
+    expect_in_log(procs["node2"], [f"network addresses of ({STORE}, {PORT}) cannot be retrieved",
+                                   "gai error: -2", "The client socket has timed out"], errors,
+                  "the node preflight named")
+    for h in ("node0", "node1"):
+        expect("gai error" not in procs[h].text(), f"{h}: a gai error on a host that resolves", errors)
     # Rank 0 hosted the store on the port the preflight had held: it got it, and waited.
-    expect("Address already in use" not in procs[0].text(), "rank0 could not bind the store port",
-           errors)
+    expect("address already in use" not in procs["node0"].text().lower(),
+           "rank0 could not bind the store port", errors)
     return errors
+
+
+def store_port_peers(c):
+    """The addresses with a connection established to PORT on node0 (accepted or not)."""
+    out = c.cluster.run_on("node0", "ss", "-Htn", "state", "established", f"( sport = :{PORT} )")
+    return {l.split()[-1].rsplit(":", 1)[0].replace("[::ffff:", "").rstrip("]")
+            for l in out.splitlines() if l.strip()}
+
+
+def case_job_after_port_held(c):
+    # Ranks 1 and 2 connect to the holder, which never answers: as their preflight did. PyTorch
+    # 2.13's TCPStore client then waits for the store's answer without its timeout (the job
+    # hangs), so they are still there at HUNG_BOUND_S (far past the 4 s timeout, even after a
+    # slow torch import), connected to node0:PORT.
+    seen = {}
+    with port_holder(c) as pid:
+        errors = expect_port_held(c, pid)
+        procs = run_job(c, before_kill=lambda procs: seen.update(peers=store_port_peers(c)), bound_s=HUNG_BOUND_S)
+    log(f"connected to node0:{PORT} at {HUNG_BOUND_S} s: {sorted(seen['peers'])}")
+    p0 = procs["node0"]
+    expect(p0.rc == 1 and not p0.killed_by_bound, f"rank0@node0: exit {p0.rc}, expected 1", errors)
+    expect_in_log(p0, ["EADDRINUSE", "address already in use"], errors,
+                  "the store host, whose port preflight found held")
+    for h in ("node1", "node2"):
+        p = procs[h]
+        expect(p.killed_by_bound and "e2e: torch imported" in p.text() and "e2e: joined" not in p.text(),
+               f"{p.label}@{h}: exit {p.rc}, expected still waiting at {HUNG_BOUND_S} s", errors)
+        expect(c.cluster.addr[h] in seen["peers"],
+               f"{h} was not connected to node0:{PORT} (the holder) while it waited", errors)
+        expect("address already in use" not in p.text().lower(),
+               f"{h}: EADDRINUSE on a node that hosts no store", errors)
+    return errors
+
+
+def case_job_after_syn_dropped(c):
+    errors = case_syn_dropped(c)
+    before = dropped_syns(c, "node1")
+    procs = run_job(c)
+    log(f"node1's iptables dropped {dropped_syns(c, 'node1') - before} SYN(s) of the job")
+    expect(dropped_syns(c, "node1") > before, "node1 dropped none of the job's SYNs", errors)
+    expect_job_failed(procs, errors)
+    expect_in_log(procs["node1"], ["The client socket has timed out",
+                                   f"while trying to connect to ({STORE}, {PORT})"],
+                  errors, "the node preflight named")
+    expect_waited_for_one(procs, ("node0", "node2"), errors, "node1's rank")
+    return errors
+
+
+def expect_waited_for_one(procs, hosts, errors, whom):
+    """The store host's rank 0 timed out with 2 of 3 clients in, the other host's rank timed
+    out waiting on the store; none of them timed out connecting (the store was reachable)."""
+    expect_in_log(procs["node0"], ["waiting for clients. 2/3 clients joined"], errors, f"waited for {whom}")
+    for h in hosts:
+        if h != "node0":
+            expect_in_log(procs[h], ["wait timeout after"], errors, f"waited for {whom}")
+        expect("while trying to connect" not in procs[h].text(),
+               f"{h}: a connect timeout although the store was reachable", errors)
+
+
+def case_job_after_node_never_starts(c):
+    errors = case_node_never_starts(c)
+    procs = run_job(c, hosts=["node0", "node1"])   # node2's rank never starts, as its preflight
+    expect_job_failed(procs, errors)
+    expect_waited_for_one(procs, ("node0", "node1"), errors, "node2's rank")
+    return errors
+
+
+# small_somaxconn has no job after it: the preflight only warns there (16 < 512 ranks get in,
+# late), and what it warns about needs 512 ranks connecting at once, a job this 2-core machine
+# cannot run (512 PyTorch processes); a job of 3 ranks would pass and prove nothing.
 
 
 RDZV_PORT = 29400

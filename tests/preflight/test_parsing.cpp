@@ -4,6 +4,7 @@
 
 #include "preflight/bind_port.h"
 #include "preflight/endpoint.h"
+#include "preflight/hello.h"
 #include "preflight/job_size.h"
 #include "preflight/resolve.h"
 
@@ -67,6 +68,27 @@ TEST_CASE("the number of ranks comes from the job's environment", "[preflight]")
   CHECK(torchrun.count == 4 * 9);  // 4 nodes at most, 8 workers and an agent each
   CHECK(rank_count(std::nullopt, JobSizeEnv{"x", "2", "gpu"}, 3).count == 3);
   CHECK(rank_count(std::nullopt, JobSizeEnv{}, 0).count == 1);
+}
+
+TEST_CASE("the job key comes from --job-id, else torchrun's, else Slurm's", "[preflight]") {
+  const JobKeyEnv all{"rdzv-7", "run-7", "4242"};
+  CHECK(job_key(std::string("mine"), all).value().key == "mine");
+  CHECK(job_key(std::string("mine"), all).value().source == "--job-id");
+  CHECK(job_key(std::nullopt, all).value().source == "PET_RDZV_ID");
+  CHECK(job_key(std::nullopt, JobKeyEnv{std::nullopt, "run-7", "4242"}).value().key == "run-7");
+  const JobKey slurm = job_key(std::nullopt, JobKeyEnv{std::nullopt, std::nullopt, "4242"}).value();
+  CHECK((slurm.key == "4242" && slurm.source == "SLURM_JOB_ID"));
+  // torchrun's default --rdzv-id is "none": every job has it, it tells none apart.
+  CHECK(job_key(std::nullopt, JobKeyEnv{"none", std::nullopt, "4242"}).value().key == "4242");
+  CHECK(job_key(std::nullopt, JobKeyEnv{}).value().key.empty());
+  CHECK(job_key(std::nullopt, JobKeyEnv{"a b\x1b", std::nullopt, std::nullopt}).value().key == "a?b?");
+  for (const std::string& bad : {std::string(""), std::string("a b"), std::string("x\n"),
+                                 std::string(kMaxJobKey + 1, 'j')}) {
+    auto r = job_key(bad, all);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message(), Catch::StartsWith("--job-id '"));
+    CHECK(r.error().message().find('\n') == std::string::npos);
+  }
 }
 
 TEST_CASE("/proc/net/tcp lines give port, state and inode", "[preflight]") {

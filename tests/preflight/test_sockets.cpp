@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "preflight/bind_port.h"
@@ -109,7 +110,7 @@ TEST_CASE("a meeting: one node says hello, a garbage client is turned away",
                               deadline);
     ::close(c.fd);
   });
-  const Meeting m = wait_for_peers(store.fd, 1, "node0", deadline);
+  const Meeting m = wait_for_peers(store.fd, 1, "node0", "", deadline);
   node.join();
   REQUIRE(exchange.ok);
   CHECK(exchange.store_host == "node0");
@@ -122,4 +123,46 @@ TEST_CASE("a meeting: one node says hello, a garbage client is turned away",
   const auto checks = meeting_checks(m, 2, "node0", {}, 10);
   CHECK(checks[0].verdict == Verdict::Ok);
   CHECK(checks[1].name == "node1:somaxconn");
+}
+
+TEST_CASE("a meeting of one job turns away another job's hello and an oversize one",
+          "[preflight][sockets]") {
+  Listener store;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  Exchange other, ours;
+  std::thread nodes([&] {
+    // A line of 100 KiB without a newline: one problem, the connection closed.
+    int fd = -1;
+    connect_once(loopback(store.port)[0], 2000, fd);
+    REQUIRE(fd >= 0);
+    const std::string flood(100 * 1024, 'x');
+    ::send(fd, flood.data(), flood.size(), MSG_NOSIGNAL);
+    ::close(fd);
+    ConnectResult c = connect_like_c10d(loopback(store.port), deadline, true);
+    REQUIRE(c.fd >= 0);
+    other = exchange_hello(c.fd, Hello{"node2", 2, 0, {}, std::nullopt, "job-B"}, deadline);
+    ::close(c.fd);
+    c = connect_like_c10d(loopback(store.port), deadline, true);
+    REQUIRE(c.fd >= 0);
+    ours = exchange_hello(c.fd, Hello{"node1", 2, 0, {}, std::nullopt, "job-A"}, deadline);
+    ::close(c.fd);
+  });
+  const Meeting m = wait_for_peers(store.fd, 1, "node0", "job-A", deadline);
+  nodes.join();
+  REQUIRE_FALSE(other.ok);
+  REQUIRE(other.refused);
+  CHECK(other.refused->job == "job-A");
+  CHECK_THAT(exchange_check("127.0.0.1", other).measured,
+             Catch::Contains("(node0) is job 'job-A', this node is job 'job-B'"));
+  CHECK(ours.ok);
+  REQUIRE(m.peers.size() == 1);
+  CHECK(m.peers[0].host == "node1");
+  REQUIRE(m.other_jobs.size() == 1);
+  CHECK((m.other_jobs[0].host == "node2" && m.other_jobs[0].job == "job-B"));
+  REQUIRE(m.problems.size() == 1);
+  CHECK_THAT(m.problems[0], Catch::Contains("a line longer than 64 KiB"));
+  const auto checks = meeting_checks(m, 2, "node0", {}, 10, "job-A");
+  CHECK(checks[0].verdict == Verdict::Ok);  // node1 came; node2 was of another job
+  CHECK(std::any_of(checks.begin(), checks.end(),
+                    [](const Check& c) { return c.name == "job" && c.verdict == Verdict::Fail; }));
 }

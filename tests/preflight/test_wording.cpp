@@ -79,10 +79,63 @@ TEST_CASE("hello, welcome and clock lines round-trip", "[preflight]") {
   REQUIRE(ranked.ok());
   CHECK(ranked.value().node_rank == 2u);
 
+  CHECK(ranked.value().job.empty());
+  h.job = "slurm-4242";  // a node with a job key says it
+  auto keyed = parse_hello(hello_line(h));
+  REQUIRE(keyed.ok());
+  CHECK(keyed.value().job == "slurm-4242");
+
   auto w = parse_welcome(welcome_line(Welcome{"node0", 5, 6}));
   REQUIRE(w.ok());
   CHECK(w.value().t3_ns == 6);
   CHECK(parse_clock(clock_line(ClockLine{9})).value().t4_ns == 9);
+}
+
+TEST_CASE("a meeting belongs to one job", "[preflight]") {
+  CHECK(same_job("A", "A"));
+  CHECK_FALSE(same_job("A", "B"));
+  CHECK_FALSE(same_job("A", ""));  // a hello without a key is not this job's
+  CHECK(same_job("", "B"));        // a store host without a key cannot tell jobs apart
+  auto r = parse_refused(refused_line(Refused{"node0", "A"}));
+  REQUIRE(r.ok());
+  CHECK((r.value().host == "node0" && r.value().job == "A"));
+  CHECK_FALSE(parse_refused(welcome_line(Welcome{"node0", 5, 6})).ok());
+  auto no_job = parse_refused("{\"preflight\":\"rdzvscope/1\",\"type\":\"refused\",\"host\":\"n\"}");
+  REQUIRE_FALSE(no_job.ok());
+  CHECK(no_job.error().message().find('\n') == std::string::npos);
+  // A job key cannot carry a terminal's escapes or a newline into a report, nor grow it.
+  auto h = parse_hello("{\"preflight\":\"rdzvscope/1\",\"type\":\"hello\",\"host\":\"a\",\"t1_ns\":1,"
+                       "\"job\":\"j\\u001b[31m\\n" + std::string(300, 'x') + "\"}");
+  REQUIRE(h.ok());
+  CHECK(h.value().job.size() == kMaxJobKey);
+  CHECK(h.value().job.rfind("j?[31m?x", 0) == 0);
+  auto not_string = parse_hello(
+      "{\"preflight\":\"rdzvscope/1\",\"type\":\"hello\",\"host\":\"a\",\"t1_ns\":1,\"job\":7}");
+  REQUIRE_FALSE(not_string.ok());
+  CHECK_THAT(not_string.error().message(), Catch::Contains("\"job\" that is not a string"));
+
+  // The node's side: a refusal is two jobs on one endpoint, said as such.
+  Exchange e;
+  e.refused = Refused{"node0", "A"};
+  e.job = "B";
+  e.problem = "the store host's preflight (node0) is job 'A', this node is job 'B'";
+  const Check c = exchange_check("store:29500", e);
+  CHECK(c.verdict == Verdict::Fail);
+  CHECK_THAT(c.measured, Catch::StartsWith("two jobs share the rendezvous endpoint store:29500"));
+  CHECK_THAT(c.fix, Catch::Contains("--job-id"));
+  // The store host's side: one fail check naming who came from which job, whatever their number.
+  Meeting m;
+  m.other_jobs.assign(7, OtherJob{"node9", "10.0.0.9", ""});
+  m.other_jobs[0] = OtherJob{"node2", "10.0.0.3", "B"};
+  const auto checks = meeting_checks(m, 1, "node0", {}, 10, "A");
+  REQUIRE(checks.size() == 2);
+  CHECK((checks[1].name == "job" && checks[1].verdict == Verdict::Fail));
+  CHECK_THAT(checks[1].measured, Catch::Contains("this meeting is job 'A', turned away 7 hello(s)"));
+  CHECK_THAT(checks[1].measured, Catch::Contains("node2 (10.0.0.3, job 'B')"));
+  CHECK_THAT(checks[1].measured, Catch::Contains("node9 (10.0.0.9, job (none))"));
+  CHECK_THAT(checks[1].measured, Catch::EndsWith("; 2 more"));
+  CHECK(checks[1].measured.find('\n') == std::string::npos);
+  CHECK(meeting_checks(Meeting{}, 1, "node0", {}, 10, "A").size() == 1);  // no other job: no check
 }
 
 TEST_CASE("garbage is an error of one line, never a crash", "[preflight]") {
