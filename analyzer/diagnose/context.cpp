@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <sys/socket.h>
+
 #include <fmt/format.h>
 
 namespace rdzvscope {
@@ -72,6 +74,49 @@ void Context::find_expected_ranks(std::optional<int> given) {
     if (!seen[static_cast<std::size_t>(r)]) absent_ranks.push_back(r);
 }
 
+namespace {
+
+// The ranks per node of one launcher numbering, when every traced rank fits rank = node *
+// per_node + local_rank with per_node = the highest LOCAL_RANK + 1; traced: node -> host.
+std::optional<int> ranks_per_node(const std::vector<const ProcessFacts*>& rs, std::int32_t rdzv_identity::*node,
+                                  int world_size, std::map<int, std::string>& traced) {
+  int per_node = 0;
+  for (const ProcessFacts* f : rs) per_node = std::max(per_node, f->proc->header.ident.local_rank + 1);
+  if (per_node <= 0 || world_size % per_node != 0) return std::nullopt;
+  for (const ProcessFacts* f : rs) {
+    const rdzv_identity& id = f->proc->header.ident;
+    if (id.*node < 0 || id.local_rank < 0 || f->proc->rank != id.*node * per_node + id.local_rank) return std::nullopt;
+    auto [it, fresh] = traced.emplace(id.*node, f->proc->host);
+    if (!fresh && it->second != f->proc->host) return std::nullopt;  // one node number, two hosts
+  }
+  // One traced node cannot show how many ranks a node runs: its missing ranks could be its
+  // own (LOCAL_RANK 2 and 3 of 4), not another node's.
+  if (traced.size() < 2) return std::nullopt;
+  return per_node;
+}
+
+}  // namespace
+
+void Context::find_absent_nodes() {
+  if (absent_ranks.empty()) return;
+  const auto rs = ranks();
+  static const std::pair<const char*, std::int32_t rdzv_identity::*> kNumberings[] = {
+      {"GROUP_RANK", &rdzv_identity::group_rank}, {"SLURM_NODEID", &rdzv_identity::slurm_nodeid}};
+  for (const auto& [var, member] : kNumberings) {
+    std::map<int, std::string> traced;
+    const auto per_node = ranks_per_node(rs, member, *expected_world_size, traced);
+    if (!per_node) continue;
+    for (int n = 0; n < *expected_world_size / *per_node; ++n) {
+      if (traced.count(n)) continue;
+      AbsentNode node{var, n, {}};
+      for (int r = n * *per_node; r < (n + 1) * *per_node; ++r) node.ranks.push_back(r);
+      absent_nodes.push_back(std::move(node));
+    }
+    traced_nodes = std::move(traced);
+    return;
+  }
+}
+
 const ProcessFacts* Context::rank(int r) const {
   for (const auto& f : facts)
     if (f.proc->rank == r && f.proc->role != Role::Agent && f.proc->role != Role::Helper) return &f;
@@ -84,6 +129,39 @@ const ProcessFacts* Context::store_server(std::uint16_t port) const {
     if (f.listen_ns && (port == 0 || f.listens_on(port)) && (!best || *f.listen_ns < *best->listen_ns))
       best = &f;
   return best;
+}
+
+const ProcessFacts* Context::store_reached(const ProcessFacts& client, const Event& connect) const {
+  const rdzv_sockaddr& dest = connect.rec.u.net.peer;
+  if (!is_loopback(dest)) return store_server(dest.port);
+  const std::string scope = loopback_scope(*client.proc);
+  const ProcessFacts* best = nullptr;
+  for (const auto& f : facts)
+    if (f.listen_ns && f.listens_on(dest.port) && loopback_scope(*f.proc) == scope &&
+        (!best || *f.listen_ns < *best->listen_ns))
+      best = &f;
+  return best;
+}
+
+bool is_loopback(const rdzv_sockaddr& a) {
+  static const std::uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  static const std::uint8_t kV6Loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  if (a.family == AF_INET) return a.addr[0] == 127;
+  if (a.family != AF_INET6) return false;
+  if (std::equal(a.addr, a.addr + 12, kMapped)) return a.addr[12] == 127;
+  return std::equal(a.addr, a.addr + 16, kV6Loopback);
+}
+
+bool is_loopback_name(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+}
+
+std::string loopback_scope(const Process& p) {
+  if (!p.header.origin || !p.header.origin->netns_inode) return "host " + p.host;
+  const rdzv_origin& o = *p.header.origin;
+  std::string boot;
+  for (std::uint8_t b : o.boot_id) boot += fmt::format("{:02x}", b);
+  return "netns " + std::to_string(o.netns_inode) + " of boot " + boot;
 }
 
 std::optional<std::int64_t> Context::t0() const {

@@ -1,6 +1,7 @@
 // Everything the rules look at: the processes with their facts, and the log evidence.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,12 +20,17 @@ struct Context {
   // The ranks the job expected and the ones of them no traced process is (find_expected_ranks).
   std::optional<int> expected_world_size;
   std::vector<int> absent_ranks;
+  // Absent ranks that make up whole nodes (find_absent_nodes), and the traced nodes' hosts by
+  // the same numbering, for the words.
+  std::vector<AbsentNode> absent_nodes;
+  std::map<int, std::string> traced_nodes;
 
   // world_size: the ranks the job expects, when the user knows it (watch --world-size); else
   // found in the headers or logs.
   Context(const TraceInputs& t, const LogFacts& l, std::optional<int> world_size = std::nullopt)
       : traces(t), logs(l), facts(derive_facts(t.processes)) {
     find_expected_ranks(world_size);
+    find_absent_nodes();
   }
 
   // Processes that take part in the job as ranks (workers and the store host), by rank.
@@ -32,6 +38,10 @@ struct Context {
   const ProcessFacts* rank(int r) const;
   // The traced process listening on a store port (the store host), if any.
   const ProcessFacts* store_server(std::uint16_t port) const;
+  // The traced store that a store connect of `client` could have reached: listening on its
+  // port and, for a loopback destination, in the client's own network namespace (another
+  // namespace's 127.0.0.1:29500 is another endpoint).
+  const ProcessFacts* store_reached(const ProcessFacts& client, const Event& connect) const;
   // The earliest launch: time zero of the report.
   std::optional<std::int64_t> t0() const;
   // The timeout the job configured, from traces (SO_RCVTIMEO, poll) or logs; ms.
@@ -51,6 +61,11 @@ struct Context {
   // the store without a rank in its environment (a rank given on the command line). A world
   // size the user gave wins over the headers, and holds with no traced rank at all.
   void find_expected_ranks(std::optional<int> given);
+  // The traced ranks' node numbers (GROUP_RANK, else SLURM_NODEID) and LOCAL_RANKs show the
+  // layout rank = node * per_node + local_rank: a node number below WORLD_SIZE / per_node that
+  // no traced rank has is a node of which nothing is traced. Nothing when the traced ranks do
+  // not all fit one such layout, or come from one node only.
+  void find_absent_nodes();
 };
 
 // A rule's answer: a verdict it stands behind. Its class's row in the registry says how it
@@ -75,6 +90,14 @@ Finding finding_for(FailureClass cls, const ProcessFacts& f, std::optional<std::
 // A finding whose evidence is one log line ("FILE:LINE: text"), for the log-only paths.
 Finding log_finding(FailureClass cls, const LogEvent& e);
 std::optional<int> rank_of(const ProcessFacts& f);
+// 127.0.0.0/8, ::1, ::ffff:127.x.
+bool is_loopback(const rdzv_sockaddr& a);
+// A MASTER_ADDR that names loopback: "localhost", "127.0.0.1", "::1".
+bool is_loopback_name(const std::string& addr);
+// Where a process's loopback addresses lead: its network namespace (the boot and the netns
+// inode of the trace's origin), else its host. Two processes reach each other's 127.0.0.1
+// only when theirs are equal.
+std::string loopback_scope(const Process& p);
 std::optional<int> rank_of(const LogEvent& e);
 
 }  // namespace rdzvscope

@@ -73,6 +73,7 @@ void find_common_evidence(const Context& c, Evidence& ev) {
     }
   ev.expected_world_size = c.expected_world_size;
   ev.absent_ranks = c.absent_ranks;
+  ev.absent_nodes = c.absent_nodes;
   if (first_failure_s) ev.seconds_to_first_failure = std::round(*first_failure_s * 100) / 100;
   if (auto t = c.timeout_ms()) {
     const char* internal = internal_default_name(*t);
@@ -105,6 +106,13 @@ void common_discriminators(const Context& c, Diagnosis& d) {
   if (!ev.absent_ranks.empty()) {
     j["absent_ranks"] = ev.absent_ranks;
     j["expected_world_size"] = *ev.expected_world_size;
+  }
+  // Added with absent_ranks' whole nodes: present only when absent ranks make up whole nodes.
+  if (!ev.absent_nodes.empty()) {
+    nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+    for (const AbsentNode& n : ev.absent_nodes)
+      nodes.push_back({{"numbered_by", n.index_var}, {"node", n.index}, {"ranks", n.ranks}});
+    j["absent_nodes"] = nodes;
   }
   j["pytorch"] = !c.logs.torch_version.empty() ? nlohmann::ordered_json(c.logs.torch_version)
                  : !c.logs.version_hint.empty() ? nlohmann::ordered_json(c.logs.version_hint + " (guessed from message style)")

@@ -34,6 +34,16 @@ struct TimeoutFact {
 
 // What the verdict rests on, typed: the views and --runs read these, never the JSON
 // discriminators (an output only, written from these and from each rule's own keys).
+// A node the job expected of which no process is traced: every rank it should have run is
+// absent (a node that never launched the job, or whose trace directory was not given). Nodes
+// are numbered by the launcher (index_var): torchrun's GROUP_RANK, else Slurm's SLURM_NODEID;
+// their host names are not in any trace, only the traced nodes' are.
+struct AbsentNode {
+  std::string index_var;
+  int index = -1;
+  std::vector<int> ranks;
+};
+
 struct Evidence {
   std::vector<int> failed_ranks;                    // every rank that failed, by rank
   std::optional<double> seconds_to_first_failure;   // launch to the first failure
@@ -46,6 +56,7 @@ struct Evidence {
   // set is not known (no WORLD_SIZE, or the traced ranks disagree on it).
   std::optional<int> expected_world_size;
   std::vector<int> absent_ranks;
+  std::vector<AbsentNode> absent_nodes;  // when absent ranks make up whole nodes
   // Set when the rendezvous had completed (Context::rendezvous_completed_ns) before the first
   // failure: the job failed after start-up. The rank that failed first, and when.
   std::optional<std::int64_t> rendezvous_completed_ns;

@@ -84,13 +84,11 @@ struct Mismatch {
   std::vector<const ProcessFacts*> deviants;
 };
 
-// Whose value is the job's: the strict majority; on a tie, the store host's (or the value of a
-// MASTER_PORT where a traced store listens, when only one of them has a listener).
-std::optional<std::string> expected_value(
-    const Context& c, const std::string& setting,
-    const std::map<std::string, std::vector<const ProcessFacts*>>& by) {
+// The value more members have than any other, if one does.
+template <typename Value, typename Member>
+std::optional<Value> strict_majority(const std::map<Value, std::vector<Member>>& by) {
   std::size_t best = 0, second = 0;
-  std::string best_value;
+  std::optional<Value> best_value;
   for (const auto& [v, ms] : by) {
     if (ms.size() > best) {
       second = best;
@@ -100,7 +98,15 @@ std::optional<std::string> expected_value(
       second = ms.size();
     }
   }
-  if (best > second) return best_value;
+  return best > second ? best_value : std::nullopt;
+}
+
+// Whose value is the job's: the strict majority; on a tie, the store host's (or the value of a
+// MASTER_PORT where a traced store listens, when only one of them has a listener).
+std::optional<std::string> expected_value(
+    const Context& c, const std::string& setting,
+    const std::map<std::string, std::vector<const ProcessFacts*>>& by) {
+  if (auto most = strict_majority(by)) return most;
   std::set<std::string> hosts_value;
   for (const auto& [v, ms] : by)
     for (const ProcessFacts* f : ms)
@@ -137,6 +143,25 @@ std::vector<Mismatch> mismatches_among(const Context& c, const std::vector<Membe
   return out;
 }
 
+// The traced store a process connected to: the listener on its store port.
+const ProcessFacts* store_of(const Context& c, const ProcessFacts& f) {
+  return f.connected_ns && f.store_port ? c.store_server(f.store_port) : nullptr;
+}
+
+// The differing processes connected to one traced store and the agreeing ones to another: the
+// job split in two rendezvous (a torchrun agent whose --rdzv-endpoint named a port of its own
+// host, and hosted a store there), which no relay in front of one store does.
+bool split_between_stores(const Context& c, const Mismatch& m) {
+  std::set<const ProcessFacts*> deviant_stores;
+  for (const ProcessFacts* f : m.deviants)
+    if (const ProcessFacts* s = store_of(c, *f)) deviant_stores.insert(s);
+  for (const ProcessFacts* f : m.by_value.at(m.expected)) {
+    const ProcessFacts* s = store_of(c, *f);
+    if (s && !deviant_stores.empty() && !deviant_stores.count(s)) return true;
+  }
+  return false;
+}
+
 // Where the store is reached may legitimately differ between ranks: a different spelling of
 // one host ("node0" and "node0.cluster", a name and its address), or another port in front of
 // the same store (a relay, port forwarding, a Kubernetes Service). Such a difference is no
@@ -147,7 +172,7 @@ bool did_harm(const Context& c, const Mismatch& m) {
   if (!kEndpointSettings.count(m.setting)) return true;
   for (const auto& f : c.facts)
     if (f.proc->role != Role::Helper && f.failed() && !f.connected_ns) return true;
-  return false;
+  return split_between_stores(c, m);
 }
 
 bool job_failed(const Context& c) {
@@ -178,9 +203,106 @@ std::string endpoint_words(const Context& c, const ProcessFacts& f) {
   return out;
 }
 
+// From the logs alone: the store endpoint a rank's lines show, and whether it got there. A
+// wait on a store socket names the remote end it had connected to (2.x "waitForInput: ...
+// remote=[H]:P"); a connect timeout, a failed lookup, a retried or failed connect name where it
+// tried.
+struct LogEndpoint {
+  int rank = -1;
+  std::string where;  // "127.0.0.1:29500"
+  int port = 0;
+  bool reached = false;
+  const LogEvent* line = nullptr;
+};
+
+std::vector<LogEndpoint> log_endpoints(const Context& c) {
+  std::map<int, LogEndpoint> first;  // by rank: its first line that names the store endpoint
+  for (const LogEvent& e : c.logs.events) {
+    const bool reached = e.has(LogFamily::WaitForInputTimeout);
+    const bool tried = e.has(LogFamily::ClientConnectTimeout) || e.has(LogFamily::GaiError) ||
+                       e.has(LogFamily::ConnectValidate) || e.has(LogFamily::ConnectFailed);
+    if (e.rank < 0 || !e.port || *e.port <= 0 || e.host.empty() || (!reached && !tried) || first.count(e.rank))
+      continue;
+    std::string host = e.host;
+    if (host.rfind("::ffff:", 0) == 0) host = host.substr(7);  // a dual-stack socket's IPv4 peer
+    first[e.rank] = {e.rank, host + ":" + std::to_string(*e.port), *e.port, reached, &e};
+  }
+  std::vector<LogEndpoint> out;
+  for (auto& [rank, ep] : first) out.push_back(ep);
+  return out;
+}
+
+// The port the job agrees on: the strict majority of the ranks; on a tie, the one port some
+// rank reached (a store listened there).
+std::optional<int> job_port(const std::map<int, std::vector<const LogEndpoint*>>& by_port) {
+  if (auto most = strict_majority(by_port)) return most;
+  std::set<int> reached;
+  for (const auto& [port, eps] : by_port)
+    for (const LogEndpoint* ep : eps)
+      if (ep->reached) reached.insert(port);
+  if (reached.size() == 1) return *reached.begin();
+  return std::nullopt;
+}
+
+// Ranks whose logs show them trying a store port where the others were (MASTER_PORT differs),
+// and never reaching it: a rank that reached its port reached a store there (a relay, port
+// forwarding), which is no mismatch. Only the port is compared: one host spelled two ways
+// ("node0", its address) is one host.
+std::optional<Candidate> from_logs(const Context& c) {
+  const std::vector<LogEndpoint> eps = log_endpoints(c);
+  std::map<int, std::vector<const LogEndpoint*>> by_port;
+  for (const LogEndpoint& ep : eps) by_port[ep.port].push_back(&ep);
+  if (by_port.size() < 2) return std::nullopt;
+  const auto expected = job_port(by_port);
+  if (!expected) return std::nullopt;
+  std::vector<const LogEndpoint*> deviants, agreeing = by_port.at(*expected);
+  for (const LogEndpoint& ep : eps)
+    if (ep.port != *expected) {
+      if (ep.reached) return std::nullopt;
+      deviants.push_back(&ep);
+    }
+
+  auto ranks_of = [](const std::vector<const LogEndpoint*>& v) {
+    std::vector<int> r;
+    for (const LogEndpoint* ep : v) r.push_back(ep->rank);
+    return r;
+  };
+  auto names_of = [](const std::vector<const LogEndpoint*>& v) {
+    std::vector<std::string> r;
+    for (const LogEndpoint* ep : v) r.push_back("rank " + std::to_string(ep->rank));
+    return r;
+  };
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::ConfigMismatch;
+  v.cause = "MASTER_PORT";
+  v.confidence = "medium";  // logs only: what each rank was given is in the traces' headers
+  v.initiating_rank = deviants.front()->rank;
+  const std::vector<int> dev_ranks = ranks_of(deviants), ok_ranks = ranks_of(agreeing);
+  v.summary = (dev_ranks.size() == 1 ? "rank " : "ranks ") + rank_list(dev_ranks) + " tried the store at " +
+              deviants.front()->where + " and never reached it, where rank" + (ok_ranks.size() == 1 ? " " : "s ") +
+              rank_list(ok_ranks) + " used " + agreeing.front()->where +
+              ": the ranks of one job must agree on MASTER_PORT (from the logs; each rank's settings are in "
+              "its trace under rdzvscope run)";
+  v.next_step = "make MASTER_ADDR/MASTER_PORT identical on every rank: find what set port " +
+                std::to_string(deviants.front()->port) + " for rank " + std::to_string(deviants.front()->rank) +
+                " (its job script, environment or profile: `env | grep -E 'MASTER_|WORLD_SIZE|TORCHELASTIC'`)";
+  nlohmann::ordered_json values = nlohmann::ordered_json::object();
+  for (const auto& [port, v_eps] : by_port) {
+    values[std::to_string(port)] = names_of(v_eps);
+    for (const LogEndpoint* ep : v_eps) out.findings.push_back(log_finding(FailureClass::ConfigMismatch, *ep->line));
+  }
+  out.discriminators["mismatched_settings"] = nlohmann::ordered_json::array(
+      {{{"setting", "MASTER_PORT"}, {"expected", std::to_string(*expected)}, {"values", values},
+        {"differing", names_of(deviants)}}});
+  out.discriminators["differing_processes"] = names_of(deviants);
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_config_mismatch(const Context& c) {
+  if (!c.has_traces()) return from_logs(c);
   if (!job_failed(c)) return std::nullopt;
   std::vector<Member> ranks, agents;
   // One rank twice is two launches (rdzv_collision), not one job whose ranks disagree.
@@ -279,7 +401,8 @@ std::optional<Candidate> rule_config_mismatch(const Context& c) {
   v.next_step =
       "make the rendezvous settings identical on every rank (MASTER_ADDR/MASTER_PORT, WORLD_SIZE; "
       "torchrun: --rdzv-endpoint, --rdzv-id, --nnodes): find what set " +
-      m0.setting + "=" + values_of_first + " for " + who(*first) + " on " + first->proc->host +
+      m0.setting + "=" + values_of_first + " for " + who(*first) +
+      (who(*first) == first->proc->label() ? std::string() : " on " + first->proc->host) +  // a label names it
       " (its job script, environment or profile: `env | grep -E "
       "'MASTER_|WORLD_SIZE|TORCHELASTIC'`)";
   out.discriminators["mismatched_settings"] = settings_json;

@@ -6,6 +6,25 @@
 
 namespace rdzvscope {
 
+namespace {
+
+// torchrun's c10d agent that cannot host the rendezvous store joins the one on that port as a
+// client: when the port is held by another traced torchrun agent's store there (same host,
+// same network namespace), the bind failure is c10d's way of joining, not a conflict; whatever
+// failed afterwards (agents with different --rdzv-ids on one endpoint waiting for each other)
+// is for the other rules.
+bool joined_an_agents_store(const Context& c, const ProcessFacts& f) {
+  if (f.proc->role != Role::Agent) return false;
+  const std::uint16_t port = f.bind_failure->rec.u.net.local.port;
+  for (const auto& g : c.facts)
+    if (&g != &f && g.proc->role == Role::Agent && g.listens_on(port) &&
+        loopback_scope(*g.proc) == loopback_scope(*f.proc))
+      return true;
+  return false;
+}
+
+}  // namespace
+
 std::optional<Candidate> rule_port_conflict(const Context& c) {
   Candidate out;
   const ProcessFacts* first = nullptr;
@@ -15,6 +34,7 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
     // as a client: when it then ran to a clean end, the bind failure did no harm (two jobs
     // sharing an endpoint under different --rdzv-ids both succeed; seen on 2.13).
     if (f.proc->role == Role::Agent && f.proc->exit_status == 0) continue;
+    if (joined_an_agents_store(c, f)) continue;
     if (!first || f.bind_failure->wall_ns < first->bind_failure->wall_ns) first = &f;
     Finding fd = finding_for(FailureClass::PortConflict, f, f.bind_failure->wall_ns);
     fd.evidence.push_back(f.proc->label() + ": " + describe(*f.bind_failure) + " at " + rel(c, f.bind_failure->wall_ns));

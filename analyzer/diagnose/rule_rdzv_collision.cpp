@@ -10,23 +10,27 @@
 namespace rdzvscope {
 
 namespace {
-std::string endpoint_of(const ProcessFacts& f) {
+// The endpoint a process used, and where it leads: a loopback MASTER_ADDR is one endpoint
+// per network namespace (jobs in two containers, each on its own 127.0.0.1:29500, do not
+// share a store); any other address is one endpoint everywhere.
+std::pair<std::string, std::string> endpoint_of(const ProcessFacts& f) {
   std::uint16_t port = f.store_port ? f.store_port : f.listen_port;
-  if (!port) return "";
+  if (!port) return {};
   std::string host = bounded_string(f.proc->header.ident.master_addr);
   if (host.empty()) host = f.proc->host;
-  return host + ":" + std::to_string(port);
+  return {host + ":" + std::to_string(port), is_loopback_name(host) ? loopback_scope(*f.proc) : ""};
 }
 }  // namespace
 
 std::optional<Candidate> rule_rdzv_collision(const Context& c) {
-  std::map<std::string, std::vector<const ProcessFacts*>> by_endpoint;
+  std::map<std::pair<std::string, std::string>, std::vector<const ProcessFacts*>> by_endpoint;
   for (const auto& f : c.facts)
     if (f.proc->role != Role::Agent) {
-      std::string ep = endpoint_of(f);
-      if (!ep.empty()) by_endpoint[ep].push_back(&f);
+      auto ep = endpoint_of(f);
+      if (!ep.first.empty()) by_endpoint[ep].push_back(&f);
     }
-  for (const auto& [ep, procs] : by_endpoint) {
+  for (const auto& [where, procs] : by_endpoint) {
+    const std::string& ep = where.first;
     std::map<std::string, std::vector<const ProcessFacts*>> jobs;
     std::map<int, int> rank_count;
     for (const ProcessFacts* f : procs) {

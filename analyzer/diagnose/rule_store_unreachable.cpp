@@ -52,7 +52,7 @@ std::optional<Candidate> rule_store_unreachable(const Context& c) {
     std::uint16_t port = 0;
     for (const Event* e : failed) {
       const std::uint16_t p = e->rec.u.net.peer.port;
-      const ProcessFacts* server = c.store_server(p);
+      const ProcessFacts* server = c.store_reached(f, *e);
       if (!server || server == &f || !store_alive_at(*server, e->wall_ns)) continue;
       if (port && p != port) continue;
       port = p;

@@ -67,6 +67,48 @@ std::optional<Arrivals> find_arrivals(const Context& c) {
   return a;
 }
 
+// "the node with GROUP_RANK 3 (ranks 6, 7)", "the nodes with GROUP_RANK 2, 3 (ranks 4-7)".
+std::string nodes_words(const std::vector<AbsentNode>& nodes) {
+  std::vector<int> indexes, ranks;
+  for (const AbsentNode& n : nodes) {
+    indexes.push_back(n.index);
+    ranks.insert(ranks.end(), n.ranks.begin(), n.ranks.end());
+  }
+  return (nodes.size() == 1 ? "the node with " : "the nodes with ") + nodes.front().index_var + " " +
+         rank_list(indexes) + " (ranks " + rank_list(ranks) + ")";
+}
+
+// "node0 (GROUP_RANK 0), node1 (GROUP_RANK 1)": where the traced nodes ran.
+std::string traced_nodes_words(const Context& c) {
+  std::string out;
+  for (const auto& [index, host] : c.traced_nodes)
+    out += (out.empty() ? "" : ", ") + host + " (" + c.absent_nodes.front().index_var + " " + std::to_string(index) + ")";
+  return out;
+}
+
+// A whole node missing is named as a node: its number and the ranks it should have run; its
+// host name is in no trace, so the next step says where the launcher keeps the node list.
+void word_absent_nodes(const Context& c, Candidate& out) {
+  if (c.absent_nodes.empty()) return;
+  const std::string nodes = nodes_words(c.absent_nodes);
+  const std::string var = c.absent_nodes.front().index_var;
+  out.verdict.summary += "; a whole node is missing: " + nodes + " has no traced process, while " +
+                         traced_nodes_words(c) + " did run";
+  out.verdict.next_step = "find out whether " + nodes + " started the job at all: it is number " +
+                          std::to_string(c.absent_nodes.front().index) + " (from 0) of the job's node list (" +
+                          (var == "SLURM_NODEID" ? std::string("`scontrol show hostnames $SLURM_JOB_NODELIST`")
+                                                 : std::string("the launcher's host list, or torchrun's log on each node")) +
+                          "); look at its launcher or scheduler log (a node that failed its prolog, a pending pod, "
+                          "a missing mount); if it did run, run it under rdzvscope run as well and pass every node's "
+                          "trace directory";
+  Finding fd;
+  fd.cls = FailureClass::StragglerTimeout;
+  fd.evidence.push_back(nodes + ": no traced process; the traced ranks' " + var + " and LOCAL_RANK place " +
+                        std::to_string(c.absent_nodes.front().ranks.size()) + " ranks on each node, and " +
+                        traced_nodes_words(c) + " ran theirs");
+  out.findings.push_back(fd);
+}
+
 // Ranks the job expected (WORLD_SIZE) of which there is no process at all: they never reached
 // the store, the limit of a late rank, and the ones the others waited for. No trace, no host:
 // what is known is that the rank was expected and never showed up.
@@ -98,6 +140,7 @@ void word_absent(const Context& c, Arrivals& a, const std::string& gave_up, Cand
                         rank_list(traced) + "; still missing at " + rel(c, a.job_end) + ", " +
                         fmt_seconds(seconds(a.usual, a.job_end)) + " after the usual arrival");
   out.findings.push_back(fd);
+  word_absent_nodes(c, out);
   a.late_ranks.insert(a.late_ranks.end(), absent.begin(), absent.end());
   std::sort(a.late_ranks.begin(), a.late_ranks.end());
 }

@@ -25,10 +25,11 @@ std::string ids_of(const std::vector<RunResult>& runs) {
 struct Origin {
   std::optional<int> rank;
   std::optional<std::string> host;  // only when the run's ranks ran on several hosts
+  bool multi_host = false;
 };
 
 Origin origin_of(const RunResult& r, const RunOutcome& o) {
-  Origin out{r.diagnosis.verdict.initiating_rank, std::nullopt};
+  Origin out{r.diagnosis.verdict.initiating_rank, std::nullopt, o.multi_host};
   // On one host, "the same host" says nothing: every failure is on it.
   if (o.multi_host) out.host = r.diagnosis.verdict.initiating_host;
   return out;
@@ -151,13 +152,22 @@ RunComparison compare_runs(const std::vector<RunResult>& runs) {
     c.next_step = same_host_step(cls, *known[0].host, last.diagnosis);
   } else if (same_rank) {
     c.pattern = pattern::kSameRank;
-    bool hosts_known = false;
-    for (const Origin& o : known) hosts_known |= o.host.has_value();
+    bool hosts_known = false, multi_host = false;
+    for (const Origin& o : known) {
+      hosts_known |= o.host.has_value();
+      multi_host |= o.multi_host;
+    }
+    // A rank with no trace (absent) has no host, though the job ran on several.
     c.summary = head + ", always started by rank " + std::to_string(*known[0].rank) +
                 (hosts_known ? " (" + join(each) + ")" : "") + partial +
-                (hosts_known ? ": it follows the rank, not a node" : " (the job ran on one host: only ranks compare)");
-    c.next_step = "look at what rank " + std::to_string(*known[0].rank) +
-                  " does that the others do not (its data shard, checkpoint or code path); " +
+                (hosts_known  ? ": it follows the rank, not a node"
+                 : multi_host ? " (no run names its host)"
+                              : " (the job ran on one host: only ranks compare)");
+    // A rank with no host is absent from every run: what it does is unknown, its verdict
+    // says where to look for it.
+    c.next_step = (hosts_known || !multi_host ? "look at what rank " + std::to_string(*known[0].rank) +
+                                                    " does that the others do not (its data shard, checkpoint or code path); "
+                                              : std::string()) +
                   last.diagnosis.verdict.next_step;
   } else {
     c.pattern = pattern::kMoving;

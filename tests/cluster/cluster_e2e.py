@@ -65,6 +65,8 @@ RUN_BOUND_S = 40        # every rank of a run must have exited by then (then SIG
 #   pattern   comparison.pattern expected across the runs
 #   timeout   init_process_group timeout inside the ranks (s)
 #   fault     what is injected and what the ranks print (checked before the analyzer runs)
+#   runs      runs of the job (default --runs, 3)
+#   absent_nodes  discriminators.absent_nodes expected in every run's verdict
 # The initiating host of each run is computed by the scenario (the bad host, or the victim's).
 # ---------------------------------------------------------------------------------------------
 SCENARIOS = {
@@ -88,6 +90,13 @@ SCENARIOS = {
         fault="node1 drops its own SYNs to the store port (iptables OUTPUT, tcp_syn_retries=1 in "
               "its namespace): node1's ranks print `errno: 110 - Connection timed out`; the "
               "others connect and time out waiting for them"),
+    "host_never_launched": dict(
+        cls="straggler_timeout", pattern="same_rank", timeout=3, runs=2,
+        absent_nodes=[{"numbered_by": "GROUP_RANK", "node": 3, "ranks": [6, 7]}],
+        fault="node3's ranks (6, 7) are never launched (a node that failed its prolog, a pending "
+              "pod): the ranks of node0-node2 connect to rank 0's store and time out waiting "
+              "(`Socket Timeout`); nothing of node3 is traced, the verdict names its node number "
+              "(GROUP_RANK 3) and its ranks"),
     "refused_host": dict(
         cls="store_unreachable", cause="refused", pattern="same_host", timeout=4,
         fault="node1 resets its own connects to the store port (iptables OUTPUT REJECT "
@@ -459,6 +468,32 @@ def dr_run(job, run):
     return errors
 
 
+NEVER_HOST = "node3"
+
+
+def nl_run(job, run):
+    """Every rank but NEVER_HOST's is launched: their node never started the job."""
+    spec = SCENARIOS["host_never_launched"]
+    missing = job.ranks_on(NEVER_HOST)
+    for r in range(job.world):
+        if r not in missing:
+            job.launch(run, r, spec["timeout"])
+    job.h.wait_all(run, RUN_BOUND_S)
+    errors = []
+    for p in run.procs:
+        expect_exit(p, 1, errors)
+        expect_waited(p, errors)
+    files = job.h.dump(run)
+    hosts = {f["header"].get("host") for f in files}
+    expect(NEVER_HOST not in hosts and len(hosts) == HOSTS - 1,
+           f"trace hosts {sorted(map(str, hosts))}, expected every host but {NEVER_HOST}", errors)
+    traced = {rank_of(f) for f in files if rank_of(f) is not None}
+    expect(traced == set(range(job.world)) - set(missing), f"traced ranks {sorted(traced)}", errors)
+    run.expect_host = None          # no trace names the host that never ran
+    run.expect_ranks = {min(missing)}
+    return errors
+
+
 REFUSE_HOST = "node1"
 
 
@@ -615,6 +650,7 @@ RUNNERS = {
     "straggler_host": (st_setup, st_run),
     "dropped_host": (dr_setup, dr_run),
     "refused_host": (rf_setup, rf_run),
+    "host_never_launched": (st_setup, nl_run),
 }
 assert set(RUNNERS) == set(SCENARIOS)
 
@@ -638,6 +674,9 @@ def check_run_verdict(name, run, diag, errors):
     if run.expect_ranks is not None and v.get("initiating_rank") not in run.expect_ranks:
         errors.append(f"{what}: verdict.initiating_rank {v.get('initiating_rank')!r}, expected "
                       f"one of {sorted(run.expect_ranks)}")
+    nodes = ((diag or {}).get("discriminators") or {}).get("absent_nodes")
+    if "absent_nodes" in spec and nodes != spec["absent_nodes"]:
+        errors.append(f"{what}: discriminators.absent_nodes {nodes!r}, expected {spec['absent_nodes']!r}")
 
 
 def analyze_runs(rdzvscope, runs):
@@ -708,7 +747,7 @@ def main():
         log(f"[{name}] cluster {cluster.prefix}: " + cluster.up().strip().replace("\n", "; "))
         setup, one_run = RUNNERS[name]
         setup(job)
-        for i in range(1, args.runs + 1):
+        for i in range(1, spec.get("runs", args.runs) + 1):
             run = ClusterRun(work, i)
             runs.append(run)
             try:

@@ -177,6 +177,51 @@ TEST_CASE("config_mismatch between torchrun agents: one node with another --rdzv
   CHECK(d.verdict.initiating_host == "node1");  // the store host's agent holds the job's value
 }
 
+namespace {
+
+// A c10d torchrun agent on host "vm" (all agents of one machine, as the e2e torchrun tests run
+// them) with --rdzv-endpoint 127.0.0.1:PORT and --rdzv-id ID; it exits 1 at its join timeout.
+Proc& c10d_agent(Job& job, int pid, std::uint16_t port, const char* id) {
+  const std::string line = "/usr/bin/python3 /usr/local/bin/torchrun --nnodes 3 --nproc-per-node 1 "
+                           "--rdzv-backend c10d --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
+                           " --rdzv-id " + id + " train.py";
+  Proc& p = job.proc(-1, pid, "vm");
+  p.cmdline(line.c_str());
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("another --rdzv-id on one machine: the agent that joined the first one's store is no port_conflict") {
+  // c10d: every agent of the endpoint's host tries to host the store; the ones that find the
+  // port taken join it as clients. Before, the bind failure of the odd agent read as
+  // port_conflict (it outranks config_mismatch).
+  Job job;
+  c10d_agent(job, 500, 29400, "job7").bind(0.5, 0, 29400).listen(0.5, 29400).connect(0.6, 0, 29400, 0.001, 41000).exit(7.0, 1);
+  c10d_agent(job, 501, 29400, "job7").bind(0.6, EADDRINUSE, 29400).connect(0.7, 0, 29400, 0.001, 41001).exit(7.0, 1);
+  c10d_agent(job, 502, 29400, "job8").bind(0.7, EADDRINUSE, 29400).connect(0.8, 0, 29400, 0.001, 41002).exit(7.0, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
+  CHECK(d.verdict.cause == "rdzv-id");
+  CHECK(d.verdict.summary.find("pid 502") != std::string::npos);
+  for (const Finding& f : d.findings) CHECK(f.cls != FailureClass::PortConflict);
+}
+
+TEST_CASE("another --rdzv-endpoint that resolves: the odd agent hosts a store of its own, config_mismatch") {
+  // Each agent reached a store, so the relay rule (every process reached the store) does not
+  // excuse it: the odd one reached its own, the others another one.
+  Job job;
+  c10d_agent(job, 500, 29400, "job7").bind(0.5, 0, 29400).listen(0.5, 29400).connect(0.6, 0, 29400, 0.001, 41000).exit(7.0, 1);
+  c10d_agent(job, 501, 29400, "job7").bind(0.6, EADDRINUSE, 29400).connect(0.7, 0, 29400, 0.001, 41001).exit(7.0, 1);
+  c10d_agent(job, 502, 29411, "job7").bind(0.7, 0, 29411).listen(0.7, 29411).connect(0.8, 0, 29411, 0.001, 41002).exit(7.0, 1);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
+  CHECK(d.verdict.cause == "rdzv-endpoint");
+  CHECK(d.verdict.summary.find("rdzv-endpoint=127.0.0.1:29411") != std::string::npos);
+  REQUIRE(d.discriminators["differing_processes"].size() == 1);
+  CHECK(d.discriminators["differing_processes"][0].get<std::string>().find("pid 502") != std::string::npos);
+}
+
 TEST_CASE(
     "store_not_ready still wins when every rank has the same settings and the store never "
     "listened") {
@@ -290,4 +335,55 @@ TEST_CASE("two jobs on one endpoint are a collision, not ranks of one job that d
   Diagnosis d = job.diagnose_it();
   CHECK(d.verdict.cls == FailureClass::RdzvCollision);
   for (const auto& f : d.findings) CHECK(f.cls != FailureClass::ConfigMismatch);
+}
+
+// Lines of a real 2.13 job (tests/e2e config_mismatch, 2026-12-02; tests/corpus/logs/own/
+// torch2.13-config_mismatch): rank 1 alone had MASTER_PORT 41673, the store listened on 38935.
+constexpr const char* kRank1TriedOtherPort =
+    "[E1202 00:43:08.857381741 socket.cpp:1028] [c10d] The client socket has timed out after 3000ms while "
+    "trying to connect to (127.0.0.1, 41673).";
+constexpr const char* kRank2WaitedOnStore =
+    "[W1202 00:43:09.184146115 socket.cpp:469] [c10d] waitForInput: poll for socket SocketImpl(fd=4, "
+    "addr=[::ffff:127.0.0.1]:54044, remote=[::ffff:127.0.0.1]:38935) returned 0, likely a timeout";
+constexpr const char* kRank0CountedClients =
+    "torch.distributed.DistStoreError: Timed out after 4 seconds waiting for clients. 2/3 clients joined.";
+
+TEST_CASE("config_mismatch from logs alone: a rank tried another port than the one the others reached") {
+  // Before, logs alone said straggler_timeout (rank 1 did not time out waiting, so "probably late").
+  Job job;
+  job.log_line(kRank0CountedClients, 0).log_line(kRank1TriedOtherPort, 1).log_line(kRank2WaitedOnStore, 2);
+  Diagnosis d = diagnose(TraceInputs{}, job.logs());
+  CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
+  CHECK(d.verdict.cause == "MASTER_PORT");
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.confidence == "medium");
+  CHECK(d.verdict.summary.find("rank 1 tried the store at 127.0.0.1:41673 and never reached it, where rank 2 used "
+                               "127.0.0.1:38935") != std::string::npos);
+  CHECK(d.discriminators["mismatched_settings"][0]["values"]["41673"] == nlohmann::ordered_json::array({"rank 1"}));
+}
+
+TEST_CASE("config_mismatch from logs alone: look-alikes") {
+  {
+    Job job;  // every rank's lines name one port: a straggler's connect timeout is no mismatch
+    job.log_line(kRank2WaitedOnStore, 2)
+        .log_line("[E1202 00:43:08.857381741 socket.cpp:1028] [c10d] The client socket has timed out after "
+                  "3000ms while trying to connect to (127.0.0.1, 38935).",
+                  1);
+    CHECK(diagnose(TraceInputs{}, job.logs()).verdict.cls != FailureClass::ConfigMismatch);
+  }
+  {
+    Job job;  // the odd rank reached a store on its port (a relay in front of the store): no mismatch
+    job.log_line(kRank2WaitedOnStore, 2)
+        .log_line("[W1202 00:43:09.184146115 socket.cpp:469] [c10d] waitForInput: poll for socket "
+                  "SocketImpl(fd=4, addr=[::ffff:127.0.0.1]:54045, remote=[::ffff:127.0.0.1]:41673) returned 0, "
+                  "likely a timeout",
+                  1);
+    CHECK(diagnose(TraceInputs{}, job.logs()).verdict.cls != FailureClass::ConfigMismatch);
+  }
+  {
+    Job job;  // with traces, the headers decide: the log lines alone are not read for it
+    waiting_rank(job, 0).exit(9.0, 1);
+    job.log_line(kRank1TriedOtherPort, 1).log_line(kRank2WaitedOnStore, 2);
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::ConfigMismatch);
+  }
 }

@@ -131,3 +131,80 @@ TEST_CASE("the timeline gives processes with one pid on one host a track each", 
           return n.find("late") != std::string::npos;
         }) == 1);
 }
+
+namespace {
+
+constexpr std::uint64_t kNetnsA = 4026532500ull, kNetnsB = 4026532600ull;
+
+// Processes of one host "vm" in network namespaces of their own (pods without hostNetwork,
+// `docker run` without --net=host): each namespace has its own 127.0.0.1.
+Proc& in_netns(Job& job, int rank, int pid, std::uint64_t netns, const char* run_id) {
+  Proc& p = job.proc(rank, pid, "vm", run_id);
+  p.origin(kFirstPidns + static_cast<std::uint64_t>(pid), 1, 7000 + static_cast<std::uint64_t>(pid));
+  p.header().origin.netns_inode = netns;
+  p.master("127.0.0.1", kPort);
+  p.header().ident.world_size = 2;
+  return p;
+}
+
+// A store connect to 127.0.0.1:kPort, made or failed with err.
+rdzv_record loopback_connect(double t, int err, std::uint16_t local_port) {
+  rdzv_record r = make_record(RDZV_EV_CONNECT, RDZV_OP_CONNECT, t);
+  r.flags = RDZV_F_STORE;
+  r.ret = err ? -1 : 0;
+  r.err = err;
+  r.dur_ns = 1'000'000;
+  r.u.net.peer = ipv4(127, 0, 0, 1, kPort);
+  if (!err) r.u.net.local = ipv4(127, 0, 0, 1, local_port);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("two jobs each on 127.0.0.1:29500 of their own network namespace are no collision",
+          "[identity][netns]") {
+  // Before loopback endpoints were told apart by namespace: rdzv_collision, "jobs a, b joined
+  // the same rendezvous endpoint 127.0.0.1:29500".
+  Job job;
+  int pid = 100;
+  for (auto [netns, run_id] : {std::pair{kNetnsA, "job-a"}, std::pair{kNetnsB, "job-b"}}) {
+    in_netns(job, 0, ++pid, netns, run_id).bind(0.9, 0).listen(0.9).add(loopback_connect(1.0, 0, 40000)).exit(3.0, 0);
+    in_netns(job, 1, ++pid, netns, run_id).add(loopback_connect(1.0, 0, 40001)).exit(3.0, 0);
+  }
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::Healthy);
+  for (const Finding& f : d.findings) CHECK(f.cls != FailureClass::RdzvCollision);
+}
+
+TEST_CASE("two jobs on 127.0.0.1:29500 of one network namespace are still a collision", "[identity][netns]") {
+  Job job;
+  int pid = 100;
+  for (const char* run_id : {"job-a", "job-b"}) {
+    in_netns(job, 0, ++pid, kNetnsA, run_id).add(loopback_connect(1.0, 0, 40000)).exit(3.0, 0);
+    in_netns(job, 1, ++pid, kNetnsA, run_id).add(loopback_connect(1.0, 0, 40001)).exit(3.0, 1);
+  }
+  CHECK(job.diagnose_it().verdict.cls == FailureClass::RdzvCollision);
+}
+
+TEST_CASE("refused on 127.0.0.1 in one network namespace is not refused by the store of another",
+          "[identity][netns]") {
+  // Namespace A: rank 0's store and rank 1 connected to it. Namespace B: rank 1 of the other
+  // job, refused on its own 127.0.0.1:29500 where nothing listens. The store of A was never
+  // reachable from B: no store_unreachable (it was, before stores were matched by namespace).
+  Job job;
+  in_netns(job, 0, 101, kNetnsA, "job-a").bind(0.9, 0).listen(0.9).add(loopback_connect(1.0, 0, 40000)).exit(6.0, 1);
+  in_netns(job, 1, 102, kNetnsA, "job-a").add(loopback_connect(1.0, 0, 40001)).exit(6.0, 1);
+  Proc& lost = in_netns(job, 1, 103, kNetnsB, "job-b");
+  for (int i = 0; i < 4; ++i) lost.add(loopback_connect(1.0 + i, ECONNREFUSED, 0));
+  lost.exit(5.5, 1);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls != FailureClass::StoreUnreachable);
+  for (const Finding& f : d.findings) CHECK(f.cls != FailureClass::StoreUnreachable);
+  // The same refusals inside namespace A, where the store listened: store_unreachable.
+  Job same;
+  in_netns(same, 0, 101, kNetnsA, "").bind(0.9, 0).listen(0.9).add(loopback_connect(1.0, 0, 40000)).exit(6.0, 1);
+  Proc& refused = in_netns(same, 1, 103, kNetnsA, "");
+  for (int i = 0; i < 4; ++i) refused.add(loopback_connect(1.0 + i, ECONNREFUSED, 0));
+  refused.exit(5.5, 1);
+  CHECK(same.diagnose_it().verdict.cls == FailureClass::StoreUnreachable);
+}

@@ -190,6 +190,74 @@ TEST_CASE("a rank never started, and a traced one late too: the absent rank init
   CHECK(d.verdict.summary.find("rank(s) 2 were late as well") != std::string::npos);
 }
 
+namespace {
+
+// An 8-rank job, 2 ranks on each of node0-node3 (GROUP_RANK = rank / 2, LOCAL_RANK = rank % 2,
+// as the test cluster and torchrun number them); only `traced` ranks ran. They connect to rank
+// 0's store and time out waiting for the others.
+void eight_ranks_on_four_nodes(Job& job, const std::vector<int>& traced) {
+  job.world_size(8);
+  for (int r : traced) {
+    Proc& p = job.proc(r, 1000 + r, "node" + std::to_string(r / 2));
+    p.header().ident.group_rank = r / 2;
+    p.header().ident.local_rank = r % 2;
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r)).exit(4.3, 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a whole node never launched is named as a node, with the ranks it should have run") {
+  Job job;
+  eight_ranks_on_four_nodes(job, {0, 1, 2, 3, 4, 5});
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 6);
+  CHECK(d.evidence.absent_ranks == std::vector<int>{6, 7});
+  REQUIRE(d.evidence.absent_nodes.size() == 1);
+  CHECK(d.evidence.absent_nodes[0].index_var == "GROUP_RANK");
+  CHECK(d.evidence.absent_nodes[0].index == 3);
+  CHECK(d.evidence.absent_nodes[0].ranks == std::vector<int>{6, 7});
+  CHECK(d.verdict.summary.find("a whole node is missing: the node with GROUP_RANK 3 (ranks 6, 7) has no traced "
+                               "process, while node0 (GROUP_RANK 0), node1 (GROUP_RANK 1), node2 (GROUP_RANK 2) "
+                               "did run") != std::string::npos);
+  CHECK(d.verdict.next_step.find("number 3 (from 0) of the job's node list") != std::string::npos);
+  CHECK(d.discriminators["absent_nodes"] ==
+        nlohmann::ordered_json::parse(R"([{"numbered_by":"GROUP_RANK","node":3,"ranks":[6,7]}])"));
+}
+
+TEST_CASE("absent ranks that are not a whole node name no node") {
+  {
+    Job job;  // node3 ran rank 6: rank 7 alone is missing
+    eight_ranks_on_four_nodes(job, {0, 1, 2, 3, 4, 5, 6});
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.initiating_rank == 7);
+    CHECK(d.evidence.absent_nodes.empty());
+    CHECK_FALSE(d.discriminators.contains("absent_nodes"));
+    CHECK(d.verdict.summary.find("whole node") == std::string::npos);
+  }
+  {
+    Job job;  // one node traced: how many ranks a node runs is not shown
+    eight_ranks_on_four_nodes(job, {0, 1});
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.evidence.absent_ranks == std::vector<int>{2, 3, 4, 5, 6, 7});
+    CHECK(d.evidence.absent_nodes.empty());
+  }
+  {
+    Job job;  // GROUP_RANK and LOCAL_RANK do not give the ranks: rank 4 says node 1, local rank 0
+    eight_ranks_on_four_nodes(job, {0, 1, 2, 3, 5});
+    Proc& p = job.proc(4, 1004, "node2");
+    p.header().ident.group_rank = 1;
+    p.header().ident.local_rank = 0;
+    p.connect(1.0, 0, kPort, 0.001, 40004).exit(4.3, 1);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.evidence.absent_ranks == std::vector<int>{6, 7});
+    CHECK(d.evidence.absent_nodes.empty());
+  }
+}
+
 TEST_CASE("absent ranks but every traced rank exited 0: unknown, never healthy") {
   // The traced ranks completed their rendezvous, so the others probably ran where rdzvscope
   // did not look (another node's directory not given): their rendezvous is unknown.

@@ -83,6 +83,22 @@ TEST_CASE("runs: on one host, 'the same host' says nothing: ranks decide") {
         "same_rank");
 }
 
+// A rank with no trace has no host: on a job of several hosts, the comparison must not say
+// that the job ran on one host (it did, before the fix).
+TEST_CASE("runs: an absent rank on a job of several hosts is same_rank, with no host and no 'one host'") {
+  RunResult a = run("a", "straggler_timeout", 3), b = run("b", "straggler_timeout", 3);
+  for (RunResult* r : {&a, &b}) {
+    r->diagnosis.ranks[3].absent = true;
+    r->diagnosis.ranks[3].host.clear();
+    r->diagnosis.verdict.initiating_host.reset();
+  }
+  const RunComparison c = compare_runs({a, b});
+  CHECK(c.pattern == "same_rank");
+  CHECK(has(c.summary, "always started by rank 3 (no run names its host)"));
+  CHECK_FALSE(has(c.summary, "one host"));
+  CHECK(c.next_step == "the run's own next step");  // nothing of what rank 3 "does" is known
+}
+
 TEST_CASE("runs: different classes are mixed_classes, with no common class") {
   const RunComparison c = compare_runs({run("a", "broken_pipe", 1), run("b", "healthy", std::nullopt)});
   CHECK(c.pattern == "mixed_classes");

@@ -51,7 +51,7 @@ if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYT
 from rdzvtest import checks  # noqa: E402
 from rdzvtest.checks import Fail, finish_scenario, log  # noqa: E402
 from rdzvtest.cli import AnalyzerMissing  # noqa: E402
-from rdzvtest.e2e import MODES, SCENARIOS, Harness, run_scenario  # noqa: E402
+from rdzvtest.e2e import MODES, SCENARIOS, WORLD, Harness, run_scenario, without_ranks  # noqa: E402
 
 
 def check_verdict(diag, want_cls, want_rank, want_cause, errors, what):
@@ -67,6 +67,23 @@ def check_verdict(diag, want_cls, want_rank, want_cause, errors, what):
                       f"expected {want_rank!r}")
     if want_cause is not None and verdict.get("cause") != want_cause:
         errors.append(f"{what}: verdict.cause {verdict.get('cause')!r}, expected {want_cause!r}")
+
+
+def check_withheld(h, run, ranks, errors):
+    """The same run analyzed without the trace files and logs of `ranks`: a rank WORLD_SIZE
+    expects and no trace shows is absent, and the one the others timed out waiting for."""
+    what = f"without the traces of rank(s) {list(ranks)}"
+    diag = h.analyze(without_ranks(run, ranks))
+    log(f"[{run.name}] analyze ({what}): " + json.dumps(diag.get("verdict"))[:600])
+    check_verdict(diag, "straggler_timeout", min(ranks), None, errors, what)
+    disc = diag.get("discriminators") or {}
+    if disc.get("absent_ranks") != sorted(ranks):
+        errors.append(f"{what}: discriminators.absent_ranks {disc.get('absent_ranks')!r}")
+    if disc.get("expected_world_size") != WORLD:
+        errors.append(f"{what}: discriminators.expected_world_size "
+                      f"{disc.get('expected_world_size')!r}, expected {WORLD}")
+    if "no trace of it exists" not in ((diag.get("verdict") or {}).get("summary") or ""):
+        errors.append(f"{what}: the summary does not say that no trace of the rank exists")
 
 
 def main():
@@ -141,6 +158,8 @@ def main():
             log(f"[{name}] analyze (traces + logs): " + json.dumps(diag.get("verdict"))[:600])
             check_verdict(diag, spec["cls"], run.expect_rank, spec["cause"], verdict_errors,
                           "traces+logs")
+            if spec.get("withheld"):
+                check_withheld(h, run, spec["withheld"], verdict_errors)
         if spec["log_cls"] is not None:   # always set today; None would skip the check
             diag = h.analyze(["--log"] + logs)
             log(f"[{name}] analyze (logs only): " + json.dumps(diag.get("verdict"))[:600])
