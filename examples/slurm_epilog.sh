@@ -3,7 +3,7 @@
 # traces, so that whoever looks at the failed job finds the failure class, the node and rank
 # it started on, and the next command to run, without running anything:
 #
-#   slurm.conf:   EpilogSlurmctld=/usr/local/share/rdzvscope/slurm_epilog.sh
+#   slurm.conf:   EpilogSlurmctld=/usr/local/share/rdzvscope/examples/slurm_epilog.sh
 #
 # slurmctld runs it on its own host after every job, with the job's facts in the environment
 # (SLURM_JOB_ID, SLURM_JOB_EXIT_CODE2 "EXIT:SIGNAL", SLURM_JOB_DERIVED_EC) and nothing of the

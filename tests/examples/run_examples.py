@@ -9,6 +9,8 @@ everything in place), then its diagnosis.json: straggler_timeout, initiating ran
 torchrun_sh: `bash examples/torchrun.sh examples/train_min.py` on one node with 4 workers
 (PyTorch 2.x's torchrun first on PATH, rank 2 late through RDZV_LATE_RANK), then
 `rdzvscope analyze` on its trace directory: straggler_timeout, initiating rank 2.
+--examples DIR runs DIR's torchrun.sh and train_min.py instead (tests/package: the installed
+ones, with the installed CLI as --rdzvscope).
 Standard library only.
 """
 import argparse
@@ -70,8 +72,8 @@ def case_torchrun_sh(args, work):
                     GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
     log = os.path.join(work, "torchrun.log")
     with open(log, "w") as f:
-        p = subprocess.run(["bash", os.path.join(ROOT, "examples", "torchrun.sh"),
-                            os.path.join(ROOT, "examples", "train_min.py")],
+        p = subprocess.run(["bash", os.path.join(args.examples, "torchrun.sh"),
+                            os.path.join(args.examples, "train_min.py")],
                            env=env, stdout=f, stderr=subprocess.STDOUT, timeout=120)
     with open(log) as f:
         text = f.read()
@@ -94,6 +96,8 @@ def main():
     ap.add_argument("--rdzvscope", required=True)
     ap.add_argument("--python", required=True, help="an interpreter with PyTorch 2.x and its torchrun")
     ap.add_argument("--build-dir", default="build", help="the build tree demo.sh uses")
+    ap.add_argument("--examples", default=os.path.join(ROOT, "examples"),
+                    help="torchrun_sh: the examples directory (tests/package: the installed one)")
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
     args.rdzvscope = os.path.abspath(args.rdzvscope)

@@ -23,6 +23,15 @@ CASE
                            left alone, and a failing `sbatch --rdzvscope=DIR` job is traced by
                            its batch script's srun and gets DIR/.../JOBID/summary.md from the
                            epilog.
+  attach_hung              a job hung in its rendezvous, started without the shim (3 nodes, one
+                           PyTorch 2.13 rank each by hand, rank 2 sleeping before
+                           init_process_group, ranks 0 and 1 waiting in the store on node0),
+                           then examples/slurm_attach.sh: `srun --overlap --jobid J -N3 rdzvscope
+                           attach --all --port P --duration S --out SHARED/.../%h --same-netns`
+                           and `rdzvscope analyze`. Checks one file per process, in its own
+                           node's directory (the 3 nodes share a kernel: each attach sees every
+                           node's processes and must keep only its own), the store connections
+                           found open, and the verdict: straggler_timeout, rank 2.
 
 Exit 77 (ctest: skipped) only where the test cannot run at all: not root, or Slurm/munge
 missing and not installable (rdzvtest.slurm.missing_slurm). Every exit path stops the daemons,
@@ -37,6 +46,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
@@ -46,6 +56,7 @@ from rdzvtest import checks  # noqa: E402
 from rdzvtest.checks import Fail, expect, log  # noqa: E402
 from rdzvtest.cluster import Cluster  # noqa: E402
 from rdzvtest.launch import job_env, read  # noqa: E402
+from rdzvtest.ports import free_port  # noqa: E402
 from rdzvtest.slurm import SlurmCluster, missing_slurm  # noqa: E402
 from rdzvtest.traces import events, failed_resolves  # noqa: E402
 
@@ -76,6 +87,15 @@ def job_environment(args, **extra):
     return e
 
 
+def shared_and_submit(work):
+    """WORK/shared (the traces, as a cluster's shared file system) and WORK/submit (where
+    jobs are submitted from, their output files), made."""
+    shared, submit = os.path.join(work, "shared"), os.path.join(work, "submit")
+    os.makedirs(shared)
+    os.makedirs(submit)
+    return shared, submit
+
+
 def trace_hosts(files):
     return {f["header"].get("host") for f in files}
 
@@ -84,10 +104,7 @@ def trace_hosts(files):
 
 def case_sbatch_name_resolution(args, work):
     errors = []
-    shared = os.path.join(work, "shared")
-    submit = os.path.join(work, "submit")
-    os.makedirs(shared)
-    os.makedirs(submit)
+    shared, submit = shared_and_submit(work)
     with SlurmCluster(Cluster(HOSTS), os.path.join(work, "slurm"), keep=args.keep) as sc:
         # a short srun: every node runs a task, each in its own host
         t = time.monotonic()
@@ -136,13 +153,8 @@ def case_sbatch_name_resolution(args, work):
                 if ev.get("host") == "node0" and ev.get("ret") == 0}
         expect(good >= {"node1", "node2"}, f"hosts that resolved node0: {sorted(good)}", errors)
 
-        diag = analyze_json(args.rdzvscope, trace_dir, errors)
-        v = diag.get("verdict") or {}
-        log(f"analyze {trace_dir}: " + json.dumps(v)[:600])
-        expect(v.get("class") == "name_resolution", f"verdict.class {v.get('class')!r}", errors)
-        expect(v.get("initiating_host") == BAD_HOST,
-               f"verdict.initiating_host {v.get('initiating_host')!r}, expected {BAD_HOST!r}",
-               errors)
+        v = expect_verdict(args.rdzvscope, trace_dir, errors, "name_resolution",
+                           initiating_host=BAD_HOST)
         # Every process carries the job's Slurm identity in its trace header. node3's agent
         # never joined, so torch gave nothing a rank: the rank is the Slurm task's
         # (SLURM_PROCID; one task per node, in node order: 3).
@@ -167,6 +179,17 @@ def case_sbatch_name_resolution(args, work):
             sc.keep = True                 # the daemons' logs stay in the scratch directory
             log(f"--- {out_file}\n{out[-4000:]}")
     return errors
+
+
+def expect_verdict(rdzvscope, path, errors, cls, **want):
+    """`rdzvscope analyze PATH --format json`: its verdict has class `cls` and each field of
+    `want` (initiating_rank=2...); returns the verdict."""
+    v = analyze_json(rdzvscope, path, errors).get("verdict") or {}
+    log(f"analyze {path}: " + json.dumps(v)[:600])
+    expect(v.get("class") == cls, f"verdict.class {v.get('class')!r}, expected {cls!r}", errors)
+    for k, value in want.items():
+        expect(v.get(k) == value, f"verdict.{k} {v.get(k)!r}, expected {value!r}", errors)
+    return v
 
 
 def analyze_json(rdzvscope, path, errors):
@@ -330,7 +353,153 @@ def case_spank(args, work):
     return errors
 
 
-CASES = {"sbatch_name_resolution": case_sbatch_name_resolution, "spank": case_spank}
+# ------------------------------------------------------------------------------- attach
+
+ATTACH_SCRIPT = os.path.join(ROOT, "examples", "slurm_attach.sh")
+ATTACH_HOSTS = 3
+LATE_RANK = 2
+# The ranks' rendezvous timeout: attach must be recording on every node before it expires
+# (4.4 s after the ranks' store connects were seen, on a 2-core machine at load 8: srun, and
+# the probes loaded on 3 nodes at once).
+HUNG_TIMEOUT_S = 20
+ATTACH_S = HUNG_TIMEOUT_S + 15       # until the waits time out and the ranks exit
+# One rank per node, started by hand (no shim, no torchrun); rank 2 sleeps before
+# init_process_group, so ranks 0 and 1 wait in the store on node0 until their timeout.
+HUNG_JOB = """#!/bin/bash
+srun --label --ntasks-per-node=1 bash -c \\
+  'export RANK=$SLURM_PROCID LOCAL_RANK=0 WORLD_SIZE=$SLURM_NTASKS; exec "$PYTHON" "$TRAIN"'
+"""
+TIMED_OUT = ("Socket Timeout", "wait timeout after", "waiting for clients")
+
+
+def established(sc, host, port):
+    """The TCP connections accepted on `port` on `host` (the store's ends of its clients)."""
+    p = sc.cmd(host, "ss", "-Htn", "state", "established", f"( sport = :{port} )", check=False,
+               timeout=15)
+    return len(p.stdout.splitlines())
+
+
+def read_timed(pipe, lines):
+    """Appends (monotonic time, line) for each line of `pipe` until it closes (a thread)."""
+    for line in pipe:
+        lines.append((time.monotonic(), line.rstrip("\n")))
+
+
+def case_attach_hung(args, work):
+    errors = []
+    shared, submit = shared_and_submit(work)
+    script = os.path.join(work, "hung.sbatch")
+    with open(script, "w") as f:
+        f.write(HUNG_JOB)
+    port = free_port()
+    with SlurmCluster(Cluster(ATTACH_HOSTS), os.path.join(work, "slurm"), keep=args.keep) as sc:
+        env = job_environment(args, MASTER_ADDR="node0", MASTER_PORT=str(port),
+                              RDZV_TIMEOUT_S=str(HUNG_TIMEOUT_S), RDZV_DELAY_S="600",
+                              RDZV_LATE_RANK=str(LATE_RANK), PYTHON=args.python, TRAIN=TRAIN)
+        job = sc.sbatch("node0", f"--nodes={ATTACH_HOSTS}", "--output=hung-%j.out", script,
+                        env=env, cwd=submit)
+        out_file = os.path.join(submit, f"hung-{job}.out")
+        # hung: ranks 0 and 1 connected to the store (rank 0's own client and rank 1's)
+        t = time.monotonic()
+        while established(sc, "node0", port) < 2:
+            info = sc.job_info(job)
+            if info.get("JobState") not in ("PENDING", "RUNNING", "CONFIGURING"):
+                raise Fail(f"job {job} is {info.get('JobState')} before its ranks reached the "
+                           f"store:\n{read(out_file)[-3000:]}")
+            if time.monotonic() - t > 120:
+                raise Fail(f"ranks 0 and 1 not connected to node0:{port} after 120 s:\n"
+                           f"{read(out_file)[-3000:]}")
+            time.sleep(0.5)
+        t_store = time.monotonic()
+        log(f"job {job}: ranks 0 and 1 in the store on node0:{port} after {t_store - t:.1f}s")
+
+        # the example, as an admin runs it: one attach per node, then analyze
+        # --same-netns: these 3 nodes are network namespaces of one kernel (docs/slurm.md)
+        attach_env = job_environment(args, SHARED=shared, RDZVSCOPE=args.rdzvscope,
+                                     ATTACH_OPTS="--same-netns")
+        p = sc.popen("node0", "bash", ATTACH_SCRIPT, str(job), str(port), str(ATTACH_S),
+                     env=attach_env, cwd=submit)
+        err_lines = []
+        reader = threading.Thread(target=read_timed, args=(p.stderr, err_lines), daemon=True)
+        reader.start()
+        try:
+            stdout = p.stdout.read()
+            p.wait(timeout=ATTACH_S + 60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise Fail(f"examples/slurm_attach.sh still running {ATTACH_S + 60}s after start")
+        reader.join(10)
+        stderr = "\n".join(l for _, l in err_lines)
+        ready = [at for at, l in err_lines if "recording all processes" in l]
+        log(f"slurm_attach.sh exited {p.returncode} after {time.monotonic() - t_store:.1f}s; "
+            f"{len(ready)} attach(es) recording, the last "
+            f"{(max(ready) - t_store) if ready else float('nan'):.1f}s after the store connects "
+            f"(the ranks' timeout: {HUNG_TIMEOUT_S}s)")
+        expect(p.returncode == 0, f"slurm_attach.sh exited {p.returncode}: {stderr[-2000:]}",
+               errors)
+        expect(len(ready) == ATTACH_HOSTS, f"{len(ready)} of {ATTACH_HOSTS} attach(es) said they "
+                                           f"were recording: {stderr[-2000:]}", errors)
+        # (else what follows fails for want of the timeouts: say why)
+        expect(not ready or max(ready) - t_store < HUNG_TIMEOUT_S,
+               f"attach was recording only {max(ready or [0]) - t_store:.1f}s after the store "
+               f"connects, past the ranks' {HUNG_TIMEOUT_S}s timeout: a machine this slow "
+               f"needs a larger HUNG_TIMEOUT_S", errors)
+        expect("VERDICT  straggler_timeout" in stdout,
+               f"the script's analyze printed no straggler verdict: {stdout[-1500:]}", errors)
+        # --same-netns did something: the nodes share a kernel, so each attach saw the others'
+        # store processes and removed their files
+        left_out = [l for l in stderr.splitlines() if "network namespaces left out" in l]
+        expect(left_out, f"no attach left out another node's processes: {stderr[-2000:]}", errors)
+
+        out = os.path.join(shared, f"attach-{job}")
+        try:
+            files = cli.dump(args.rdzvscope, out)
+        except Fail as e:                  # no trace at all: said, and the rest still checked
+            files = []
+            errors.append(str(e))
+        log(f"{out}: " + ", ".join(sorted(os.path.relpath(f["header"]["file"], out)
+                                          for f in files)))
+        # one file per process, under its own node's directory, named after that node
+        for f in files:
+            h = f["header"]
+            node = os.path.basename(os.path.dirname(h["file"]))
+            expect(h.get("source") == "bpf", f"{h['file']}: source {h.get('source')}", errors)
+            expect(h.get("host") == node, f"{h['file']}: host {h.get('host')!r} in {node}/",
+                   errors)
+        origins = [json.dumps(f["header"].get("origin"), sort_keys=True) for f in files]
+        expect(len(set(origins)) == len(origins), "a process recorded twice: "
+               + ", ".join(o for o in origins if origins.count(o) > 1)[:600], errors)
+        ranks = {}
+        for f in files:
+            r = (f["header"].get("identity") or {}).get("rank")
+            if isinstance(r, int) and r >= 0:
+                ranks.setdefault(r, set()).add(f["header"].get("host"))
+        expect(ranks == {0: {"node0"}, 1: {"node1"}},
+               f"ranks traced by host: {ranks}, expected rank 0 on node0, 1 on node1 (2 late)",
+               errors)
+        # the store connections were there before attach started (the job was hung already)
+        found = [ev for _, ev in events(files, "connect") if "preexisting" in (ev.get("flags") or [])]
+        expect(found, "no store connection found open when attach started", errors)
+
+        expect_verdict(args.rdzvscope, out, errors, "straggler_timeout",
+                       initiating_rank=LATE_RANK)
+
+        sc.cmd("node0", "scancel", str(job), check=False, timeout=15)
+        sc.wait_job(job, 30)
+        text = read(out_file)
+        expect(f"rank {LATE_RANK}/{ATTACH_HOSTS}" in text and "sleeping" in text,
+               f"rank {LATE_RANK} did not say it was sleeping: {text[-1500:]}", errors)
+        expect(any(n in text for n in TIMED_OUT),
+               f"no rank timed out waiting in the store: {text[-1500:]}", errors)
+        if errors:
+            sc.keep = True
+            log(f"--- {out_file}\n{text[-3000:]}\n--- slurm_attach.sh\n{stdout[-3000:]}\n"
+                f"{stderr[-3000:]}")
+    return errors
+
+
+CASES = {"sbatch_name_resolution": case_sbatch_name_resolution, "spank": case_spank,
+         "attach_hung": case_attach_hung}
 
 
 def main():

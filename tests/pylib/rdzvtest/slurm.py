@@ -323,6 +323,16 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=10 State=UP OverSubscribe=NO
                        f"{(p.stdout + p.stderr).strip()[-2000:]}")
         return p
 
+    def popen(self, host, *args, env=None, cwd=None):
+        """Starts a Slurm client command on `host` in the background (as cmd does, SLURM_CONF
+        set); stdout and stderr are text pipes, read by the caller; the caller waits for it."""
+        argv = list(args)
+        if argv and not os.path.isabs(argv[0]) and tool(argv[0]):
+            argv[0] = tool(argv[0])
+        return subprocess.Popen(self.cluster.exec_prefix(host) + argv, env=self.env(**(env or {})),
+                                cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
     def sbatch(self, host, *args, env=None, cwd=None):
         """Submits; returns the job id."""
         p = self.cmd(host, "sbatch", "--parsable", *args, env=env, cwd=cwd)
