@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -306,6 +307,54 @@ TEST_CASE("store ports: MASTER_PORT, the endpoint's port, 29400, 29500, RDZVSCOP
   CHECK(ports_from({"PET_RDZV_ENDPOINT=node-a"}) == std::vector<std::uint16_t>{29400, 29500});
   CHECK(ports_from({"MASTER_PORT=29500"}) ==
         std::vector<std::uint16_t>{29500, 29400});  // once each
+}
+
+// The environment read entry by entry, as attach's kernel side reads a new image's at exec
+// (bpf/env_ports.bpf.h): the same header functions, one entry at a time, a list a character
+// at a time. The defaults are no entry's.
+std::vector<std::uint16_t> ports_entry_by_entry(const std::vector<std::string>& entries) {
+  std::vector<std::uint16_t> out;
+  auto add = [&](std::uint16_t p) {
+    if (p && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  };
+  for (const std::string& e : entries) {
+    unsigned at = 0;
+    const auto len = static_cast<unsigned>(e.size());
+    switch (rdzv_env_entry_port_var(e.c_str(), len, &at)) {
+      case RDZV_PORT_VAR_MASTER_PORT: add(rdzv_port_of_text(e.c_str() + at, len - at)); break;
+      case RDZV_PORT_VAR_ENDPOINT: add(rdzv_port_of_endpoint(e.c_str() + at, len - at)); break;
+      case RDZV_PORT_VAR_LIST: {
+        rdzv_port_list_state st{};
+        for (unsigned i = at; i <= len; ++i) add(rdzv_port_list_feed(&st, i < len ? e[i] : '\0'));
+        break;
+      }
+      default: break;
+    }
+  }
+  return out;
+}
+
+std::vector<std::uint16_t> without_defaults(std::vector<std::uint16_t> ports) {
+  std::erase_if(ports, [](std::uint16_t p) { return p == RDZV_PORT_C10D_DEFAULT || p == RDZV_PORT_TCPSTORE_DEFAULT; });
+  return ports;
+}
+
+TEST_CASE("store ports: read entry by entry (attach at exec) as looked up by name (the shim)",
+          "[core][ports]") {
+  const std::vector<std::vector<std::string>> envs = {
+      {"MASTER_PORT=29600", "PET_RDZV_ENDPOINT=node-a:29401", "RDZVSCOPE_PORTS=41000,41001"},
+      {"PET_RDZV_ENDPOINT=[fe80::1]:29402"},
+      {"PET_RDZV_ENDPOINT=[fe80::1]", "MASTER_PORTX=1", "XMASTER_PORT=2", "MASTER_PORT"},
+      {"PET_RDZV_ENDPOINT=node-a", "MASTER_PORT=0029501"},
+      {"MASTER_PORT=00029501", "RDZVSCOPE_PORTS=70000,abc,,-5, 41002,41003 ,+41004,41005"},
+      {"PET_RDZV_ENDPOINT=" + std::string(250, 'h') + ".example:29403"},
+      {"PET_RDZV_ENDPOINT=host:123456789", "MASTER_PORT=65536"},
+  };
+  for (const auto& env : envs) {
+    CAPTURE(env);
+    CHECK(ports_entry_by_entry(env) == without_defaults(ports_from(env)));
+  }
+  CHECK(ports_entry_by_entry(envs[5]) == std::vector<std::uint16_t>{29403});  // a 253-byte name
 }
 
 TEST_CASE("store ports: what is not a strict decimal port is skipped", "[core][ports]") {
