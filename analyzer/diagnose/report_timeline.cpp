@@ -251,7 +251,12 @@ class TimelineWriter {
 
   // Ranks the job expected and no trace shows (Context::absent_ranks): a track each under a
   // process of their own, with one span over the whole job, so that the rank that never came
-  // is as visible as the ones waiting for it.
+  // is as visible as the ones waiting for it. The first kAbsentTracks of them, and the
+  // initiating rank; the rest share one track that lists them: a job with thousands of ranks
+  // missing (a whole partition, a damaged WORLD_SIZE) must not make a timeline of millions of
+  // tracks that no viewer opens.
+  static constexpr std::size_t kAbsentTracks = 64;
+
   void add_absent_ranks() {
     if (c_.absent_ranks.empty()) return;
     const int pid = verdict_track_.pid;
@@ -260,15 +265,29 @@ class TimelineWriter {
     meta_sort(Track{pid, 0}, "process_sort_index", pid);
     std::int64_t end = t0_;
     for (const auto& f : c_.facts) end = std::max(end, f.proc->exit_ns.value_or(f.proc->last_event_ns()));
-    for (int rank : c_.absent_ranks) {
+    std::vector<int> shown, rest;
+    const auto initiating = d_.verdict.initiating_rank;
+    for (int rank : c_.absent_ranks)
+      (shown.size() < kAbsentTracks || (rank == initiating && shown.size() == kAbsentTracks) ? shown : rest)
+          .push_back(rank);
+    if (rest.size() == 1) {  // one more fits where its summary would go
+      shown.push_back(rest[0]);
+      rest.clear();
+    }
+    for (int rank : shown) {
       const Track t{pid, rank};
-      const bool initiating = d_.verdict.initiating_rank == rank;
-      meta(t, "thread_name", "rank " + std::to_string(rank) + " (absent)" + (initiating ? " - initiating" : ""));
+      meta(t, "thread_name", "rank " + std::to_string(rank) + " (absent)" + (initiating == rank ? " - initiating" : ""));
       meta_sort(t, "thread_sort_index", rank);
       span(t, "absent: no trace of this rank", "absent", t0_, end,
            {{"rank", rank}, {"why", "WORLD_SIZE expects it; it was not started under rdzvscope, or its trace "
                                     "file is not in the given directories"}});
     }
+    if (rest.empty()) return;
+    const Track t{pid, rest.front()};
+    meta(t, "thread_name", std::to_string(rest.size()) + " more ranks (absent)");
+    meta_sort(t, "thread_sort_index", rest.front());
+    span(t, "absent: no trace of these ranks", "absent", t0_, end,
+         {{"ranks", rank_list(rest)}, {"count", rest.size()}});
   }
 
   // Without traces the logs are the only clock: one track per rank seen in them, one instant

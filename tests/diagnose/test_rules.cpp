@@ -136,6 +136,28 @@ TEST_CASE("a rank never started has a track of its own in the timeline (issue 17
   CHECK(spanned);
 }
 
+TEST_CASE("a million ranks absent: the timeline shows 64 tracks and one for the rest (fuzz_analyzer's timeout)") {
+  // WORLD_SIZE 1,048,576 and three ranks traced: a track per absent rank made the timeline
+  // of a damaged header (or of a whole partition missing) millions of events long.
+  Job job;
+  job.world_size(1 << 20);
+  ranks_waiting_for_an_absent_rank(job);
+  const Context c(job.load_it(), job.logs());
+  REQUIRE(c.absent_ranks.size() == (1u << 20) - 3);
+  const Diagnosis d = diagnose(c);
+  const auto timeline = nlohmann::json::parse(timeline_json(d, c));
+  std::size_t absent_tracks = 0;
+  std::string rest;
+  for (const auto& e : timeline["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      const auto name = e["args"]["name"].get<std::string>();
+      if (name.find("(absent)") != std::string::npos) ++absent_tracks;
+      if (name.find("more ranks (absent)") != std::string::npos) rest = name;
+    }
+  CHECK(absent_tracks == 65);
+  CHECK(rest == std::to_string((1u << 20) - 3 - 64) + " more ranks (absent)");
+}
+
 TEST_CASE("a rank never started: the others timed out waiting, the absent rank initiated it") {
   Job job;
   ranks_waiting_for_an_absent_rank(job);
