@@ -47,6 +47,9 @@ for t in $TARGETS; do
   start=$(date +%s.%N)
   rc=0
   if [ -n "$runs" ]; then bound=(-seed=1 -runs="$runs"); else bound=(-max_total_time="$SECONDS_EACH"); fi
+  # FUZZ_MAX_SECONDS caps a run-bounded target's time too (whichever comes first): inputs that
+  # the mutator grows towards a million-rank job cost seconds each, and CI has a budget.
+  if [ -n "$runs" ] && [ -n "${FUZZ_MAX_SECONDS:-}" ]; then bound+=(-max_total_time="$FUZZ_MAX_SECONDS"); fi
   "$FUZZ_DIR/fuzz/$t" "${bound[@]}" -timeout=25 -rss_limit_mb=4096 \
       -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" >"$log" 2>&1 || rc=$?
   end=$(date +%s.%N)
