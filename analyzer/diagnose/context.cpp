@@ -80,19 +80,23 @@ namespace {
 // per_node + local_rank with per_node = the highest LOCAL_RANK + 1; traced: node -> host.
 std::optional<int> ranks_per_node(const std::vector<const ProcessFacts*>& rs, std::int32_t rdzv_identity::*node,
                                   int world_size, std::map<int, std::string>& traced) {
-  int per_node = 0;
-  for (const ProcessFacts* f : rs) per_node = std::max(per_node, f->proc->header.ident.local_rank + 1);
-  if (per_node <= 0 || world_size % per_node != 0) return std::nullopt;
+  // 64-bit: the header's numbers are whatever the environment said (or damage made of them).
+  std::int64_t per_node = 0;
+  for (const ProcessFacts* f : rs)
+    per_node = std::max(per_node, static_cast<std::int64_t>(f->proc->header.ident.local_rank) + 1);
+  if (per_node <= 0 || per_node > world_size || world_size % per_node != 0) return std::nullopt;
   for (const ProcessFacts* f : rs) {
     const rdzv_identity& id = f->proc->header.ident;
-    if (id.*node < 0 || id.local_rank < 0 || f->proc->rank != id.*node * per_node + id.local_rank) return std::nullopt;
+    if (id.*node < 0 || id.local_rank < 0 ||
+        f->proc->rank != static_cast<std::int64_t>(id.*node) * per_node + id.local_rank)
+      return std::nullopt;
     auto [it, fresh] = traced.emplace(id.*node, f->proc->host);
     if (!fresh && it->second != f->proc->host) return std::nullopt;  // one node number, two hosts
   }
   // One traced node cannot show how many ranks a node runs: its missing ranks could be its
   // own (LOCAL_RANK 2 and 3 of 4), not another node's.
   if (traced.size() < 2) return std::nullopt;
-  return per_node;
+  return static_cast<int>(per_node);
 }
 
 }  // namespace

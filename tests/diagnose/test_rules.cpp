@@ -278,6 +278,17 @@ TEST_CASE("absent ranks that are not a whole node name no node") {
     CHECK(d.evidence.absent_ranks == std::vector<int>{6, 7});
     CHECK(d.evidence.absent_nodes.empty());
   }
+  {
+    Job job;  // damaged numbers (fuzz_analyzer): GROUP_RANK * ranks per node overflowed an int
+    eight_ranks_on_four_nodes(job, {0, 1, 2, 3, 5});
+    Proc& p = job.proc(4, 1004, "node2");
+    p.header().ident.group_rank = 1768173363;
+    p.header().ident.local_rank = 1;
+    p.connect(1.0, 0, kPort, 0.001, 40004).exit(4.3, 1);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.evidence.absent_ranks == std::vector<int>{6, 7});
+    CHECK(d.evidence.absent_nodes.empty());
+  }
 }
 
 TEST_CASE("absent ranks but every traced rank exited 0: unknown, never healthy") {
