@@ -267,23 +267,15 @@ TEST_CASE("absent ranks that are not a whole node name no node") {
     CHECK(d.evidence.absent_ranks == std::vector<int>{2, 3, 4, 5, 6, 7});
     CHECK(d.evidence.absent_nodes.empty());
   }
-  {
-    Job job;  // GROUP_RANK and LOCAL_RANK do not give the ranks: rank 4 says node 1, local rank 0
+  // Rank 4's numbers do not fit: node 1, local rank 0 (GROUP_RANK and LOCAL_RANK do not give
+  // the ranks); damaged ones, whose product overflowed an int (fuzz_analyzer).
+  for (const auto& [group_rank, local_rank] : {std::pair{1, 0}, std::pair{1768173363, 1}}) {
+    CAPTURE(group_rank, local_rank);
+    Job job;
     eight_ranks_on_four_nodes(job, {0, 1, 2, 3, 5});
     Proc& p = job.proc(4, 1004, "node2");
-    p.header().ident.group_rank = 1;
-    p.header().ident.local_rank = 0;
-    p.connect(1.0, 0, kPort, 0.001, 40004).exit(4.3, 1);
-    Diagnosis d = job.diagnose_it();
-    CHECK(d.evidence.absent_ranks == std::vector<int>{6, 7});
-    CHECK(d.evidence.absent_nodes.empty());
-  }
-  {
-    Job job;  // damaged numbers (fuzz_analyzer): GROUP_RANK * ranks per node overflowed an int
-    eight_ranks_on_four_nodes(job, {0, 1, 2, 3, 5});
-    Proc& p = job.proc(4, 1004, "node2");
-    p.header().ident.group_rank = 1768173363;
-    p.header().ident.local_rank = 1;
+    p.header().ident.group_rank = group_rank;
+    p.header().ident.local_rank = local_rank;
     p.connect(1.0, 0, kPort, 0.001, 40004).exit(4.3, 1);
     Diagnosis d = job.diagnose_it();
     CHECK(d.evidence.absent_ranks == std::vector<int>{6, 7});
