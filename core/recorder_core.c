@@ -247,7 +247,6 @@ int rdzv_ports_contains(const struct rdzv_port_set *set, rdzv_u16 port) {
   return 0;
 }
 
-/* One port written as text[0..len): a strict decimal of at most 5 digits. */
 /* The parsing is the header's (rdzv_port_of_*, rdzv_port_list_feed), shared with attach's
  * kernel side. Values are looked at up to RDZV_PORT_VALUE_MAX bytes. */
 static unsigned bounded_len(const char *v) {
@@ -257,7 +256,7 @@ static unsigned bounded_len(const char *v) {
 
 static int add_env_port(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx, const char *name) {
   const char *v = env(ctx, name);
-  return v && strlen(v) <= RDZV_PORT_TEXT_MAX && rdzv_ports_add(set, rdzv_port_of_text(v, (unsigned)strlen(v)));
+  return v && rdzv_ports_add(set, rdzv_port_of_text(v, bounded_len(v)));
 }
 
 void rdzv_ports_from_env(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx) {
