@@ -137,6 +137,13 @@ TEST_CASE("a meeting of one job turns away another job's hello and an oversize o
     REQUIRE(fd >= 0);
     const std::string flood(100 * 1024, 'x');
     ::send(fd, flood.data(), flood.size(), MSG_NOSIGNAL);
+    // Until the meeting has closed it: else the next hellos may complete the meeting before
+    // it has read 64 KiB of this line, and the problem would go unseen (a flaky test).
+    const timeval ten_s{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &ten_s, sizeof ten_s);
+    char sink[256];
+    while (::recv(fd, sink, sizeof sink, 0) > 0) {
+    }
     ::close(fd);
     ConnectResult c = connect_like_c10d(loopback(store.port), deadline, true);
     REQUIRE(c.fd >= 0);
