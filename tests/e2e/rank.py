@@ -13,6 +13,7 @@ Environment (all optional but RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
                     "store_loop": after init, set/get on the default store (and a barrier
                                   every 10 rounds with E2E_LOOP_BARRIER=1) for E2E_LOOP_S seconds
     E2E_LOOP_S      length of the store loop (default 8)
+    E2E_LOOP_UNTIL  a path: the store loop ends once it exists (E2E_LOOP_S is then its cap)
     E2E_RANK_ENV    JSON {"RANK": {"VAR": "value"}}: variables set for that rank only, before
                     anything else (torchrun starts every worker with the same environment)
 
@@ -70,8 +71,9 @@ def main():
     if mode == "store_loop":
         store = dist.distributed_c10d._get_default_store()
         end = time.monotonic() + loop_s
+        until = os.environ.get("E2E_LOOP_UNTIL")
         n = 0
-        while time.monotonic() < end:
+        while time.monotonic() < end and not (until and os.path.exists(until)):
             store.set(f"e2e/{rank}", str(n))
             store.get(f"e2e/{rank}")
             if n == 0:

@@ -1236,11 +1236,23 @@ def tr_rdzv_collision(h, run):
     """Two jobs (2 workers each, --rdzv-id e2e-job-a / e2e-job-b) on one endpoint port. c10d:
     the second agent cannot bind it and joins the first one's store as a client; the
     rendezvous keys carry the run id, so both jobs complete (seen on 2.13). static: the
-    second agent cannot host the store and fails."""
-    agents = [launch_torchrun(h, run, label=f"agent-{j}", rdzv_id=f"e2e-job-{j}", nproc=2,
-                              env={"E2E_MODE": "store_loop", "E2E_LOOP_S": "3"}) for j in "ab"]
-    h.wait_all(run)
+    second agent cannot host the store and fails.
+    Job a starts first and its workers loop on the store until job b has ended: a hosts the
+    endpoint, and b's agent never outlives it (when it did, b's agent, still polling the store
+    of a's agent after a had finished, failed: 3 runs in CI, by chance)."""
+    b_ended = os.path.join(run.dir, "job-b-ended")
+    a = launch_torchrun(h, run, label="agent-a", rdzv_id="e2e-job-a", nproc=2,
+                        env={"E2E_MODE": "store_loop", "E2E_LOOP_S": "90", "E2E_LOOP_UNTIL": b_ended})
     errors = []
+    if not h.wait_for_line([WorkerView(r, a) for r in range(2)], "e2e: store loop running", 60):
+        errors.append("job a's workers did not reach their store loop")
+    b = launch_torchrun(h, run, label="agent-b", rdzv_id="e2e-job-b", nproc=2,
+                        env={"E2E_MODE": "store_loop", "E2E_LOOP_S": "2"})
+    h.wait_for_exit([b], 60)
+    with open(b_ended, "w"):
+        pass
+    agents = [a, b]
+    h.wait_all(run)
     rcs = sorted(p.rc for p in agents)
     run.notes.append(f"agents exited {[p.rc for p in agents]}")
     if run.launch == "torchrun-c10d":
