@@ -21,7 +21,9 @@ TARGETS=${FUZZ_TARGETS:-fuzz_trace_reader fuzz_log_reader fuzz_analyzer}
 CC_=${FUZZ_CC:-clang}
 CXX_=${FUZZ_CXX:-clang++}
 
-cmake -S . -B "$FUZZ_DIR" -DCMAKE_C_COMPILER="$CC_" -DCMAKE_CXX_COMPILER="$CXX_" \
+# FUZZ_CONFIGURE=0: FUZZ_DIR is already configured with RDZVSCOPE_FUZZ=ON (scripts/test.sh's
+# sanitizer build): built as it is.
+[ "${FUZZ_CONFIGURE:-1}" = 0 ] || cmake -S . -B "$FUZZ_DIR" -DCMAKE_C_COMPILER="$CC_" -DCMAKE_CXX_COMPILER="$CXX_" \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDZVSCOPE_FUZZ=ON -DRDZVSCOPE_WERROR=ON \
       -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_BUILD_BPF=OFF >/dev/null
 # shellcheck disable=SC2086

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Install what is missing, build, and run every test (ctest). .ci/run calls this.
 # Extra arguments go to the main ctest run, e.g. `bash scripts/test.sh -L torch` or `-LE torch`.
-# Then the unit tests and the CLI tests (ctest names unit.* and cli.*: the CLI tests run the
-# sanitized rdzvscope end to end) run again in an ASan+UBSan build (build-asan); RDZVSCOPE_SKIP_SANITIZE=1
-# skips that second pass for a quick local run. Then the fuzzers run for a bounded time in a
-# clang build (build-fuzz, scripts/fuzz.sh; RDZVSCOPE_SKIP_FUZZ=1 skips) and the shim's stress
-# test under ThreadSanitizer (build-tsan; RDZVSCOPE_SKIP_TSAN=1 skips). Last, the other builds a
-# user may do, GCC Release and clang, and `cmake --install` (scripts/build-matrix.sh;
-# RDZVSCOPE_SKIP_MATRIX=1 skips). Every build here treats warnings as errors; users' builds
-# do not (RDZVSCOPE_WERROR is off by default).
+# Then a second build, clang with ASan+UBSan (build-asan; GCC where clang is missing): the
+# product and the Catch2 programs, where the unit tests and the CLI tests (ctest names unit.*,
+# cli.*, preflight.unit.*: the CLI tests run the sanitized rdzvscope end to end) run again, and
+# the libFuzzer targets, which then fuzz for a bounded number of inputs (scripts/fuzz.sh).
+# RDZVSCOPE_SKIP_SANITIZE=1 skips that build (and the fuzzing), RDZVSCOPE_SKIP_FUZZ=1 the
+# fuzzing. Then the shim's stress test under ThreadSanitizer (build-tsan; RDZVSCOPE_SKIP_TSAN=1
+# skips). Last, GCC Release (and clang, when the sanitizer build was not clang) and
+# `cmake --install` (scripts/build-matrix.sh; RDZVSCOPE_SKIP_MATRIX=1 skips). Every build here
+# treats warnings as errors; users' builds do not (RDZVSCOPE_WERROR is off by default).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -41,28 +42,43 @@ stage ctest
 echo "test: ctest --test-dir $BUILD_DIR --output-on-failure -j2 $*"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 "$@"
 
+# The second build: clang, ASan+UBSan, warnings as errors. It compiles the product (the CLI,
+# the shim, the attach loader, the SPANK plugin: the clang build a user may do) and the Catch2
+# test programs; the unit and CLI tests (ctest names unit.*, cli.*, preflight.unit.*) run
+# again in it, sanitized. The libFuzzer targets (fuzz/) are built in it too: one clang build
+# instead of three (a GCC ASan build, the fuzz build and the clang product build, 500 s of
+# CI's 2 cores). The shim stays unsanitized (CMakeLists.txt): it runs in uninstrumented hosts.
+# Without clang, a GCC ASan build runs the same tests, and there is no fuzzing.
+SAN_DIR=${ASAN_DIR:-build-asan}
+have_clang=0
+command -v clang++ >/dev/null && have_clang=1
 if [ "${RDZVSCOPE_SKIP_SANITIZE:-0}" != 1 ]; then
-  # The shim is left out of the sanitizer build on purpose (see CMakeLists.txt): it runs in
-  # uninstrumented hosts. The reader, the CLI and their tests get ASan and UBSan.
   stage sanitizer-build
-  ASAN_DIR=${ASAN_DIR:-build-asan}
-  echo "test: sanitizer build in $ASAN_DIR (address,undefined)"
-  cmake -S . -B "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Debug -DRDZVSCOPE_SANITIZE=address,undefined \
-        -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_WERROR=ON
-  cmake --build "$ASAN_DIR" -j"$(nproc)" --target rdzvscope rdzvscope_unit_tests make_test_trace \
-        rdzvscope_logs_tests rdzvscope_diagnose_tests
+  san_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDZVSCOPE_SANITIZE=address,undefined
+            -DRDZVSCOPE_BUILD_BENCH=OFF -DRDZVSCOPE_WERROR=ON)
+  san_targets=(rdzvscope rdzvscope_shim rdzvscope_unit_tests make_test_trace rdzvscope_logs_tests
+               rdzvscope_diagnose_tests rdzvscope_preflight_tests)
+  if [ $have_clang = 1 ]; then
+    san_args+=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DRDZVSCOPE_FUZZ=ON)
+    san_targets+=(fuzz_trace_reader fuzz_log_reader fuzz_analyzer)
+  fi
+  echo "test: sanitizer build in $SAN_DIR (address,undefined; $([ $have_clang = 1 ] && echo clang || echo gcc))"
+  cmake -S . -B "$SAN_DIR" "${san_args[@]}"
+  # The SPANK plugin where slurm/spank.h was found.
+  cmake --build "$SAN_DIR" --target help | grep -qw rdzvscope_spank && san_targets+=(rdzvscope_spank)
+  cmake --build "$SAN_DIR" -j"$(nproc)" --target "${san_targets[@]}"
   stage sanitizer-tests
-  echo "test: ctest --test-dir $ASAN_DIR -R '^(unit|cli)\\.' --output-on-failure -j2"
-  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$ASAN_DIR" -R '^(unit|cli)\.' --output-on-failure -j2
+  echo "test: ctest --test-dir $SAN_DIR -R '^(unit|cli|preflight\.unit)\.' --output-on-failure -j2"
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$SAN_DIR" -R '^(unit|cli|preflight\.unit)\.' --output-on-failure -j2
 fi
 
-if [ "${RDZVSCOPE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
-  # libFuzzer targets (fuzz/) in a clang build: replay the stored crash inputs and the seeds
+if [ "${RDZVSCOPE_SKIP_FUZZ:-0}" != 1 ] && [ "${RDZVSCOPE_SKIP_SANITIZE:-0}" != 1 ] && [ $have_clang = 1 ]; then
+  # The libFuzzer targets of the sanitizer build: replay the stored crash inputs and the seeds
   # (ctest -L fuzz), then fuzz each target for a bounded number of inputs from a fixed seed
   # (deterministic, so that CI runs exactly what passed before); any finding fails the run.
   # RDZVSCOPE_FUZZ_SECONDS=N fuzzes for N seconds from a random seed instead.
   stage fuzz
-  FUZZ_DIR=${FUZZ_DIR:-build-fuzz}
+  export FUZZ_DIR=$SAN_DIR FUZZ_CONFIGURE=0
   if [ -n "${RDZVSCOPE_FUZZ_SECONDS:-}" ]; then
     bash scripts/fuzz.sh "$RDZVSCOPE_FUZZ_SECONDS"
   else
@@ -71,8 +87,8 @@ if [ "${RDZVSCOPE_SKIP_FUZZ:-0}" != 1 ] && command -v clang++ >/dev/null; then
     FUZZ_RUNS=${RDZVSCOPE_FUZZ_RUNS:-15000} FUZZ_RUNS_fuzz_analyzer=${RDZVSCOPE_FUZZ_ANALYZER_RUNS:-5000} \
       FUZZ_MAX_SECONDS=${RDZVSCOPE_FUZZ_MAX_SECONDS:-120} bash scripts/fuzz.sh
   fi
-  echo "test: ctest --test-dir $FUZZ_DIR -L fuzz --output-on-failure"
-  ctest --test-dir "$FUZZ_DIR" -L fuzz --output-on-failure
+  echo "test: ctest --test-dir $SAN_DIR -L fuzz --output-on-failure"
+  ctest --test-dir "$SAN_DIR" -L fuzz --output-on-failure
 fi
 
 if [ "${RDZVSCOPE_SKIP_TSAN:-0}" != 1 ]; then
@@ -90,7 +106,11 @@ if [ "${RDZVSCOPE_SKIP_TSAN:-0}" != 1 ]; then
 fi
 
 if [ "${RDZVSCOPE_SKIP_MATRIX:-0}" != 1 ]; then
+  # GCC Release, and `cmake --install`. The clang build is the sanitizer build above, unless
+  # that did not run with clang.
   stage build-matrix
-  echo "test: build matrix (GCC Release, clang) and cmake --install"
-  bash scripts/build-matrix.sh
+  matrix=gcc-release
+  [ $have_clang = 1 ] && [ "${RDZVSCOPE_SKIP_SANITIZE:-0}" != 1 ] || matrix="gcc-release clang"
+  echo "test: build matrix ($matrix) and cmake --install"
+  MATRIX_BUILDS=$matrix bash scripts/build-matrix.sh
 fi

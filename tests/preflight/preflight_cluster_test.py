@@ -271,7 +271,7 @@ def case_two_jobs_one_endpoint(c):
 
 JOB_TIMEOUT_S = 4      # the job's init_process_group timeout
 JOB_BOUND_S = 90       # torch imports on a loaded 2-core machine
-HUNG_BOUND_S = 40      # a job that hangs (job_after_port_held): 10x its timeout, after the imports
+HUNG_BOUND_S = 25      # a job that hangs (job_after_port_held): 6x its timeout, imports included
 
 
 def run_job(c, hosts=NODES, before_kill=lambda procs: None, bound_s=JOB_BOUND_S):
