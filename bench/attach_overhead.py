@@ -10,6 +10,9 @@ ratios against no probe:
   self   attach on the sender itself, its connection a store socket (--port): every send
          goes through the store-socket table (first 32 recorded, then totals only, as the shim)
   every  as self with --io-events 0: every send is a trace record through the ring buffer
+Syscall cost: the cheapest syscall loop there is (write() to /dev/null, `send_loop null`), with
+no attach and with attach on ANOTHER pid, interleaved: what every syscall of the machine pays
+for the syscall tracepoints, in ns per call (the send loop's own cost hides it in its noise).
 Throughput: a sender paced at --rate sends/s (default 50,000) for --seconds, attached with
 --io-events 0: the trace's lost counter must be 0 and its send records must number the sends.
 
@@ -57,9 +60,17 @@ def one_run(args, mode, n, rate, work):
     """Returns ((wall, cpu) ns per send, attach summary line or None, lost or None, trace dir)."""
     port = free_port()
     out_dir = os.path.join(work, "%s-%d" % (mode, port))
-    sink = subprocess.Popen([args.send_loop, "sink", str(port)], stdout=subprocess.PIPE, text=True)
+    # The sender on the first CPU, the sink on the last one, spinning (never sleeping): no send
+    # has to wake an idle CPU (on a VM an IPI costs more than the send, and varies by 20 %
+    # between runs). The throughput run's sink reads as any, not to starve attach's loader.
+    cpus = sorted(os.sched_getaffinity(0))
+    spin = rate == 0 and len(cpus) > 1
+    pin = (lambda cpu: (lambda: os.sched_setaffinity(0, {cpu}))) if spin else (lambda cpu: None)
+    sink = subprocess.Popen([args.send_loop, "sink", str(port)] + (["spin"] if spin else []),
+                            stdout=subprocess.PIPE, text=True, preexec_fn=pin(cpus[-1]))
     sender = subprocess.Popen([args.sender, str(port), str(n), str(args.size), str(rate)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              preexec_fn=pin(cpus[0]))
     idle = attach = None
     try:
         if sink.stdout.readline().strip() != "ready" or sender.stdout.readline().strip() != "ready":
@@ -103,6 +114,32 @@ def wall_clock(args, work):
                 "cpu_ratio": mc[m] / mc["bare"], "wall_samples": wall[m], "cpu_samples": cpu[m]} for m in modes}
 
 
+def syscall_cost(args, work):
+    """ns per write() to /dev/null without attach and with attach on a sleeping pid."""
+    cpu0 = min(os.sched_getaffinity(0))
+    samples = {"bare": [], "other": []}
+    for r in range(args.rounds):
+        for mode in samples:
+            idle = attach = None
+            try:
+                if mode == "other":
+                    idle = subprocess.Popen(["sleep", "600"])
+                    attach = start_attach(args, idle.pid, free_port(), os.path.join(work, "null-%d" % r))
+                out = subprocess.run([args.send_loop, "null", str(args.null_calls)], capture_output=True, text=True,
+                                     check=True, preexec_fn=lambda: os.sched_setaffinity(0, {cpu0})).stdout
+                samples[mode].append(float(out.split()[0]))
+                if attach:
+                    stop_attach(attach)
+            finally:
+                for p in (idle, attach):
+                    if p and p.poll() is None:
+                        p.kill()
+                        p.wait()
+    med = {m: statistics.median(v) for m, v in samples.items()}
+    return {"calls": args.null_calls, "median_ns": med, "added_ns": med["other"] - med["bare"],
+            "ratio": med["other"] / med["bare"], "samples": samples}
+
+
 def throughput(args, work):
     n = int(args.rate * args.seconds)
     (ns, _), summary, lost, out_dir = one_run(args, "every", n, args.rate, work)
@@ -128,6 +165,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--rate", type=int, default=50000)
     ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--null-calls", type=int, default=2000000)
     ap.add_argument("--skip-wall-clock", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -138,6 +176,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         if not args.skip_wall_clock:
             result["wall_clock"] = wall_clock(args, work)
+            result["syscall"] = syscall_cost(args, work)
         result["throughput"] = throughput(args, work)
 
     if "wall_clock" in result:
@@ -146,6 +185,11 @@ def main():
         for m, v in result["wall_clock"].items():
             print("  %-6s %8.0f ns/send x%.2f | %8.0f ns/send x%.2f" % (m, v["median_wall_ns"], v["wall_ratio"],
                                                                       v["median_cpu_ns"], v["cpu_ratio"]))
+    if "syscall" in result:
+        s = result["syscall"]
+        print("write() to /dev/null, %d calls, median of %d interleaved rounds: %.0f ns/call bare, %.0f with attach "
+              "on another pid: +%.0f ns per syscall (x%.2f)" % (s["calls"], args.rounds, s["median_ns"]["bare"],
+                                                               s["median_ns"]["other"], s["added_ns"], s["ratio"]))
     t = result["throughput"]
     ok = t["lost_summary"] == 0 and t["lost_header"] == 0 and t["send_records"] == t["sends"]
     print("throughput: %d sends at %.0f/s (asked %d/s), every one a record: %d send records, %s lost (header %d): %s"

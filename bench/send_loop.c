@@ -1,8 +1,15 @@
 /* Loopback TCP loop of fixed-size send() calls: the workload of the shim's overhead benchmark.
- *   send_loop sink PORT          accept one connection on 127.0.0.1:PORT, read until EOF
+ *   send_loop sink PORT [spin]   accept one connection on 127.0.0.1:PORT, read until EOF;
+ *                                spin: without ever sleeping (non-blocking reads in a loop), so
+ *                                that a send never has to wake it (on a VM, waking an idle CPU
+ *                                costs more than the send and varies by 20 % from run to run)
  *   send_loop send PORT N SIZE   connect, N x send(SIZE bytes); prints ns per send
+ *   send_loop null N             N x write(64 bytes) to /dev/null, the cheapest syscall loop;
+ *                                prints ns per call
  * The sink runs as its own process, without the shim, so that only the sender is measured. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -21,7 +28,7 @@ static struct sockaddr_in loopback(int port) {
   return a;
 }
 
-static int sink(int port) {
+static int sink(int port, int spin) {
   int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
   setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in a = loopback(port);
@@ -32,8 +39,11 @@ static int sink(int port) {
   printf("ready\n");
   fflush(stdout);
   int c = accept(ls, NULL, NULL);
+  if (spin) fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
   char buf[1 << 16];
-  while (read(c, buf, sizeof buf) > 0) {
+  for (;;) {
+    ssize_t r = read(c, buf, sizeof buf);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) break;
   }
   return 0;
 }
@@ -66,10 +76,29 @@ static int sender(int port, long n, size_t size) {
   return 0;
 }
 
+static int null_loop(long n) {
+  int fd = open("/dev/null", O_WRONLY);
+  char buf[64] = {0};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (long i = 0; i < n; ++i) {
+    if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) {
+      perror("send_loop null");
+      return 1;
+    }
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+  printf("%.1f ns/call\n", ns / (double)n);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc == 3 && strcmp(argv[1], "sink") == 0) return sink(atoi(argv[2]));
+  if ((argc == 3 || (argc == 4 && strcmp(argv[3], "spin") == 0)) && strcmp(argv[1], "sink") == 0)
+    return sink(atoi(argv[2]), argc == 4);
+  if (argc == 3 && strcmp(argv[1], "null") == 0) return null_loop(atol(argv[2]));
   if (argc == 5 && strcmp(argv[1], "send") == 0)
     return sender(atoi(argv[2]), atol(argv[3]), (size_t)atol(argv[4]));
-  fprintf(stderr, "usage: send_loop sink PORT | send_loop send PORT N SIZE\n");
+  fprintf(stderr, "usage: send_loop sink PORT [spin] | send_loop send PORT N SIZE | send_loop null N\n");
   return 2;
 }

@@ -24,13 +24,13 @@ static __always_inline void fresh_copy(struct store_sock *copy, bool keep_timeou
 /* sys_enter of dup & co.: kept only when the descriptor copied is a store socket, or when
  * dup2/dup3 would silently close one (newfd). Other descriptors: one or two lookups. */
 static __always_inline int fd_call_enter(struct pt_regs *regs, long id, __u32 tgid, __u32 tid) {
-  long oldfd = (long)BPF_CORE_READ(regs, di);
+  long oldfd = (long)regs->di;
   long newfd = -1;
   if (id == NR_fcntl) {
-    long cmd = (long)BPF_CORE_READ(regs, si);
+    long cmd = (long)regs->si;
     if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) return 0;
   } else if (id != NR_dup) {
-    newfd = (int)BPF_CORE_READ(regs, si);
+    newfd = (int)regs->si;
   }
   __u64 key = fd_key(tgid, oldfd);
   bool copied = bpf_map_lookup_elem(&store_socks, &key) != NULL;
@@ -49,7 +49,7 @@ static __always_inline int fd_call_enter(struct pt_regs *regs, long id, __u32 tg
   c->user_ptr = (__u64)newfd;
   c->rec.tid = tid;
   c->rec.fd = oldfd;
-  bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+  keep_call(c);
   return 0;
 }
 
@@ -142,8 +142,8 @@ static long close_in_range(void *map, __u64 *key, struct store_sock *ss, struct 
 }
 
 static __always_inline int close_range_enter(struct pt_regs *regs, __u32 tgid, __u32 tid) {
-  __u32 first = (__u32)BPF_CORE_READ(regs, di), last = (__u32)BPF_CORE_READ(regs, si);
-  __u32 flags = (__u32)BPF_CORE_READ(regs, dx);
+  __u32 first = (__u32)regs->di, last = (__u32)regs->si;
+  __u32 flags = (__u32)regs->dx;
   if (first > last || (flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) || (flags & CLOSE_RANGE_CLOEXEC))
     return 0;
   if (!bpf_map_lookup_elem(&has_store, &tgid)) return 0;

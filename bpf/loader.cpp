@@ -46,6 +46,18 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
 
 std::uint64_t mono_ns() { return rdzv_clock_ns(CLOCK_MONOTONIC); }
 
+// A target in the kernel's map and in the filter in front of it (rdzv_maps.bpf.h: target_bits,
+// in the mmapped .bss, which the programs update with atomics too).
+bool add_target(rdzv_bpf* skel, int pid) {
+  const std::uint32_t tgid = static_cast<std::uint32_t>(pid);
+  const std::uint8_t one = 1;
+  if (bpf_map__update_elem(skel->maps.targets, &tgid, sizeof tgid, &one, sizeof one, BPF_ANY) != 0)
+    return false;
+  const std::uint32_t bit = tgid & (RDZV_BPF_TARGET_BITS - 1);
+  __atomic_fetch_or(&skel->bss->target_bits[bit / 64], std::uint64_t{1} << (bit % 64), __ATOMIC_SEQ_CST);
+  return true;
+}
+
 struct Recorder {
   const AttachOptions* opt = nullptr;
   bool group_read = false;  // RDZVSCOPE_GROUP_READ, as for the shim's files
@@ -67,11 +79,7 @@ struct Recorder {
       return nullptr;
     }
     // With --all, a process is "known" once seen: its fork/exit/getaddrinfo count from now on.
-    if (opt->all) {
-      const std::uint32_t key = static_cast<std::uint32_t>(pid);
-      const std::uint8_t one = 1;
-      bpf_map__update_elem(skel->maps.targets, &key, sizeof key, &one, sizeof one, BPF_ANY);
-    }
+    if (opt->all) add_target(skel, pid);
     return files.emplace(pid, std::move(f)).first->second.get();
   }
 
@@ -164,15 +172,17 @@ void seed_process(Recorder& rec, int pid, const std::vector<std::uint16_t>& port
   const std::uint32_t tgid = static_cast<std::uint32_t>(pid);
   const std::uint8_t one = 1;
   bpf_map__update_elem(rec.skel->maps.has_store, &tgid, sizeof tgid, &one, sizeof one, BPF_ANY);
-  // A call already blocked on one of them (a hung rank's recv) is recorded at its exit; an
-  // entry made meanwhile by the thread's next call is kept (BPF_NOEXIST).
+  // A call already blocked on one of them (a hung rank's recv) is recorded at its exit. Should
+  // the thread have moved on to a call recorded from its enter, that call's entry (in the
+  // thread's storage) is taken first at its exit, and this one is dropped at a later exit.
   for (const BlockedCall& b : blocked_calls(pid, found)) {
     call c{};
     c.id = static_cast<std::uint64_t>(b.nr);
     c.late = 1;
     if (b.wait_fd >= 0) c.rec = found_wait_record(b, now_ns);  // completed by late_wait_exit
     const std::uint32_t tid = static_cast<std::uint32_t>(b.tid);
-    bpf_map__update_elem(rec.skel->maps.calls, &tid, sizeof tid, &c, sizeof c, BPF_NOEXIST);
+    if (bpf_map__update_elem(rec.skel->maps.late_calls, &tid, sizeof tid, &c, sizeof c, BPF_NOEXIST) == 0)
+      rec.skel->bss->late_calls_made = 1;
   }
 }
 
@@ -259,11 +269,8 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
     return fail("no BPF support here: loading the probes failed (" + std::string(std::strerror(-err)) +
                 "): " + g_last_libbpf_error);
 
-  const std::uint8_t one = 1;
   for (int pid : pids) {
-    const std::uint32_t key = static_cast<std::uint32_t>(pid);
-    if (bpf_map__update_elem(skel->maps.targets, &key, sizeof key, &one, sizeof one, BPF_ANY) != 0)
-      return fail("cannot add pid " + std::to_string(pid) + " to the target map");
+    if (!add_target(skel.get(), pid)) return fail("cannot add pid " + std::to_string(pid) + " to the target map");
   }
 
   // Files for the explicit targets first, so that their PROC_START sorts before any event.

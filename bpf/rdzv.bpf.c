@@ -8,9 +8,10 @@
  * (fd_copies.bpf.h). Every event leaves as a ready trace record through one ring buffer;
  * events that do not fit are counted per CPU in `lost`.
  *
- * Only program types that work on the test bed's kernel (README: test bed): raw_tp (syscall
- * enter/exit: no tracefs needed), tp_btf (sock:, sched:), uprobes, and one iterator
- * (iter/task_file, checked here: bpf.seeded_sockets) run once at start. No kprobes, no fentry.
+ * Only program types that work on the test bed's kernel (README: test bed): tp_btf (syscall
+ * enter/exit, sock:, sched:; no tracefs needed; a typed pt_regs is read with plain loads, not
+ * a helper call per register), uprobes, and one iterator (iter/task_file, checked here:
+ * bpf.seeded_sockets) run once at start. No kprobes, no fentry.
  * x86_64 only: syscall numbers and pt_regs fields below are that ABI's. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -28,7 +29,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-SEC("raw_tp/sys_enter")
+SEC("tp_btf/sys_enter")
 int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
   bool io = is_io_call(id), copies = is_fd_call(id);
   if (!io && !copies && id != NR_connect && id != NR_bind && id != NR_listen && id != NR_accept &&
@@ -41,7 +42,7 @@ int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
   if (copies) return fd_call_enter(regs, id, tgid, tid);
   if (id == NR_close_range) return close_range_enter(regs, tgid, tid);
 
-  long fd = (long)BPF_CORE_READ(regs, di);
+  long fd = (long)regs->di;
   struct sock *sk = NULL;
   if (id != NR_close) {
     sk = tcp_sock_of_fd(fd);
@@ -63,14 +64,14 @@ int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
   if (id == NR_close) {
     /* As the shim: only the closing of a store socket is worth a record. */
     if (!store_close_enter(tgid, fd, r)) return 0;
-    bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+    keep_call(c);
     return 0;
   }
   bool nonblock = file_flags_of_fd(fd) & O_NONBLOCK;
 
   if (id == NR_connect || id == NR_bind) {
     struct rdzv_sockaddr a = {};
-    if (!user_sockaddr((const void *)BPF_CORE_READ(regs, si), (__u32)BPF_CORE_READ(regs, dx), &a))
+    if (!user_sockaddr((const void *)regs->si, (__u32)regs->dx, &a))
       return 0;
     if (!wanted_port(a.port, 0)) return 0;
     if (id == NR_connect) {
@@ -102,30 +103,32 @@ int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
       r->kind = RDZV_EV_LISTEN;
       r->op = RDZV_OP_LISTEN;
       r->u.net.local = local;
-      r->u.net.size = (__u64)BPF_CORE_READ(regs, si);
+      r->u.net.size = (__u64)regs->si;
     } else {
       r->kind = RDZV_EV_ACCEPT;
       r->op = id == NR_accept ? RDZV_OP_ACCEPT : RDZV_OP_ACCEPT4;
-      if (id == NR_accept4 && (BPF_CORE_READ(regs, r10) & O_NONBLOCK)) r->flags |= RDZV_F_NONBLOCK;
+      if (id == NR_accept4 && (regs->r10 & O_NONBLOCK)) r->flags |= RDZV_F_NONBLOCK;
       r->u.net.local = local;
     }
   }
-  bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+  keep_call(c);
   return 0;
 }
 
-SEC("raw_tp/sys_exit")
+SEC("tp_btf/sys_exit")
 int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-  struct call *c = bpf_map_lookup_elem(&calls, &tid);
-  if (!c) return 0; /* the common case: one lookup */
+  if (!trace_all && !maybe_target(tgid)) return 0; /* other processes: one bit test */
+  bool late_entry;
+  struct call *c = current_call(tid, &late_entry);
+  if (!c) return 0;
   struct rdzv_record *r = &c->rec;
-  long id = BPF_CORE_READ(regs, orig_ax);
+  long id = regs->orig_ax;
   if (id != (long)c->id) {
     /* Not the call we saw enter (cannot happen), or the loader's entry for a blocked call that
      * ended before the entry was made: the thread has moved on. */
-    if (c->late) bpf_map_delete_elem(&calls, &tid);
+    if (late_entry) forget_call(c, tid, true);
     return 0;
   }
   if (c->late && !c->rec.kind) { /* the loader's entry for a call already blocked at attach */
@@ -188,7 +191,7 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
   }
   emit(tgid, r);
 out:
-  bpf_map_delete_elem(&calls, &tid);
+  forget_call(c, tid, late_entry);
   return 0;
 }
 
@@ -372,8 +375,7 @@ int BPF_PROG(rdzv_fork, struct task_struct *parent, struct task_struct *child) {
   if (ptgid == ctgid) return 0; /* a new thread */
   inherit_store_socks(ptgid, ctgid);
   if (!known_target(ptgid)) return 0; /* not ours */
-  __u8 one = 1;
-  bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+  add_target(ctgid);
   struct rdzv_record *r = scratch_record();
   if (!r) return 0;
   r->kind = RDZV_EV_FORK;
@@ -411,8 +413,7 @@ int BPF_PROG(rdzv_exec, struct task_struct *task, pid_t old_pid, struct linux_bi
   __u32 tgid = BPF_CORE_READ(task, tgid);
   if (bpf_map_lookup_elem(&has_store, &tgid)) bpf_for_each_map_elem(&store_socks, drop_if_closed, &tgid, 0);
   if (comms[0][0] && tgid != self_tgid && !known_target(tgid) && wanted_comm(task)) {
-    __u8 one = 1;
-    bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+    add_target(tgid);
   }
   /* The new image's store ports (MASTER_PORT...) are known before it runs: no connect of it
    * can beat them. With --all, any process's exec may be a rank's. */

@@ -17,6 +17,8 @@
  * interval: 8 MiB hold 40,000 events, most of a second at 50,000 events per second. */
 #define RDZV_BPF_RINGBUF_WAKE_BYTES (1u << 20)
 #define RDZV_BPF_POLL_MS 50
+/* The filter in front of the targets map (rdzv_maps.bpf.h: target_bits), in bits. */
+#define RDZV_BPF_TARGET_BITS 32768
 
 struct rdzv_bpf_event {
   rdzv_u32 tgid; /* the process whose file gets the record */
@@ -24,16 +26,19 @@ struct rdzv_bpf_event {
   struct rdzv_record rec;
 };
 
-/* A syscall between its enter and its exit, per thread (the calls map): the record as far as
- * it is known. Also written by the loader, with `late` set and nothing else but the syscall
- * number, for a thread it found blocked in a call on a store socket found in /proc (seed.cpp):
- * its sys_enter was never seen, so the record is rebuilt at its exit (late_io_exit). */
+/* A syscall between its enter and its exit, per thread (thread_calls): the record as far as
+ * it is known. Also written by the loader (late_calls), with `late` set and nothing else but
+ * the syscall number, for a thread it found blocked in a call on a store socket found in /proc
+ * (seed.cpp): its sys_enter was never seen, so the record is rebuilt at its exit
+ * (late_io_exit). */
 struct call {
   rdzv_u64 id;
   void *sk;          /* connect: the socket, to forget a pending connect that finished synchronously */
-  rdzv_u64 user_ptr; /* poll/ppoll: the pollfd array */
+  rdzv_u64 user_ptr; /* poll/ppoll: the pollfd array; sendmmsg/recvmmsg: the messages */
   rdzv_u32 dontwait; /* send/recv: MSG_DONTWAIT given */
   rdzv_u32 late;     /* began before attach: only id is set (by the loader), or rebuilt at exit */
+  rdzv_u32 in_call;  /* the thread's storage holds a call between its enter and its exit */
+  rdzv_u32 reserved;
   struct rdzv_record rec;
 };
 

@@ -45,6 +45,8 @@ const volatile __u32 io_failures = RDZV_IO_FAILURE_EVENTS;
 #define NR_dup3 292
 #define NR_close_range 436
 #define NR_epoll_pwait2 441
+#define NR_recvmmsg 299
+#define NR_sendmmsg 307
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -85,14 +87,33 @@ struct {
   __type(value, __u8);
 } learnt_ports SEC(".maps");
 
+/* A filter in front of `targets`: bit (tgid % RDZV_BPF_TARGET_BITS) is set for every tgid
+ * ever made a target, here or by the loader (through the mmapped .bss). A clear bit says "not
+ * a target" without a map lookup: the case of every syscall of every other process, whose
+ * cost is attach's cost to the rest of the machine. Never cleared: a set bit only costs the
+ * lookup. */
+__u64 target_bits[RDZV_BPF_TARGET_BITS / 64] = {};
+
+static __always_inline bool maybe_target(__u32 tgid) {
+  __u32 bit = tgid & (RDZV_BPF_TARGET_BITS - 1);
+  return target_bits[bit / 64] & (1ull << (bit % 64));
+}
+
 /* tgid -> 1. The explicit targets (--pid, --comm), their children, and with --all every
- * process the loader has already seen. */
+ * process the loader has already seen; each also marked in target_bits (add_target). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 8192);
   __type(key, __u32);
   __type(value, __u8);
 } targets SEC(".maps");
+
+static __always_inline void add_target(__u32 tgid) {
+  __u8 one = 1;
+  bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+  __u32 bit = tgid & (RDZV_BPF_TARGET_BITS - 1);
+  __sync_fetch_and_or(&target_bits[bit / 64], 1ull << (bit % 64));
+}
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -107,13 +128,28 @@ struct {
   __type(value, __u64);
 } lost SEC(".maps");
 
-/* A syscall between its enter and its exit, per thread: struct call (rdzv.h). */
+/* A syscall between its enter and its exit, per thread: struct call (rdzv.h), in the thread's
+ * own storage. A hash map keyed by tid cost a bucket lock (with interrupts off) at every enter
+ * and exit of a recorded call: about half of attach's cost on a store socket's send loop. The
+ * storage exists only for threads that made a recorded call, so at every other thread's
+ * sys_exit the lookup is one pointer test. */
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct call);
+} thread_calls SEC(".maps");
+
+/* The loader's entries for calls already blocked when attach started (seed.cpp), keyed by tid:
+ * user space cannot reach a thread's storage by its tid. Looked up only once the loader has
+ * made one (late_calls_made), so that no other thread pays for it. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384);
   __type(key, __u32);
   __type(value, struct call);
-} calls SEC(".maps");
+} late_calls SEC(".maps");
+volatile __u32 late_calls_made = 0; /* set by the loader (skeleton .bss) */
 
 /* getaddrinfo between its entry and its return, per thread. */
 struct gai_call {
@@ -180,5 +216,37 @@ struct {
   __type(key, __u32);
   __type(value, union scratch_space);
 } scratch SEC(".maps");
+
+/* This thread's call entry, made on first use; the caller sets in_call once it is filled. */
+static __always_inline struct call *thread_call(void) {
+  return bpf_task_storage_get(&thread_calls, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* sys_enter: `c` (scratch) is the call this thread is in, until its sys_exit. */
+static __always_inline void keep_call(const struct call *c) {
+  struct call *kept = thread_call();
+  if (!kept) return;
+  __builtin_memcpy(kept, c, sizeof(*kept));
+  kept->in_call = 1;
+}
+
+/* sys_exit: the call this thread is in, kept at its enter or made by the loader (*late then
+ * says so: the entry is dropped with forget_call), else NULL. */
+static __always_inline struct call *current_call(__u32 tid, bool *late) {
+  struct call *c = bpf_task_storage_get(&thread_calls, bpf_get_current_task_btf(), 0, 0);
+  *late = false;
+  if (c && c->in_call) return c;
+  if (!late_calls_made) return NULL;
+  c = bpf_map_lookup_elem(&late_calls, &tid);
+  *late = c != NULL;
+  return c;
+}
+
+static __always_inline void forget_call(struct call *c, __u32 tid, bool late) {
+  if (late)
+    bpf_map_delete_elem(&late_calls, &tid);
+  else
+    c->in_call = 0;
+}
 
 #endif /* RDZVSCOPE_BPF_MAPS_BPF_H */

@@ -15,14 +15,13 @@ struct user_addrinfo {
   struct user_addrinfo *ai_next;
 };
 
-static __always_inline bool is_target(__u32 tgid) {
-  if (tgid == self_tgid) return false;
-  if (trace_all) return true;
-  return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+static __always_inline bool known_target(__u32 tgid) {
+  return tgid != self_tgid && maybe_target(tgid) && bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
-static __always_inline bool known_target(__u32 tgid) {
-  return tgid != self_tgid && bpf_map_lookup_elem(&targets, &tgid) != NULL;
+static __always_inline bool is_target(__u32 tgid) {
+  if (trace_all) return tgid != self_tgid;
+  return known_target(tgid);
 }
 
 static __always_inline bool is_store_port(__u16 port) {

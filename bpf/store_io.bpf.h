@@ -8,6 +8,14 @@
 
 #define RDZV_POLL_SCAN 16 /* descriptors of one poll searched for a store socket */
 #define RDZV_IOV_SCAN 8   /* iovec entries summed for the size asked */
+#define RDZV_MMSG_SCAN 4  /* messages of one sendmmsg/recvmmsg summed */
+
+/* struct mmsghdr of x86_64 user space. */
+struct user_mmsghdr {
+  struct user_msghdr hdr;
+  __u32 len;
+  __u32 pad;
+};
 
 struct user_pollfd {
   int fd;
@@ -15,10 +23,15 @@ struct user_pollfd {
   short revents;
 };
 
-static __always_inline bool is_io_call(long id) {
+/* Calls on one descriptor, their first argument. */
+static __always_inline bool is_fd_io_call(long id) {
   return id == NR_read || id == NR_write || id == NR_writev || id == NR_sendto || id == NR_recvfrom ||
-         id == NR_sendmsg || id == NR_recvmsg || id == NR_poll || id == NR_ppoll || id == NR_setsockopt ||
-         id == NR_readv || is_wait_call(id);
+         id == NR_sendmsg || id == NR_recvmsg || id == NR_setsockopt || id == NR_readv ||
+         id == NR_sendmmsg || id == NR_recvmmsg;
+}
+
+static __always_inline bool is_io_call(long id) {
+  return is_fd_io_call(id) || id == NR_poll || id == NR_ppoll || is_wait_call(id);
 }
 
 /* A store socket from now on (connect, bind or accept succeeded on a store port). */
@@ -59,41 +72,64 @@ static __always_inline __u64 msg_bytes(const struct user_msghdr *umsg) {
   return iov_bytes(m.msg_iov, m.msg_iovlen);
 }
 
+/* sendmmsg/recvmmsg: what the first messages ask for, at sys_enter. */
+static __always_inline __u64 mmsg_asked(const struct user_mmsghdr *vec, __u64 n) {
+  __u64 total = 0;
+  for (int i = 0; i < RDZV_MMSG_SCAN; i++) {
+    if (i >= n || !vec) break;
+    total += msg_bytes(&vec[i].hdr);
+  }
+  return total;
+}
+
+/* The bytes of the first n messages done (msg_len, set by the kernel), at sys_exit: the
+ * records carry bytes, as every send/recv record (trace_format.h), as the shim's do. */
+static __always_inline long mmsg_done(const struct user_mmsghdr *vec, long n) {
+  long total = 0;
+  for (int i = 0; i < RDZV_MMSG_SCAN; i++) {
+    if (i >= n || !vec) break;
+    __u32 len = 0;
+    if (bpf_probe_read_user(&len, sizeof(len), &vec[i].len)) break;
+    total += len;
+  }
+  return total;
+}
+
 /* poll/ppoll with a timeout: what is needed to examine the descriptors if it times out;
  * false when it has none. */
 static __always_inline bool poll_fill(struct pt_regs *regs, long id, __u32 tid, struct call *c) {
   struct rdzv_record *r = &c->rec;
   __s64 ms;
   if (id == NR_poll) {
-    ms = (int)BPF_CORE_READ(regs, dx);
+    ms = (int)regs->dx;
     if (ms <= 0) return false; /* as the shim: an infinite or zero wait is no timeout */
     r->op = RDZV_OP_POLL;
   } else {
-    const struct __kernel_timespec *uts = (const void *)BPF_CORE_READ(regs, dx);
+    const struct __kernel_timespec *uts = (const void *)regs->dx;
     struct __kernel_timespec ts = {};
     if (!uts || bpf_probe_read_user(&ts, sizeof(ts), uts)) return false;
     ms = to_ms(ts.tv_sec, ts.tv_nsec, 1000000);
     r->op = RDZV_OP_PPOLL;
   }
   c->id = id;
-  c->user_ptr = BPF_CORE_READ(regs, di);
+  c->user_ptr = regs->di;
   r->kind = RDZV_EV_POLL;
   r->tid = tid;
   r->ts_ns = bpf_ktime_get_ns();
   r->u.net.timeout_ms = ms;
-  r->u.net.nfds = (__u32)BPF_CORE_READ(regs, si);
+  r->u.net.nfds = (__u32)regs->si;
   return true;
 }
 
 /* A setsockopt of SO_RCVTIMEO/SO_SNDTIMEO on a store socket: the value, read before the call. */
 static __always_inline int sockopt_enter(struct pt_regs *regs, struct rdzv_record *r) {
-  long level = BPF_CORE_READ(regs, si), name = BPF_CORE_READ(regs, dx);
+  long level = regs->si, name = regs->dx;
   if (level != SOL_SOCKET) return -1;
   if (name != SO_RCVTIMEO_OLD && name != SO_SNDTIMEO_OLD && name != SO_RCVTIMEO_NEW && name != SO_SNDTIMEO_NEW)
     return -1;
   struct user_timeval tv = {}; /* the old and new layouts are the same on x86_64 */
-  const void *val = (const void *)BPF_CORE_READ(regs, r10);
-  if ((__u32)BPF_CORE_READ(regs, r8) < sizeof(tv) || !val || bpf_probe_read_user(&tv, sizeof(tv), val)) return -1;
+  const void *val = (const void *)regs->r10;
+  if ((__u32)regs->r8 < sizeof(tv) || !val || bpf_probe_read_user(&tv, sizeof(tv), val)) return -1;
   r->kind = RDZV_EV_SOCKOPT;
   r->op = RDZV_OP_SETSOCKOPT;
   r->u.net.size = name;
@@ -101,16 +137,22 @@ static __always_inline int sockopt_enter(struct pt_regs *regs, struct rdzv_recor
   return 0;
 }
 
-/* The record of a send/recv-family call, a read/write or a setsockopt on a store socket, from
- * its arguments; false when the descriptor is no store socket or the call is not recorded.
- * At sys_enter (late false), or at sys_exit for a call that began before the socket was known
- * (late: the registers still hold its arguments; dated from when the socket was found). */
-static __always_inline bool io_fill(struct pt_regs *regs, long id, __u32 tgid, __u32 tid, struct call *c, bool late) {
-  struct rdzv_record *r = &c->rec;
-  long fd = (long)BPF_CORE_READ(regs, di);
+/* The store socket behind the first argument of an I/O call (its descriptor), or NULL. */
+static __always_inline struct store_sock *io_store_sock(struct pt_regs *regs, __u32 tgid) {
+  long fd = (long)regs->di;
   __u64 key = fd_key(tgid, fd);
   struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
-  if (!ss || !store_identify(tgid, fd, ss)) return false;
+  return ss && store_identify(tgid, fd, ss) ? ss : NULL;
+}
+
+/* The record of a send/recv-family call, a read/write or a setsockopt on the store socket ss,
+ * from its arguments; false when the call is not recorded. At sys_enter (late false), or at
+ * sys_exit for a call that began before the socket was known (late: the registers still hold
+ * its arguments; dated from when the socket was found). */
+static __always_inline bool io_fill(struct pt_regs *regs, long id, __u32 tid, const struct store_sock *ss,
+                                    struct call *c, bool late) {
+  struct rdzv_record *r = &c->rec;
+  long fd = (long)regs->di;
   __builtin_memset(c, 0, sizeof(*c));
   c->id = id;
   c->late = late;
@@ -123,45 +165,53 @@ static __always_inline bool io_fill(struct pt_regs *regs, long id, __u32 tgid, _
     case NR_write:
       r->kind = RDZV_EV_SEND;
       r->op = RDZV_OP_WRITE;
-      r->u.net.size = BPF_CORE_READ(regs, dx);
+      r->u.net.size = regs->dx;
       break;
     case NR_writev:
       r->kind = RDZV_EV_SEND;
       r->op = RDZV_OP_WRITEV;
-      r->u.net.size = iov_bytes((const void *)BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx));
+      r->u.net.size = iov_bytes((const void *)regs->si, regs->dx);
       break;
     case NR_sendto:
       r->kind = RDZV_EV_SEND;
       /* glibc's send() is sendto() without an address: named as the shim names it. */
-      r->op = BPF_CORE_READ(regs, r8) ? RDZV_OP_SENDTO : RDZV_OP_SEND;
-      r->u.net.size = BPF_CORE_READ(regs, dx);
-      c->dontwait = (BPF_CORE_READ(regs, r10) & MSG_DONTWAIT) != 0;
+      r->op = regs->r8 ? RDZV_OP_SENDTO : RDZV_OP_SEND;
+      r->u.net.size = regs->dx;
+      c->dontwait = (regs->r10 & MSG_DONTWAIT) != 0;
       break;
     case NR_sendmsg:
       r->kind = RDZV_EV_SEND;
       r->op = RDZV_OP_SENDMSG;
-      r->u.net.size = msg_bytes((const void *)BPF_CORE_READ(regs, si));
-      c->dontwait = (BPF_CORE_READ(regs, dx) & MSG_DONTWAIT) != 0;
+      r->u.net.size = msg_bytes((const void *)regs->si);
+      c->dontwait = (regs->dx & MSG_DONTWAIT) != 0;
+      break;
+    case NR_sendmmsg:
+    case NR_recvmmsg:
+      r->kind = id == NR_sendmmsg ? RDZV_EV_SEND : RDZV_EV_RECV;
+      r->op = id == NR_sendmmsg ? RDZV_OP_SENDMMSG : RDZV_OP_RECVMMSG;
+      c->user_ptr = regs->si;
+      r->u.net.size = mmsg_asked((const void *)regs->si, regs->dx);
+      c->dontwait = (regs->r10 & MSG_DONTWAIT) != 0;
       break;
     case NR_read:
       r->op = RDZV_OP_READ;
-      r->u.net.size = BPF_CORE_READ(regs, dx);
+      r->u.net.size = regs->dx;
       break;
     case NR_readv:
       /* Named read: the format has no readv op, and a new op would make older readers
        * count these records as invalid. A read of the iovecs' total size is what it is. */
       r->op = RDZV_OP_READ;
-      r->u.net.size = iov_bytes((const void *)BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx));
+      r->u.net.size = iov_bytes((const void *)regs->si, regs->dx);
       break;
     case NR_recvfrom:
-      r->op = BPF_CORE_READ(regs, r8) ? RDZV_OP_RECVFROM : RDZV_OP_RECV; /* recv() likewise */
-      r->u.net.size = BPF_CORE_READ(regs, dx);
-      c->dontwait = (BPF_CORE_READ(regs, r10) & MSG_DONTWAIT) != 0;
+      r->op = regs->r8 ? RDZV_OP_RECVFROM : RDZV_OP_RECV; /* recv() likewise */
+      r->u.net.size = regs->dx;
+      c->dontwait = (regs->r10 & MSG_DONTWAIT) != 0;
       break;
     case NR_recvmsg:
       r->op = RDZV_OP_RECVMSG;
-      r->u.net.size = msg_bytes((const void *)BPF_CORE_READ(regs, si));
-      c->dontwait = (BPF_CORE_READ(regs, dx) & MSG_DONTWAIT) != 0;
+      r->u.net.size = msg_bytes((const void *)regs->si);
+      c->dontwait = (regs->dx & MSG_DONTWAIT) != 0;
       break;
     default: /* NR_setsockopt */
       if (sockopt_enter(regs, r)) return false;
@@ -172,6 +222,13 @@ static __always_inline bool io_fill(struct pt_regs *regs, long id, __u32 tgid, _
 
 /* sys_enter of a call that may concern a store socket. Other descriptors: one map lookup. */
 static __always_inline int io_enter(struct pt_regs *regs, long id, __u32 tgid, __u32 tid) {
+  if (is_fd_io_call(id)) {
+    /* The hot path (a store's send/recv loop): filled in the thread's storage, no copy. */
+    const struct store_sock *ss = io_store_sock(regs, tgid);
+    struct call *c = ss ? thread_call() : NULL;
+    if (c && io_fill(regs, id, tid, ss, c, false)) c->in_call = 1;
+    return 0;
+  }
   __u32 zero = 0;
   union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
   if (!s) return 0;
@@ -179,13 +236,11 @@ static __always_inline int io_enter(struct pt_regs *regs, long id, __u32 tgid, _
   if (id == NR_poll || id == NR_ppoll) {
     __builtin_memset(c, 0, sizeof(*c));
     c->rec.fd = -1;
-    if (poll_fill(regs, id, tid, c)) bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+    if (poll_fill(regs, id, tid, c)) keep_call(c);
     return 0;
   }
   if (id == NR_select || id == NR_pselect6) return select_enter(regs, id, tgid, tid, c);
-  if (is_wait_call(id)) return epoll_enter(regs, id, tgid, tid, c);
-  if (io_fill(regs, id, tgid, tid, c, false)) bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
-  return 0;
+  return epoll_enter(regs, id, tgid, tid, c);
 }
 
 /* A poll that timed out with a store socket among its first descriptors. */
@@ -240,6 +295,7 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
     sockopt_exit(r, ss, tgid, ret);
     return;
   }
+  if ((c->id == NR_sendmmsg || c->id == NR_recvmmsg) && ret >= 0) ret = mmsg_done((const void *)c->user_ptr, ret);
   bool is_send = r->kind == RDZV_EV_SEND;
   __sync_fetch_and_add(is_send ? &ss->calls_send : &ss->calls_recv, 1);
   if (ret > 0) __sync_fetch_and_add(is_send ? &ss->bytes_sent : &ss->bytes_recv, ret);
@@ -300,7 +356,8 @@ static __always_inline void late_io_exit(struct pt_regs *regs, long id, __u32 tg
     if (poll_fill(regs, id, tid, c)) poll_exit(c, tgid, ret);
     return;
   }
-  if (io_fill(regs, id, tgid, tid, c, true)) io_exit(c, tgid, ret);
+  const struct store_sock *ss = io_store_sock(regs, tgid);
+  if (ss && io_fill(regs, id, tid, ss, c, true)) io_exit(c, tgid, ret);
 }
 
 /* sys_exit of a wait (ppoll, select, pselect6, an epoll wait) already in progress when attach

@@ -60,7 +60,7 @@ static long select_step(__u32 fd, struct select_scan *s) {
 /* select/pselect6 with a timeout: the kernel clears the sets when it times out, so the store
  * socket waited on is found now, as the shim finds it before the call. */
 static __always_inline int select_enter(struct pt_regs *regs, long id, __u32 tgid, __u32 tid, struct call *c) {
-  const void *uto = (const void *)BPF_CORE_READ(regs, r8);
+  const void *uto = (const void *)regs->r8;
   if (!uto) return 0; /* no timeout: it cannot time out */
   __s64 ms;
   if (id == NR_select) {
@@ -73,11 +73,11 @@ static __always_inline int select_enter(struct pt_regs *regs, long id, __u32 tgi
     ms = to_ms(ts.tv_sec, ts.tv_nsec, 1000000);
   }
   if (ms <= 0 || !bpf_map_lookup_elem(&has_store, &tgid)) return 0;
-  int nfds = (int)BPF_CORE_READ(regs, di);
+  int nfds = (int)regs->di;
   if (nfds <= 0) return 0;
   struct select_scan scan = {
-      .sets = {(const void *)BPF_CORE_READ(regs, si), (const void *)BPF_CORE_READ(regs, dx),
-               (const void *)BPF_CORE_READ(regs, r10)},
+      .sets = {(const void *)regs->si, (const void *)regs->dx,
+               (const void *)regs->r10},
       .tgid = tgid,
       .found = -1,
   };
@@ -90,13 +90,13 @@ static __always_inline int select_enter(struct pt_regs *regs, long id, __u32 tgi
   r->kind = RDZV_EV_POLL;
   /* glibc's select() is pselect6 without a signal mask (its pselect() always passes one):
    * named as the program called it, as the shim names it. */
-  r->op = (id == NR_select || !BPF_CORE_READ(regs, r9)) ? RDZV_OP_SELECT : RDZV_OP_PSELECT;
+  r->op = (id == NR_select || !regs->r9) ? RDZV_OP_SELECT : RDZV_OP_PSELECT;
   r->tid = tid;
   r->ts_ns = bpf_ktime_get_ns();
   r->fd = found;
   r->u.net.timeout_ms = ms;
   r->u.net.nfds = nfds;
-  bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+  keep_call(c);
   return 0;
 }
 
@@ -112,12 +112,12 @@ static __always_inline void select_exit(struct call *c, __u32 tgid, long ret) {
 static __always_inline int epoll_enter(struct pt_regs *regs, long id, __u32 tgid, __u32 tid, struct call *c) {
   __s64 ms;
   if (id == NR_epoll_pwait2) {
-    const struct __kernel_timespec *uts = (const void *)BPF_CORE_READ(regs, r10);
+    const struct __kernel_timespec *uts = (const void *)regs->r10;
     struct __kernel_timespec ts = {};
     if (!uts || bpf_probe_read_user(&ts, sizeof(ts), uts)) return 0;
     ms = to_ms(ts.tv_sec, ts.tv_nsec, 1000000);
   } else {
-    ms = (int)BPF_CORE_READ(regs, r10);
+    ms = (int)regs->r10;
   }
   if (ms <= 0 || !bpf_map_lookup_elem(&has_store, &tgid)) return 0;
   struct rdzv_record *r = &c->rec;
@@ -127,9 +127,9 @@ static __always_inline int epoll_enter(struct pt_regs *regs, long id, __u32 tgid
   r->op = id == NR_epoll_wait ? RDZV_OP_EPOLL_WAIT : RDZV_OP_EPOLL_PWAIT; /* pwait2: a pwait */
   r->tid = tid;
   r->ts_ns = bpf_ktime_get_ns();
-  r->fd = (long)BPF_CORE_READ(regs, di);
+  r->fd = (long)regs->di;
   r->u.net.timeout_ms = ms;
-  bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
+  keep_call(c);
   return 0;
 }
 

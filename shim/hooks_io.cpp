@@ -145,19 +145,60 @@ inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size
   return r;
 }
 
+// What the messages of a sendmmsg/recvmmsg ask for, and the bytes of the first n of them (the
+// kernel's msg_len): the records carry bytes, as every send/recv record (trace_format.h).
+size_t mmsg_asked(const struct mmsghdr* vec, unsigned int vlen) {
+  size_t total = 0;
+  for (unsigned int i = 0; vec && i < vlen; ++i)
+    total += iov_bytes(vec[i].msg_hdr.msg_iov, static_cast<long>(vec[i].msg_hdr.msg_iovlen));
+  return total;
+}
+
+size_t mmsg_done(const struct mmsghdr* vec, int n) {
+  size_t total = 0;
+  for (int i = 0; vec && i < n; ++i) total += vec[i].msg_len;
+  return total;
+}
+
+// As traced_io, with the bytes done as the recorded result; the caller gets the count of
+// messages that libc returned, and its errno.
+template <typename Call>
+inline int traced_mmsg(rdzv_kind kind, rdzv_op op, int fd, uint16_t info,
+                       const struct mmsghdr* vec, unsigned int vlen, bool dontwait, Call call) {
+  int n = -1;
+  traced_io(kind, op, fd, info, mmsg_asked(vec, vlen), dontwait, [&]() -> ssize_t {
+    n = call();
+    return n < 0 ? -1 : static_cast<ssize_t>(mmsg_done(vec, n));
+  });
+  return n;
+}
+
 }  // namespace
 
-#define RDZV_IO_HOOK(name, ret_t, params, args, kind, op, asked, dontwait)            \
-  __attribute__((noinline)) static ret_t name##_traced(real::name##_fn fn, uint16_t info,   \
-                                                      RDZV_UNPAREN params) {               \
-    return traced_io(kind, op, fd, info, asked, dontwait, [&] { return fn args; });        \
-  }                                                                                         \
+// The exported part of a hook on a call on one descriptor: a leaf that tail-calls libc
+// unless fd is a store socket, else calls name##_traced.
+#define RDZV_IO_LEAF(name, ret_t, params, args)                                            \
   extern "C" RDZV_EXPORT ret_t name params {                                               \
     auto fn = real::name();                                                                 \
     uint16_t info = fd_info(fd);                                                            \
     if (__builtin_expect(!(info & kFdStore), 1)) return fn args;                            \
     return name##_traced(fn, info, RDZV_UNPAREN args);                                      \
   }
+
+#define RDZV_IO_HOOK(name, ret_t, params, args, kind, op, asked, dontwait)            \
+  __attribute__((noinline)) static ret_t name##_traced(real::name##_fn fn, uint16_t info,   \
+                                                      RDZV_UNPAREN params) {               \
+    return traced_io(kind, op, fd, info, asked, dontwait, [&] { return fn args; });        \
+  }                                                                                         \
+  RDZV_IO_LEAF(name, ret_t, params, args)
+
+// sendmmsg/recvmmsg: the same, the messages being `vec`, `vlen` of them.
+#define RDZV_MMSG_HOOK(name, params, args, kind, op, dontwait)                             \
+  __attribute__((noinline)) static int name##_traced(real::name##_fn fn, uint16_t info,     \
+                                                    RDZV_UNPAREN params) {                 \
+    return traced_mmsg(kind, op, fd, info, vec, vlen, dontwait, [&] { return fn args; });  \
+  }                                                                                         \
+  RDZV_IO_LEAF(name, int, params, args)
 
 #define RDZV_UNPAREN(...) __VA_ARGS__
 
@@ -198,3 +239,9 @@ RDZV_IO_HOOK(read, ssize_t, (int fd, void* buf, size_t n), (fd, buf, n), RDZV_EV
              RDZV_OP_READ, n, false)
 RDZV_IO_HOOK(__read_chk, ssize_t, (int fd, void* buf, size_t n, size_t buflen),
              (fd, buf, n, buflen), RDZV_EV_RECV, RDZV_OP_READ, n, false)
+RDZV_MMSG_HOOK(sendmmsg, (int fd, struct mmsghdr* vec, unsigned int vlen, int flags),
+               (fd, vec, vlen, flags), RDZV_EV_SEND, RDZV_OP_SENDMMSG, flags & MSG_DONTWAIT)
+RDZV_MMSG_HOOK(recvmmsg,
+               (int fd, struct mmsghdr* vec, unsigned int vlen, int flags, struct timespec* timeout),
+               (fd, vec, vlen, flags, timeout), RDZV_EV_RECV, RDZV_OP_RECVMMSG,
+               flags & MSG_DONTWAIT)

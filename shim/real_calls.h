@@ -38,6 +38,8 @@
   X(recvfrom, ssize_t, (int, void*, size_t, int, struct sockaddr*, socklen_t*))                 \
   X(__recvfrom_chk, ssize_t, (int, void*, size_t, size_t, int, struct sockaddr*, socklen_t*))   \
   X(recvmsg, ssize_t, (int, struct msghdr*, int))                                               \
+  X(sendmmsg, int, (int, struct mmsghdr*, unsigned int, int))                                   \
+  X(recvmmsg, int, (int, struct mmsghdr*, unsigned int, int, struct timespec*))                 \
   X(read, ssize_t, (int, void*, size_t))                                                        \
   X(__read_chk, ssize_t, (int, void*, size_t, size_t))                                          \
   X(poll, int, (struct pollfd*, nfds_t, int))                                                   \

@@ -84,6 +84,8 @@ constexpr Named<rdzv_op> kOps[] = {
     {RDZV_OP_DESTRUCTOR, "destructor"},
     {RDZV_OP_INIT, "init"},
     {RDZV_OP_KERNEL, "kernel"},
+    {RDZV_OP_SENDMMSG, "sendmmsg"},
+    {RDZV_OP_RECVMMSG, "recvmmsg"},
 };
 static_assert(std::size(kOps) == RDZV_OP_MAX, "a name for every op");
 

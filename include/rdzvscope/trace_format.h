@@ -95,6 +95,9 @@ enum rdzv_op {
   RDZV_OP_FORK, RDZV_OP_VFORK, RDZV_OP_POSIX_SPAWN, RDZV_OP_POSIX_SPAWNP, RDZV_OP_EXEC,
   RDZV_OP_EXIT, RDZV_OP_UNDERSCORE_EXIT, RDZV_OP_DESTRUCTOR, RDZV_OP_INIT,
   RDZV_OP_KERNEL, /* bpf: seen from a kernel tracepoint rather than a libc call */
+  /* Several messages in one call: size is what the messages asked for, ret the bytes of those
+   * done (not the count of messages the call returns), so that they read as any send/recv. */
+  RDZV_OP_SENDMMSG, RDZV_OP_RECVMMSG,
   RDZV_OP_MAX
 };
 

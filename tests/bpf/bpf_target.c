@@ -6,7 +6,7 @@
  *   3. getaddrinfo of a name that does not exist: EAI_NONAME
  *   4. bind to 127.0.0.1:TAKEN_PORT, which the test holds: EADDRINUSE
  *   5. store traffic with itself on IO_PORT (io_section below): a 0-byte recv, EPIPE and
- *      ECONNRESET on send, an expired SO_RCVTIMEO, a poll timeout
+ *      ECONNRESET on send, an expired SO_RCVTIMEO, a poll timeout, sendmmsg/recvmmsg
  *   bpf_target timeout STORE_PORT   (run where SYNs to STORE_PORT are dropped)
  *   1. a blocking connect: ETIMEDOUT
  *   2. a non-blocking connect given up after a 300 ms poll, then closed (abandoned)
@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -85,6 +86,17 @@ static void io_section(int io_port) {
   print_call("recv_timeout", recv(c, buf, sizeof buf, 0));
   struct pollfd p = {c, POLLIN, 0};
   print_call("poll_timeout", poll(&p, 1, 100));
+  /* Two messages each way in one call (3 + 2 bytes): records carry the bytes, 5. */
+  char in[2][64];
+  struct iovec out_iov[2] = {{"abc", 3}, {"de", 2}}, in_iov[2] = {{in[0], 64}, {in[1], 64}};
+  struct mmsghdr out_m[2], in_m[2];
+  it_messages(out_m, out_iov, 2);
+  it_messages(in_m, in_iov, 2);
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* no Nagle wait between the two */
+  print_call("sendmmsg", sendmmsg(s, out_m, 2, MSG_NOSIGNAL));
+  usleep(50000); /* both segments in: the first message takes all 5 bytes */
+  long got = recvmmsg(c, in_m, 2, MSG_WAITFORONE, NULL);
+  print_call("recvmmsg_bytes", got < 0 ? got : (long)(in_m[0].msg_len + (got > 1 ? in_m[1].msg_len : 0)));
   close(c);
   close(s);
   close(ls);

@@ -231,7 +231,7 @@ def attach_events(work):
 def check_store_io(ports, printed, events):
     """bpf_target's io_section, as the trace must show it (see bpf_target.c)."""
     want = {"recv_zero": [0, 0], "send_after_fin": [1, 0], "send_epipe": [-1, 32], "send_reset": [-1, 104],
-            "recv_timeout": [-1, 11], "poll_timeout": [0, 0]}
+            "recv_timeout": [-1, 11], "poll_timeout": [0, 0], "sendmmsg": [2, 0], "recvmmsg_bytes": [5, 0]}
     check(all(printed.get(k) == v for k, v in want.items()), "the target's I/O went otherwise: %s" % printed)
     io = "127.0.0.1:%d" % ports.io
 
@@ -250,6 +250,9 @@ def check_store_io(ports, printed, events):
     p = one("the poll timeout", kind="poll", op="poll", peer=io, timeout_ms=100, nfds=1)
     check(p["flags"] == ["store", "timeout"] and p["dur_ns"] == 100e6, "poll timeout record", [p])
     one("the server's recv", kind="recv", op="recv", ret=4, local=io)
+    # Several messages in one call: the bytes done and asked, as the shim records them.
+    one("the server's sendmmsg", kind="send", op="sendmmsg", ret=5, size=5, local=io, errno=0)
+    one("the client's recvmmsg", kind="recv", op="recvmmsg", ret=5, size=128, peer=io, errno=0)
     c = one("the first client's close", kind="close", peer=io, calls_send=3, calls_recv=1)
     check(c["bytes_sent"] == 5 and c["bytes_recv"] == 0, "close totals", [c])
     one("the listener's close", kind="close", local=io, peer=None)

@@ -49,6 +49,15 @@ static inline long it_report_keep(const char* what, long ret, int err) {
     it_r_;                                    \
   })
 
+/* A sendmmsg/recvmmsg vector of n messages, message i being the one buffer iov[i]. */
+static inline void it_messages(struct mmsghdr* m, struct iovec* iov, int n) {
+  memset(m, 0, sizeof(*m) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    m[i].msg_hdr.msg_iov = &iov[i];
+    m[i].msg_hdr.msg_iovlen = 1;
+  }
+}
+
 static inline void it_die(const char* what) {
   fprintf(stderr, "FATAL %s: %s\n", what, strerror(errno));
   fflush(stderr);

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/select.h>
+#include <netinet/tcp.h>
 #include <sys/uio.h>
 
 int main(int argc, char** argv) {
@@ -40,6 +41,17 @@ int main(int argc, char** argv) {
   REPORT("recvmsg", recvmsg(s, &mh, 0));
   REPORT("read", read(s, buf, n));
   REPORT("read rest", read(s, buf, n));
+
+  /* Two messages of n bytes in one call each way: the records carry the bytes, 2n. */
+  struct iovec two[2] = {{buf, n}, {buf, n}}, back[2] = {{buf, sizeof buf}, {buf, sizeof buf}};
+  struct mmsghdr out[2], in[2];
+  it_messages(out, two, 2);
+  it_messages(in, back, 2);
+  int nodelay = 1; /* both segments leave at once (no Nagle wait for an ACK) */
+  setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof nodelay);
+  REPORT("sendmmsg", sendmmsg(c, out, 2, 0));
+  usleep(20000);
+  REPORT("recvmmsg", recvmmsg(s, in, 2, MSG_WAITFORONE, NULL)); /* 1 or 2 messages, 2n bytes */
 
   struct pollfd p[2] = {{s, POLLIN, 0}, {-1, 0, 0}};
   REPORT("poll 120ms", poll(p, one, 120));

@@ -556,6 +556,13 @@ def io_entry_points():
         ev = t.find("recv", op=op)
         check(len(ev) == count and all(e["ret"] == 1 for e in ev), f"want {count} {op} events",
               t.lines())
+    # sendmmsg/recvmmsg: the caller still gets the count of messages; the records the bytes.
+    check("sendmmsg: ret=2" in plain.out and "sendmmsg: ret=2" in traced.out, "sendmmsg's result changed",
+          traced.describe())
+    e = one(t, "send", "by sendmmsg()", op="sendmmsg")
+    check(e["ret"] == 2 and e["size"] == 2 and "store" in e["flags"], "sendmmsg event wrong", [e])
+    e = one(t, "recv", "by recvmmsg()", op="recvmmsg")
+    check(e["ret"] == 2 and e["size"] == 128 and "store" in e["flags"], "recvmmsg event wrong", [e])
     for op, ms in (("poll", 120), ("ppoll", 110), ("select", 100)):
         e = one(t, "poll", f"by {op}()", op=op)
         check(e["timeout_ms"] == ms and "timeout" in e["flags"] and "store" in e["flags"],

@@ -34,7 +34,8 @@ TEST_CASE("every op has its own name, in enum order", "[names]") {
       "read",        "poll",        "ppoll",         "select",         "pselect",
       "epoll_wait",  "epoll_pwait", "getsockopt",    "setsockopt",     "close",
       "fork",        "vfork",       "posix_spawn",   "posix_spawnp",   "exec",
-      "exit",        "_exit",       "destructor",    "init",           "kernel"};
+      "exit",        "_exit",       "destructor",    "init",           "kernel",
+      "sendmmsg",    "recvmmsg"};
   REQUIRE(std::size(expected) == RDZV_OP_MAX);
   for (unsigned op = 0; op < RDZV_OP_MAX; ++op) CHECK(op_name(op) == expected[op]);
   CHECK(op_name(RDZV_OP_MAX) == "op_" + std::to_string(RDZV_OP_MAX));
