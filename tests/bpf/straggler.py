@@ -16,8 +16,8 @@ workers instead: the agent hosts the store and gives its workers a MASTER_PORT p
 time, which attach learns when each worker execs; the agent stops rank 2 before it ever
 reaches the store.
 --launcher FORM starts the same job another way (LAUNCH_FORMS: torchrun's static backend,
-`env VAR=... cmd &`, export then exec, Python's subprocess with env=, and attach --comm started
-before any rank exists); with --attach-only only attach's run is made, its verdict compared
+`env VAR=... cmd &`, export then exec, Python's subprocess with env=, attach --comm started
+before any rank exists, and each rank in a PID namespace of its own: `unshare --pid --fork`); with --attach-only only attach's run is made, its verdict compared
 with the one the shim gives for this job.
 Exit status 0 = pass, 1 = fail (with the reason on stderr).
 """
@@ -82,6 +82,18 @@ for r in 0 1 2 3; do
 done
 wait
 '''
+# Each rank in a PID namespace of its own (`unshare --pid --fork`, as a container runtime with
+# the host's network gives): every rank is pid 1 in its namespace, attach sees host pids.
+LAUNCHER_PIDNS = r'''
+read go || exit 3
+for r in 0 1 2 3; do
+  delay=0
+  [ "$r" = "$LATE_RANK" ] && delay=$DELAY_S
+  unshare --pid --fork env RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=$JOB_PORT \
+    E2E_DELAY_S=$delay "$PYTHON" "$RANK_SCRIPT" > "$LOGS/rank$r.log" 2>&1 &
+done
+wait
+'''
 # `export` in a subshell, then exec.
 LAUNCHER_EXPORT_EXEC = r'''
 read go || exit 3
@@ -116,6 +128,7 @@ LAUNCH_FORMS = {
     "torchrun": (LAUNCHER_TORCHRUN, "/bin/sh", False),
     "torchrun_static": (LAUNCHER_TORCHRUN_STATIC, "/bin/sh", True),
     "env_cmd": (LAUNCHER_ENV_CMD, "/bin/sh", True),
+    "pidns": (LAUNCHER_PIDNS, "/bin/sh", True),
     "export_exec": (LAUNCHER_EXPORT_EXEC, "/bin/sh", True),
     "subprocess_env": (LAUNCHER_SUBPROCESS, "python", True),
     # attach --comm, started before any rank exists (the env_cmd job): ranks are followed from
@@ -204,6 +217,22 @@ def run_job(opts, mode, work):
     return trace_dir
 
 
+def expect_own_pid_namespaces(mode, headers):
+    """pidns: each rank's header names its own PID namespace, its pid there (1), and its host
+    pid (attach sees host pids), one process per rank."""
+    ranks = [h for h in headers if h["identity"]["rank"] is not None]
+    origins = [h.get("origin") or {} for h in ranks]
+    namespaces = {o.get("pid_namespace") for o in origins}
+    if len(namespaces) != WORLD or None in namespaces:
+        raise Fail("%s: PID namespaces of the ranks %s, want %d different ones" % (mode, sorted(map(str, namespaces)), WORLD))
+    if any(o.get("ns_pid") != 1 for o in origins):
+        raise Fail("%s: pids in their namespaces %s, want 1 each" % (mode, [o.get("ns_pid") for o in origins]))
+    host_pids = [o.get("host_pid") for o in origins]
+    if len(set(host_pids)) != WORLD or any(not p or p == 1 for p in host_pids):
+        raise Fail("%s: host pids %s, want the ranks' %d different ones" % (mode, host_pids, WORLD))
+    print("%s: ranks in PID namespaces %s, each pid 1 there, host pids %s" % (mode, sorted(namespaces), sorted(host_pids)))
+
+
 def stop_attach(attach):
     """Stops attach once the job is over (its last events drained), prints its summary."""
     time.sleep(0.3)
@@ -264,6 +293,8 @@ def main():
                 raise Fail("%s: traces of ranks %s, want 0-3" % (mode, ranks))
             if mode == "bpf" and any(h["source"] != "bpf" for h in headers):
                 raise Fail("bpf: a trace file not written by attach")
+            if opts.launcher == "pidns":
+                expect_own_pid_namespaces(mode, headers)
             diag = verdict(opts, trace_dir)
             v = diag["verdict"]
             d = diag["discriminators"]
