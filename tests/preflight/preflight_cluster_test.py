@@ -281,7 +281,7 @@ def run_job(c, hosts=NODES, before_kill=lambda procs: None, bound_s=JOB_BOUND_S)
     killed at bound_s (before_kill(procs) runs first, to look at the survivors); every
     rank's log is logged."""
     if c.python is None:
-        raise Fail("a job_after_* case needs --python (an interpreter with PyTorch 2.x)")
+        raise Fail("a job_after_* case needs --python (an interpreter with PyTorch)")
     log(f"the job: PyTorch {torch_version(c.python)}, one rank per host on {', '.join(hosts)}")
     procs = {}
     for host in hosts:
@@ -299,6 +299,11 @@ def run_job(c, hosts=NODES, before_kill=lambda procs: None, bound_s=JOB_BOUND_S)
     for p in procs.values():
         log(f"--- {p.label}@{p.host}: exit {p.rc}\n{p.text().rstrip()[-1500:]}")
     return procs
+
+
+def torch1(c):
+    """The job runs PyTorch 1.x (Debian's 1.13), whose messages differ from 2.x's."""
+    return torch_version(c.python).startswith("1.")
 
 
 def expect_job_failed(procs, errors):
@@ -339,9 +344,9 @@ def store_port_peers(c):
 
 
 def case_job_after_port_held(c):
-    # Ranks 1 and 2 connect to the holder, which never answers: as their preflight did. PyTorch
-    # 2.13's TCPStore client then waits for the store's answer without its timeout (the job
-    # hangs), so they are still there at HUNG_BOUND_S (far past the 4 s timeout, even after a
+    # Ranks 1 and 2 connect to the holder, which never answers: as their preflight did. The
+    # TCPStore client (2.13, and 1.13 too) then waits for the store's answer without its timeout
+    # (the job hangs), so they are still there at HUNG_BOUND_S (far past the 4 s timeout, even after a
     # slow torch import), connected to node0:PORT.
     seen = {}
     with port_holder(c) as pid:
@@ -350,7 +355,8 @@ def case_job_after_port_held(c):
     log(f"connected to node0:{PORT} at {HUNG_BOUND_S} s: {sorted(seen['peers'])}")
     p0 = procs["node0"]
     expect(p0.rc == 1 and not p0.killed_by_bound, f"rank0@node0: exit {p0.rc}, expected 1", errors)
-    expect_in_log(p0, ["EADDRINUSE", "address already in use"], errors,
+    # 1.13 names the errno by its text and number only ("errno: 98 - Address already in use").
+    expect_in_log(p0, ["address already in use"] + ([] if torch1(c) else ["EADDRINUSE"]), errors,
                   "the store host, whose port preflight found held")
     for h in ("node1", "node2"):
         p = procs[h]
@@ -373,16 +379,21 @@ def case_job_after_syn_dropped(c):
     expect_in_log(procs["node1"], ["The client socket has timed out",
                                    f"while trying to connect to ({STORE}, {PORT})"],
                   errors, "the node preflight named")
-    expect_waited_for_one(procs, ("node0", "node2"), errors, "node1's rank")
+    expect_waited_for_one(c, procs, ("node0", "node2"), errors, "node1's rank")
     return errors
 
 
-def expect_waited_for_one(procs, hosts, errors, whom):
+def expect_waited_for_one(c, procs, hosts, errors, whom):
     """The store host's rank 0 timed out with 2 of 3 clients in, the other host's rank timed
-    out waiting on the store; none of them timed out connecting (the store was reachable)."""
-    expect_in_log(procs["node0"], ["waiting for clients. 2/3 clients joined"], errors, f"waited for {whom}")
+    out waiting on the store (1.13: each says only "Socket Timeout", its SO_RCVTIMEO); none of
+    them timed out connecting (the store was reachable)."""
+    if torch1(c):
+        for h in hosts:
+            expect_in_log(procs[h], ["Socket Timeout"], errors, f"waited for {whom}")
+    else:
+        expect_in_log(procs["node0"], ["waiting for clients. 2/3 clients joined"], errors, f"waited for {whom}")
     for h in hosts:
-        if h != "node0":
+        if h != "node0" and not torch1(c):
             expect_in_log(procs[h], ["wait timeout after"], errors, f"waited for {whom}")
         expect("while trying to connect" not in procs[h].text(),
                f"{h}: a connect timeout although the store was reachable", errors)
@@ -392,7 +403,7 @@ def case_job_after_node_never_starts(c):
     errors = case_node_never_starts(c)
     procs = run_job(c, hosts=["node0", "node1"])   # node2's rank never starts, as its preflight
     expect_job_failed(procs, errors)
-    expect_waited_for_one(procs, ("node0", "node1"), errors, "node2's rank")
+    expect_waited_for_one(c, procs, ("node0", "node1"), errors, "node2's rank")
     return errors
 
 
