@@ -23,7 +23,7 @@ struct user_pollfd {
   short revents;
 };
 
-/* Calls on one descriptor, their first argument. */
+/* Calls whose first argument is the one descriptor they act on. */
 static __always_inline bool is_fd_io_call(long id) {
   return id == NR_read || id == NR_write || id == NR_writev || id == NR_sendto || id == NR_recvfrom ||
          id == NR_sendmsg || id == NR_recvmsg || id == NR_setsockopt || id == NR_readv ||
@@ -336,8 +336,8 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
 }
 
 /* sys_exit of a call whose sys_enter was not seen: the loader found the thread blocked in it
- * (/proc/PID/task/TID/syscall) and left a `late` entry in `calls`. A hung rank sits in such a
- * recv or poll, and how it ends is the news. Rebuilt from the registers, which still hold the
+ * (/proc/PID/task/TID/syscall) and left a `late` entry in `late_calls`. A hung rank sits in
+ * such a recv or poll, and how it ends is the news. Rebuilt from the registers, which still hold the
  * arguments at sys_exit; on a store socket the I/O record is dated from when the socket was
  * found (flag PREEXISTING: it began earlier), a poll that timed out from its timeout, as any.
  * ppoll is not rebuilt here: the kernel has already written the time left over its timeout
