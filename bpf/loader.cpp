@@ -53,8 +53,7 @@ bool add_target(rdzv_bpf* skel, int pid) {
   const std::uint8_t one = 1;
   if (bpf_map__update_elem(skel->maps.targets, &tgid, sizeof tgid, &one, sizeof one, BPF_ANY) != 0)
     return false;
-  const std::uint32_t bit = tgid & (RDZV_BPF_TARGET_BITS - 1);
-  __atomic_fetch_or(&skel->bss->target_bits[bit / 64], std::uint64_t{1} << (bit % 64), __ATOMIC_SEQ_CST);
+  __atomic_fetch_or(&skel->bss->target_bits[rdzv_target_word(tgid)], rdzv_target_mask(tgid), __ATOMIC_SEQ_CST);
   return true;
 }
 

@@ -17,8 +17,11 @@
  * interval: 8 MiB hold 40,000 events, most of a second at 50,000 events per second. */
 #define RDZV_BPF_RINGBUF_WAKE_BYTES (1u << 20)
 #define RDZV_BPF_POLL_MS 50
-/* The filter in front of the targets map (rdzv_maps.bpf.h: target_bits), in bits. */
+/* The filter in front of the targets map (rdzv_maps.bpf.h: target_bits), in bits, and where
+ * a tgid's bit is: the word and the mask, for the programs and the loader alike. */
 #define RDZV_BPF_TARGET_BITS 32768
+static inline rdzv_u32 rdzv_target_word(rdzv_u32 tgid) { return (tgid & (RDZV_BPF_TARGET_BITS - 1)) / 64; }
+static inline rdzv_u64 rdzv_target_mask(rdzv_u32 tgid) { return (rdzv_u64)1 << (tgid % 64); }
 
 struct rdzv_bpf_event {
   rdzv_u32 tgid; /* the process whose file gets the record */

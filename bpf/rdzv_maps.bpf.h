@@ -95,8 +95,7 @@ struct {
 __u64 target_bits[RDZV_BPF_TARGET_BITS / 64] = {};
 
 static __always_inline bool maybe_target(__u32 tgid) {
-  __u32 bit = tgid & (RDZV_BPF_TARGET_BITS - 1);
-  return target_bits[bit / 64] & (1ull << (bit % 64));
+  return target_bits[rdzv_target_word(tgid)] & rdzv_target_mask(tgid);
 }
 
 /* tgid -> 1. The explicit targets (--pid, --comm), their children, and with --all every
@@ -111,8 +110,7 @@ struct {
 static __always_inline void add_target(__u32 tgid) {
   __u8 one = 1;
   bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
-  __u32 bit = tgid & (RDZV_BPF_TARGET_BITS - 1);
-  __sync_fetch_and_or(&target_bits[bit / 64], 1ull << (bit % 64));
+  __sync_fetch_and_or(&target_bits[rdzv_target_word(tgid)], rdzv_target_mask(tgid));
 }
 
 struct {
@@ -131,8 +129,8 @@ struct {
 /* A syscall between its enter and its exit, per thread: struct call (rdzv.h), in the thread's
  * own storage. A hash map keyed by tid cost a bucket lock (with interrupts off) at every enter
  * and exit of a recorded call: about half of attach's cost on a store socket's send loop. The
- * storage exists only for threads that made a recorded call, so at every other thread's
- * sys_exit the lookup is one pointer test. */
+ * storage exists only for threads of targets that made a recorded call (other processes'
+ * threads stop at the target_bits test before it). */
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
   __uint(map_flags, BPF_F_NO_PREALLOC);
