@@ -15,6 +15,8 @@
 #include <memory>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 #include "proc_info.h"
 #include "rdzv.h"
 #include "rdzv.skel.h"
@@ -27,20 +29,36 @@ namespace rdzvscope::bpf {
 namespace {
 
 std::string g_last_libbpf_error;
+// libbpf's print callback takes no context: the logger of the attach in progress.
+std::shared_ptr<spdlog::logger> g_log;
 
-// libbpf's own messages: kept (the last warning explains a failed load), printed only when
-// RDZVSCOPE_BPF_VERBOSE is set, so that a normal run says one line, not a verifier log.
-int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
-  char line[1024];
+// One libbpf message, whole (a verifier log runs to many lines), without its last newline.
+std::string libbpf_message(const char* fmt, va_list args) {
   va_list copy;
   va_copy(copy, args);
-  std::vsnprintf(line, sizeof line, fmt, copy);
+  const int n = std::vsnprintf(nullptr, 0, fmt, copy);
   va_end(copy);
-  if (level != LIBBPF_DEBUG) {
-    g_last_libbpf_error = line;
-    while (!g_last_libbpf_error.empty() && g_last_libbpf_error.back() == '\n') g_last_libbpf_error.pop_back();
-  }
-  if (std::getenv("RDZVSCOPE_BPF_VERBOSE")) std::vfprintf(stderr, fmt, args);  // uncut
+  if (n <= 0) return {};
+  std::string msg(static_cast<std::size_t>(n) + 1, '\0');
+  std::vsnprintf(msg.data(), msg.size(), fmt, args);
+  msg.resize(static_cast<std::size_t>(n));
+  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+  return msg;
+}
+
+// Which level a libbpf message is said at: a normal run says one line, not a verifier log;
+// --verbose shows libbpf's warnings, RDZVSCOPE_BPF_VERBOSE all of its messages.
+spdlog::level::level_enum libbpf_level(enum libbpf_print_level level) {
+  if (std::getenv("RDZVSCOPE_BPF_VERBOSE")) return spdlog::level::info;
+  return level == LIBBPF_DEBUG ? spdlog::level::trace : spdlog::level::debug;
+}
+
+// libbpf's own messages: the last warning is kept (it explains a failed load), every one goes
+// to the logger at its level.
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
+  std::string msg = libbpf_message(fmt, args);
+  if (g_log) g_log->log(libbpf_level(level), "{}", msg);  // libbpf starts its lines with "libbpf: "
+  if (level != LIBBPF_DEBUG) g_last_libbpf_error = std::move(msg);
   return 0;
 }
 
@@ -73,7 +91,7 @@ struct Recorder {
     std::string err = f->create(opt->out_dir, pid, store_ports_of(pid, opt->ports), opt->max_bytes,
                                 group_read);
     if (!err.empty()) {
-      std::fprintf(stderr, "rdzvscope attach: cannot create trace file for pid %d: %s\n", pid, err.c_str());
+      if (opt->log) opt->log->warn("cannot create trace file for pid {}: {}", pid, err);
       failed.insert(pid);
       return nullptr;
     }
@@ -252,6 +270,7 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   if (!opt.ports.empty()) ports = opt.ports;  // --port: exactly these (the filter)
   if (ports.size() > RDZV_BPF_MAX_PORTS) ports.resize(RDZV_BPF_MAX_PORTS);
 
+  g_log = opt.log;
   libbpf_set_print(libbpf_print);
   std::unique_ptr<rdzv_bpf, SkelDeleter> skel(rdzv_bpf::open());
   if (!skel) return fail("no BPF support here: cannot open the BPF object: " + g_last_libbpf_error);

@@ -4,10 +4,15 @@
 
 #include <csignal>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "rdzvscope/recorder_core.h"
+
+namespace spdlog {
+class logger;
+}
 
 namespace rdzvscope::bpf {
 
@@ -24,6 +29,11 @@ struct AttachOptions {
   // call), as the shim does with RDZV_IO_DETAIL_EVENTS; after that only failures and 0-byte
   // reads (RDZV_IO_FAILURE_EVENTS of them).
   std::uint32_t io_events = RDZV_IO_DETAIL_EVENTS;
+  // Where the loader's own diagnostics go: the CLI's logger (analyzer/cli/diagnostics.h), so
+  // that they read "rdzvscope attach: ..." and follow --quiet/--verbose. A file it cannot
+  // create is a warning; libbpf's messages are debug (its verifier logs trace), or info when
+  // RDZVSCOPE_BPF_VERBOSE is set. None: nothing is said.
+  std::shared_ptr<spdlog::logger> log;
 };
 
 // What attach is following, for a status line while it runs.

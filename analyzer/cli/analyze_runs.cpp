@@ -38,7 +38,7 @@ int run_analyze_runs(const std::vector<std::string>& paths, const std::string& f
     LogFacts logs = load_logs(run.logs);
     for (const auto& e : traces.errors) say(e.message());
     for (const auto& e : logs.errors) say(e.message());
-    if (traces.processes.empty() && logs.files == logs.errors.size()) {
+    if (traces.processes.empty() && logs.stats[Stat::LogFiles] == logs.errors.size()) {
       Error e{run.path, "no readable trace or log in this run directory: run left out", std::nullopt};
       say(e.message());
       skipped.push_back(e);

@@ -91,27 +91,35 @@ void warn_sequential_runs(const TraceInputs& traces) {
               runs.size(), fmt::join(ids, ", "));
 }
 
-int run_analyze(const AnalyzeOptions& opt) {
-  if (opt.runs) {
-    const char* refused = !opt.logs.empty()       ? "--log"
-                          : !opt.timeline.empty() ? "--timeline"
-                          : !opt.html.empty()     ? "--html"
-                          : !opt.prom.empty()     ? "--prom"
-                                                  : nullptr;
-    if (refused) {
-      analyze_log()->error("{} cannot be used with --runs (each run's *.log files are found in its directory; "
-                   "for one run's timeline or HTML page, analyze that run's directory alone)",
-                   refused);
-      return kExitUsage;
-    }
-    bool all_there = true;
-    for (const auto& p : opt.paths) all_there &= exists(p);
-    if (!all_there) return kExitUsage;
-    return run_analyze_runs(opt.paths, opt.format, opt.fail_on_problem);
+// --runs: each path is one run, diagnosed alone, then compared (analyze_runs.h).
+int run_analyze_runs_mode(const AnalyzeOptions& opt) {
+  const char* refused = !opt.logs.empty()       ? "--log"
+                        : !opt.timeline.empty() ? "--timeline"
+                        : !opt.html.empty()     ? "--html"
+                        : !opt.prom.empty()     ? "--prom"
+                                                : nullptr;
+  if (refused) {
+    analyze_log()->error("{} cannot be used with --runs (each run's *.log files are found in its directory; "
+                 "for one run's timeline or HTML page, analyze that run's directory alone)",
+                 refused);
+    return kExitUsage;
   }
+  bool all_there = true;
+  for (const auto& p : opt.paths) all_there &= exists(p);
+  if (!all_there) return kExitUsage;
+  return run_analyze_runs(opt.paths, opt.format, opt.fail_on_problem);
+}
+
+// The traces and logs the options name, read; nullopt (said why) when they are unusable.
+struct AnalyzeInputs {
+  TraceInputs traces;
+  LogFacts logs;
+};
+
+std::optional<AnalyzeInputs> read_analyze_inputs(const AnalyzeOptions& opt) {
   if (opt.paths.empty() && opt.logs.empty()) {
     analyze_log()->error("give trace directories/files, or logs with --log");
-    return kExitUsage;
+    return std::nullopt;
   }
   bool all_there = true;
   for (const auto& p : opt.paths) all_there &= exists(p);
@@ -119,46 +127,65 @@ int run_analyze(const AnalyzeOptions& opt) {
   const rdzv::logs::LogInputs log_inputs = rdzv::logs::expand_log_args(opt.logs);
   for (const auto& e : log_inputs.errors) analyze_log()->error("{}", e);
   for (const auto& n : log_inputs.notes) analyze_log()->info("{}", n);
-  if (!all_there || !log_inputs.errors.empty()) return kExitUsage;
+  if (!all_there || !log_inputs.errors.empty()) return std::nullopt;
 
   Stopwatch step;
-  TraceInputs traces = load_traces(opt.paths);
-  analyze_log()->debug("read {} trace file(s): {} processes, {} events, {} lost, {} damaged file(s) in {}", traces.files,
-               traces.processes.size(), traces.events, traces.lost_events, traces.damaged_files, step.lap());
-  LogFacts logs = load_logs(log_inputs.files);
-  analyze_log()->debug("read {} log(s): {} lines, {} matched in {}", logs.files, logs.lines, logs.matched, step.lap());
+  AnalyzeInputs in{load_traces(opt.paths), {}};
+  const TraceInputs& traces = in.traces;
+  analyze_log()->debug("read {} trace file(s): {} processes, {} events, {} lost, {} damaged file(s) in {}",
+                       traces.stats[Stat::TraceFiles], traces.processes.size(), traces.stats[Stat::Events],
+                       traces.stats[Stat::LostEvents], traces.stats[Stat::DamagedFiles], step.lap());
+  in.logs = load_logs(log_inputs.files);
+  const LogFacts& logs = in.logs;
+  analyze_log()->debug("read {} log(s): {} lines, {} matched in {}", logs.stats[Stat::LogFiles],
+                       logs.stats[Stat::LogLines], logs.stats[Stat::LogLinesMatched], step.lap());
   report_input_errors(traces.errors, logs.errors);
-  if (traces.processes.empty() && logs.files == logs.errors.size() - logs.partial_files) {
+  const std::uint64_t unreadable_logs = logs.errors.size() - logs.stats[Stat::PartialLogFiles];
+  if (traces.processes.empty() && logs.stats[Stat::LogFiles] == unreadable_logs) {
     analyze_log()->error("no readable trace or log among the inputs");
-    return kExitUsage;
+    return std::nullopt;
   }
+  return in;
+}
 
-  warn_sequential_runs(traces);
-  const Context model(traces, logs);  // the facts, derived once for the verdict and every view
+// --timeline, --html, --prom: the views written to files. False when one could not be.
+bool write_analyze_views(const AnalyzeOptions& opt, const Diagnosis& d, const Context& model,
+                      const preflight::Results& preflight) {
+  if (!opt.timeline.empty() && !write_file(opt.timeline, timeline_json(d, model) + "\n")) return false;
+  if (!opt.html.empty() && !write_file(opt.html, diagnosis_html(d, preflight_html(preflight)))) return false;
+  if (!opt.prom.empty() &&
+      !write_file(opt.prom, prometheus_text(join_status(model, end_of_traces(model.traces)), d, wall_clock_ns())))
+    return false;
+  return true;
+}
+
+// The report on stdout in the chosen --format, the preflight section after it.
+std::string analyze_report(const std::string& format, const Diagnosis& d, const Context& model,
+                             const preflight::Results& preflight) {
+  if (format == "json") {
+    nlohmann::ordered_json j = diagnosis_json(d);
+    if (!preflight.empty()) j["preflight"] = preflight::results_json(preflight);  // preflight section
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  if (format == "markdown") return diagnosis_markdown(d, model) + preflight::results_markdown(preflight);
+  return diagnosis_text(d) + preflight::results_text(preflight);
+}
+
+int run_analyze(const AnalyzeOptions& opt) {
+  if (opt.runs) return run_analyze_runs_mode(opt);
+  const std::optional<AnalyzeInputs> in = read_analyze_inputs(opt);
+  if (!in) return kExitUsage;
+
+  Stopwatch step;
+  warn_sequential_runs(in->traces);
+  const Context model(in->traces, in->logs);  // the facts, derived once for the verdict and every view
   analyze_log()->debug("derived the facts of {} processes in {}", model.facts.size(), step.lap());
   Diagnosis d = diagnose(model);
   analyze_log()->debug("diagnosed {} in {}", name_of(d.verdict.cls), step.lap());
-  if (!opt.timeline.empty() &&
-      !write_file(opt.timeline, timeline_json(d, model) + "\n"))
-    return kExitUsage;
   const preflight::Results preflight = preflight::load_results(opt.paths);  // preflight section
-  if (!opt.html.empty() && !write_file(opt.html, diagnosis_html(d, preflight_html(preflight)))) return kExitUsage;
-  if (!opt.prom.empty() &&
-      !write_file(opt.prom, prometheus_text(join_status(model, end_of_traces(traces)), d, wall_clock_ns())))
-    return kExitUsage;
-  if (opt.format == "json") {
-    nlohmann::ordered_json j = diagnosis_json(d);
-    if (!preflight.empty()) j["preflight"] = preflight::results_json(preflight);  // preflight section
-    std::string out = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fputc('\n', stdout);
-  } else if (opt.format == "markdown") {
-    std::string out = diagnosis_markdown(d, model) + preflight::results_markdown(preflight);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-  } else {
-    std::string out = diagnosis_text(d) + preflight::results_text(preflight);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-  }
+  if (!write_analyze_views(opt, d, model, preflight)) return kExitUsage;
+  const std::string out = analyze_report(opt.format, d, model, preflight);
+  std::fwrite(out.data(), 1, out.size(), stdout);
   if (std::fflush(stdout) != 0) {
     analyze_log()->error("writing the report: {}", std::strerror(errno));
     return kExitUsage;

@@ -53,11 +53,12 @@ void say_ready(const bpf::AttachResult& r, const bpf::AttachOptions& opt) {
 }
 
 // On a terminal: one status line, rewritten in place once a second (cleared before the
-// summary). Piped or redirected stderr gets the summary only, as before.
+// summary). Piped or redirected stderr gets the summary only, as before; so does --quiet.
+// Written directly, not through the logger: a line rewritten in place ends in no newline.
 bool g_status_shown = false;
 
 void say_progress(const bpf::AttachProgress& p) {
-  if (!::isatty(STDERR_FILENO)) return;
+  if (!::isatty(STDERR_FILENO) || !log_for("attach")->should_log(spdlog::level::info)) return;
   std::fprintf(stderr, "\rrdzvscope attach: following %zu process(es), %zu store port(s) learnt, %llu events, %llu lost\x1b[K",
                p.processes, p.ports_learnt, static_cast<unsigned long long>(p.events),
                static_cast<unsigned long long>(p.lost));
@@ -115,6 +116,7 @@ int run_attach(const AttachArgs& a) {
   opt.duration_s = a.duration;
   opt.io_events = a.io_events;
   opt.max_bytes = std::uint64_t{a.max_mb} << 20;
+  opt.log = log_for("attach");
   auto dir = prepare_out_dir(expand_out_dir(a.out));
   if (!dir) return attach_fail(dir.error().message());
   opt.out_dir = dir.value();

@@ -147,20 +147,13 @@ std::int64_t sat_add(std::int64_t a, std::int64_t b) {
   return out;
 }
 
-}  // namespace
+using HostPair = std::pair<std::string, std::string>;
 
-std::vector<ClockEstimate> align_clocks(std::vector<Process>& ps) {
-  std::set<std::string> hosts;
-  for (const Process& p : ps) hosts.insert(p.host);
-  if (hosts.size() < 2) return {};
-  auto ref = reference_host(ps);
-  if (!ref) return {};
-
-  std::map<std::string, Side> clients, servers;
-  collect_sides(ps, clients, servers);
-
-  // Windows per host pair, theta = clock(second) - clock(first), first < second.
-  std::map<std::pair<std::string, std::string>, Window> windows;
+// Windows per host pair from the connections seen at both ends, theta = clock(second) -
+// clock(first), first < second.
+std::map<HostPair, Window> pair_windows(const std::vector<Process>& ps, const std::map<std::string, Side>& clients,
+                                        const std::map<std::string, Side>& servers) {
+  std::map<HostPair, Window> windows;
   for (const auto& [key, c] : clients) {
     auto it = servers.find(key);
     if (it == servers.end() || c.seen != 1 || it->second.seen != 1) continue;
@@ -181,11 +174,14 @@ std::vector<ClockEstimate> align_clocks(std::vector<Process>& ps) {
       windows[{y, x}].add(nlo, nhi);
     }
   }
+  return windows;
+}
 
-  // Place the hosts outwards from the reference, along the pairs' windows.
+// The hosts placed outwards from the reference, along the pairs' windows.
+std::map<std::string, ClockEstimate> place_hosts(const std::map<HostPair, Window>& windows, const std::string& ref) {
   std::map<std::string, ClockEstimate> placed;
-  placed[*ref] = ClockEstimate{*ref, 0, 0, 0, true, false};
-  std::deque<std::string> todo{*ref};
+  placed[ref] = ClockEstimate{ref, 0, 0, 0, true, false};
+  std::deque<std::string> todo{ref};
   while (!todo.empty()) {
     const std::string h = todo.front();
     todo.pop_front();
@@ -194,7 +190,7 @@ std::vector<ClockEstimate> align_clocks(std::vector<Process>& ps) {
       if (!first && pair.second != h) continue;
       const std::string& other = first ? pair.second : pair.first;
       auto win = w.result();
-      if (h == *ref) placed[*ref].pairs += w.pairs;
+      if (h == ref) placed[ref].pairs += w.pairs;
       if (!win || placed.count(other)) continue;
       const std::int64_t half = sat_sub(win->second, win->first) / 2;
       const std::int64_t mid = sat_add(win->first, half);
@@ -206,21 +202,42 @@ std::vector<ClockEstimate> align_clocks(std::vector<Process>& ps) {
       todo.push_back(other);
     }
   }
+  return placed;
+}
+
+// Moves the processes of `e.host` onto the reference clock when the offset is known to be
+// real (larger than its uncertainty) and plausible.
+void apply_offset(std::vector<Process>& ps, ClockEstimate& e) {
+  // uncertainty_ns >= 0 always, so negating it cannot overflow (negating the offset could).
+  e.applied = (e.offset_ns > e.uncertainty_ns || e.offset_ns < -e.uncertainty_ns) &&
+              e.offset_ns < kPlausibleSkewNs && e.offset_ns > -kPlausibleSkewNs;
+  if (!e.applied) return;
+  for (Process& p : ps) {
+    if (p.host != e.host) continue;
+    for (Event& ev : p.events) ev.wall_ns = sat_sub(ev.wall_ns, e.offset_ns);
+    p.launched_ns = sat_sub(p.launched_ns, e.offset_ns);
+    if (p.exit_ns) p.exit_ns = sat_sub(*p.exit_ns, e.offset_ns);
+  }
+}
+
+}  // namespace
+
+std::vector<ClockEstimate> align_clocks(std::vector<Process>& ps) {
+  std::set<std::string> hosts;
+  for (const Process& p : ps) hosts.insert(p.host);
+  if (hosts.size() < 2) return {};
+  auto ref = reference_host(ps);
+  if (!ref) return {};
+
+  std::map<std::string, Side> clients, servers;
+  collect_sides(ps, clients, servers);
+  std::map<std::string, ClockEstimate> placed = place_hosts(pair_windows(ps, clients, servers), *ref);
   if (placed.size() < 2) return {};
 
   std::vector<ClockEstimate> out{placed[*ref]};
   for (auto& [host, e] : placed) {
     if (host == *ref) continue;
-    // uncertainty_ns >= 0 always, so negating it cannot overflow (negating the offset could).
-    e.applied = (e.offset_ns > e.uncertainty_ns || e.offset_ns < -e.uncertainty_ns) &&
-                e.offset_ns < kPlausibleSkewNs && e.offset_ns > -kPlausibleSkewNs;
-    if (e.applied)
-      for (Process& p : ps) {
-        if (p.host != host) continue;
-        for (Event& ev : p.events) ev.wall_ns = sat_sub(ev.wall_ns, e.offset_ns);
-        p.launched_ns = sat_sub(p.launched_ns, e.offset_ns);
-        if (p.exit_ns) p.exit_ns = sat_sub(*p.exit_ns, e.offset_ns);
-      }
+    apply_offset(ps, e);
     out.push_back(e);
   }
   return out;

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "launcher_options.h"
+
 namespace rdzvscope {
 
 std::vector<const ProcessFacts*> Context::ranks() const {
@@ -119,6 +121,31 @@ void Context::find_absent_nodes() {
     traced_nodes = std::move(traced);
     return;
   }
+}
+
+bool Context::gave_up_its_rendezvous(const Process& p) const {
+  if (p.role != Role::Agent || p.vanished()) return false;
+  const bool spawned = std::any_of(p.events.begin(), p.events.end(), [](const Event& e) {
+    return e.rec.kind == RDZV_EV_SPAWN || e.rec.kind == RDZV_EV_FORK;
+  });
+  const bool has_children = std::any_of(traces.processes.begin(), traces.processes.end(), [&](const Process& q) {
+    return q.host == p.host && q.header.ppid == p.pid;
+  });
+  return !spawned && !has_children;
+}
+
+void Context::find_missing_agents() {
+  if (!ranks().empty()) return;
+  MissingAgents m;
+  for (const auto& f : facts) {
+    if (f.proc->role != Role::Agent) continue;
+    const auto n = torchrun_min_nodes(torchrun_options(f.proc->header.cmdline));
+    if (!n || (m.expected_nodes && *n != m.expected_nodes)) return;  // unknown, or two jobs
+    m.expected_nodes = *n;
+    m.agents.push_back(&f);
+  }
+  if (m.agents.empty() || static_cast<int>(m.agents.size()) >= m.expected_nodes) return;
+  missing_agents = std::move(m);
 }
 
 const ProcessFacts* Context::rank(int r) const {

@@ -24,6 +24,15 @@ struct Context {
   // the same numbering, for the words.
   std::vector<AbsentNode> absent_nodes;
   std::map<int, std::string> traced_nodes;
+  // A torchrun job whose rendezvous never completed has agents and no worker: there, the
+  // nodes it expected are --nnodes (its minimum), and each traced agent is one node that came.
+  // Set (find_missing_agents) only when no worker is traced, the agents agree on --nnodes and
+  // fewer agents than that are traced.
+  struct MissingAgents {
+    int expected_nodes = 0;
+    std::vector<const ProcessFacts*> agents;  // the agents traced, one per node that joined
+  };
+  std::optional<MissingAgents> missing_agents;
 
   // world_size: the ranks the job expects, when the user knows it (watch --world-size); else
   // found in the headers or logs.
@@ -31,6 +40,7 @@ struct Context {
       : traces(t), logs(l), facts(derive_facts(t.processes)) {
     find_expected_ranks(world_size);
     find_absent_nodes();
+    find_missing_agents();
   }
 
   // Processes that take part in the job as ranks (workers and the store host), by rank.
@@ -52,6 +62,11 @@ struct Context {
   // those. nullopt when any of that is not shown.
   std::optional<std::int64_t> rendezvous_completed_ns() const;
   bool any_rank_failed() const;
+  // A torchrun agent that exited before it started any worker ended its own rendezvous: its
+  // join timeout ran out (RendezvousTimeoutError) because a node never joined, or it stopped
+  // on a rendezvous error of its own. Workers it started show as its spawns, or (when attach
+  // came later) as traced processes whose parent it is.
+  bool gave_up_its_rendezvous(const Process& agent) const;
 
  private:
   // WORLD_SIZE from the traced ranks' headers when they agree (else the logs' "k/N clients
@@ -66,6 +81,7 @@ struct Context {
   // no traced rank has is a node of which nothing is traced. Nothing when the traced ranks do
   // not all fit one such layout, or come from one node only.
   void find_absent_nodes();
+  void find_missing_agents();
 };
 
 // A rule's answer: a verdict it stands behind. Its class's row in the registry says how it

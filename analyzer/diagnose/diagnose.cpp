@@ -8,7 +8,9 @@
 #include <fmt/ranges.h>
 
 #include "reader/names.h"
+#include "attempts.h"
 #include "class_registry.h"
+#include "rule_discriminators.h"
 #include "rules.h"
 
 namespace rdzvscope {
@@ -82,41 +84,38 @@ void find_common_evidence(const Context& c, Evidence& ev) {
   }
 }
 
-void common_discriminators(const Context& c, Diagnosis& d) {
-  auto& j = d.discriminators;
-  const Evidence& ev = d.evidence;
-  j["which_ranks_failed"] = ev.failed_ranks;
-  j["seconds_from_launch_to_first_failure"] = ev.seconds_to_first_failure
-                                                  ? nlohmann::ordered_json(*ev.seconds_to_first_failure)
-                                                  : nlohmann::ordered_json(nullptr);
-  if (ev.timeout)
-    j["timeout"] = {{"ms", ev.timeout->ms},
-                    {"source", ev.timeout->internal_default ? "internal default" : "configured"},
-                    {"note", ev.timeout->note}};
-  else
-    j["timeout"] = nullptr;
-  // Name-resolution warnings above a timeout: the lines above a timeout may explain it.
+// Name-resolution warnings in the logs, "FILE:LINE": the lines above a timeout may explain it.
+std::vector<std::string> name_resolution_lines(const LogFacts& logs) {
   std::vector<std::string> above;
-  for (const auto& e : c.logs.events)
+  for (const auto& e : logs.events)
     if (e.family == LogFamily::GaiError || e.family == LogFamily::HostNotFound)
       above.push_back(e.file + ":" + std::to_string(e.line));
-  j["name_resolution_lines_in_logs"] = above;
+  return above;
+}
+
+DiscriminatorValue pytorch_version(const LogFacts& logs) {
+  if (!logs.torch_version.empty()) return logs.torch_version;
+  if (!logs.version_hint.empty()) return logs.version_hint + " (guessed from message style)";
+  return NotKnown{};
+}
+
+void common_discriminators(const Context& c, Diagnosis& d) {
+  Discriminators& out = d.discriminators;
+  const Evidence& ev = d.evidence;
+  out.set("which_ranks_failed", RankSet{ev.failed_ranks});
+  out.set("seconds_from_launch_to_first_failure",
+          ev.seconds_to_first_failure ? DiscriminatorValue(Seconds{*ev.seconds_to_first_failure}) : NotKnown{});
+  out.set("timeout", ev.timeout ? DiscriminatorValue(*ev.timeout) : NotKnown{});
+  out.set("name_resolution_lines_in_logs", NameList{name_resolution_lines(c.logs)});
   // Added in issue 17, present only when some expected rank has no trace (older reports,
   // and every job with all its ranks traced, keep their keys).
   if (!ev.absent_ranks.empty()) {
-    j["absent_ranks"] = ev.absent_ranks;
-    j["expected_world_size"] = *ev.expected_world_size;
+    out.set("absent_ranks", RankSet{ev.absent_ranks});
+    out.set("expected_world_size", std::int64_t{*ev.expected_world_size});
   }
   // Added with absent_ranks' whole nodes: present only when absent ranks make up whole nodes.
-  if (!ev.absent_nodes.empty()) {
-    nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-    for (const AbsentNode& n : ev.absent_nodes)
-      nodes.push_back({{"numbered_by", n.index_var}, {"node", n.index}, {"ranks", n.ranks}});
-    j["absent_nodes"] = nodes;
-  }
-  j["pytorch"] = !c.logs.torch_version.empty() ? nlohmann::ordered_json(c.logs.torch_version)
-                 : !c.logs.version_hint.empty() ? nlohmann::ordered_json(c.logs.version_hint + " (guessed from message style)")
-                                                : nlohmann::ordered_json(nullptr);
+  if (!ev.absent_nodes.empty()) out.set("absent_nodes", ev.absent_nodes);
+  out.set("pytorch", pytorch_version(c.logs));
 }
 
 }  // namespace
@@ -162,7 +161,7 @@ void adopt(std::vector<Candidate>& candidates, Diagnosis& d) {
   Candidate& best = candidates.front();
   d.verdict = best.verdict;
   d.findings = best.findings;
-  d.discriminators = best.discriminators;
+  d.discriminators = discriminators_of_rule(best.discriminators);
   d.evidence = best.evidence;
   for (std::size_t i = 1; i < candidates.size(); ++i) {
     // transient_recv means "no other cause": beside another verdict it says nothing.
@@ -230,7 +229,7 @@ Verdict healthy_from_logs(const LogFacts& logs) {
   Verdict v;
   v.cls = FailureClass::Healthy;
   v.confidence = "low";
-  v.summary = "no c10d / TCPStore error in " + std::to_string(logs.lines) +
+  v.summary = "no c10d / TCPStore error in " + std::to_string(logs.stats[Stat::LogLines]) +
               " log lines; logs alone cannot show a hang or a late rank";
   v.next_step = "if the job still hung, rerun under rdzvscope run to trace every rank";
   return v;
@@ -270,7 +269,7 @@ Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& fail
   const LogFacts& logs = c.logs;
   std::vector<std::string> missing;
   if (!c.has_traces()) missing.push_back("no traces (rerun under rdzvscope run)");
-  if (logs.files == 0) missing.push_back("no logs (--log)");
+  if (logs.stats[Stat::LogFiles] == 0) missing.push_back("no logs (--log)");
   else if (logs.events.empty() && logs.other_errors.empty())
     missing.push_back("no c10d/TCPStore line in the logs");
   if (failed.any)
@@ -301,7 +300,7 @@ Verdict verdict_without_candidates(const Context& c) {
   if (traced_ranks_fine && !c.absent_ranks.empty()) return unknown_for_absent_ranks(c);
   if (traced_ranks_fine && no_rank_found(c)) return unknown_no_rank_found(c);
   if (traced_ranks_fine) return healthy_from_traces(c);
-  if (!c.has_traces() && c.logs.files > c.logs.errors.size() && c.logs.events.empty() &&
+  if (!c.has_traces() && c.logs.stats[Stat::LogFiles] > c.logs.errors.size() && c.logs.events.empty() &&
       c.logs.other_errors.empty())
     return healthy_from_logs(c.logs);
   return unknown_with_what_is_missing(c, failed);
@@ -355,15 +354,13 @@ void note_after_startup(const Context& c, Diagnosis& d) {
                       d.verdict.summary;
   d.verdict.next_step = "not a start-up failure: read " + p.label() + "'s log around " + rel(c, first->second) +
                         " (it " + how + " first); " + d.verdict.next_step;
-  d.discriminators["rendezvous_completed"] = {{"at", rel(c, *completed)},
-                                              {"first_failed_rank", p.rank},
-                                              {"first_failure", rel(c, first->second)}};
+  d.discriminators.set("rendezvous_completed", AfterRendezvous{rel(c, *completed), p.rank, rel(c, first->second)});
 }
 
 // A job torchrun restarted: the diagnosis is the last attempt's.
 void note_attempts(int attempts, Diagnosis& d) {
   if (attempts <= 1) return;
-  d.discriminators["attempts"] = attempts;
+  d.discriminators.set("attempts", std::int64_t{attempts});
   Finding f;
   f.cls = d.verdict.cls;
   f.evidence.push_back("torchrun restarted the workers " + std::to_string(attempts - 1) +
@@ -373,6 +370,28 @@ void note_attempts(int attempts, Diagnosis& d) {
   d.findings.insert(d.findings.begin(), f);
   if (d.verdict.cls != FailureClass::Healthy)
     d.verdict.summary += " (attempt " + std::to_string(attempts) + " of " + std::to_string(attempts) + ")";
+}
+
+// A job torchrun restarted whose last attempt succeeded: still healthy (the failure did not
+// end the job), but the attempt before it failed, or torchrun would not have restarted: its
+// own diagnosis says what cost the restart.
+void note_failed_earlier_attempt(const Context& c, Diagnosis& d) {
+  const int attempts = c.traces.attempts;
+  if (attempts <= 1 || d.verdict.cls != FailureClass::Healthy) return;
+  const TraceInputs view = attempt_view(c.traces, attempts - 2);
+  const Context earlier_context(view, c.logs);
+  const Diagnosis earlier = diagnose(earlier_context);
+  const Verdict& e = earlier.verdict;
+  const std::string which = "attempt " + std::to_string(attempts - 1);
+  const std::string what = std::string(name_of(e.cls)) +
+                           (e.initiating_rank ? ", initiating rank " + std::to_string(*e.initiating_rank) : "");
+  d.verdict.summary += " in attempt " + std::to_string(attempts) + " of " + std::to_string(attempts) +
+                       ", after torchrun restarted the workers: " + which + " failed (" + what + ": " + e.summary + ")";
+  d.verdict.next_step = "nothing kept the job from starting; the restart cost " + which + ": " + e.next_step;
+  d.discriminators.set("failed_attempt", std::int64_t{attempts - 1});
+  d.discriminators.set("failed_attempt_class", std::string(name_of(e.cls)));
+  d.discriminators.set("failed_attempt_initiating_rank",
+                       e.initiating_rank ? DiscriminatorValue{std::int64_t{*e.initiating_rank}} : NotKnown{});
 }
 
 // One row per rank, late ones marked; the absent ranks' own rows among them, in rank order,
@@ -422,13 +441,8 @@ std::vector<std::string> hosts_of(const TraceInputs& traces) {
 
 InputStats input_stats(const TraceInputs& traces, const LogFacts& logs) {
   InputStats in;
-  in.trace_files = traces.files;
-  in.damaged_files = traces.damaged_files;
-  in.events = traces.events;
-  in.lost_events = traces.lost_events;
-  in.log_files = logs.files;
-  in.log_lines = logs.lines;
-  in.log_lines_matched = logs.matched;
+  in.counts = traces.stats;
+  in.counts += logs.stats;
   for (const auto& e : traces.errors) in.problems.push_back(e.message());
   for (const auto& e : logs.errors) in.problems.push_back(e.message());
   for (const Process& p : traces.processes) {
@@ -436,7 +450,7 @@ InputStats input_stats(const TraceInputs& traces, const LogFacts& logs) {
     for (const Event& e : p.events)
       if (e.rec.flags & RDZV_F_INJECTED) ++n;
     if (!n) continue;
-    in.injected_events += n;
+    in.counts.add(Stat::InjectedEvents, n);
     in.injected_ranks.push_back(p.rank);
   }
   std::sort(in.injected_ranks.begin(), in.injected_ranks.end());
@@ -463,6 +477,7 @@ Diagnosis diagnose(const Context& c) {
   note_absent_ranks(c, d);
   note_after_startup(c, d);
   note_attempts(c.traces.attempts, d);
+  note_failed_earlier_attempt(c, d);
   d.ranks = rank_rows(c, d);
   d.store_endpoint = store_endpoint_line(c, d.evidence);
   d.clocks = c.traces.clocks;

@@ -4,12 +4,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "clock_estimate.h"
 #include "failure_class.h"
+#include "input_stats.h"
 
 namespace rdzvscope {
 
@@ -32,8 +36,8 @@ struct TimeoutFact {
   std::string note;  // which internal default, or "set by the job (...)"
 };
 
-// What the verdict rests on, typed: the views and --runs read these, never the JSON
-// discriminators (an output only, written from these and from each rule's own keys).
+// What the verdict rests on, typed: the views and --runs read these, never the
+// discriminators (an output only, set from these and by each rule).
 // A node the job expected of which no process is traced: every rank it should have run is
 // absent (a node that never launched the job, or whose trace directory was not given). Nodes
 // are numbered by the launcher (index_var): torchrun's GROUP_RANK, else Slurm's SLURM_NODEID;
@@ -63,6 +67,73 @@ struct Evidence {
   std::optional<int> first_failed_rank;
   std::optional<std::int64_t> first_failure_ns;
 };
+
+// Discriminators: the facts that tell a verdict from its neighbours (docs/classes.md), each a
+// typed value under the name the JSON gives it. A rule sets its own; diagnose() adds those
+// every verdict carries. The JSON view writes them (report_json.cpp), the text and HTML views
+// word them (discriminator_words); nothing reads them back to decide anything (the typed
+// Evidence above is what the views and --runs decide on).
+
+// Not known: JSON null (no PyTorch version in the logs, no failure seen).
+struct NotKnown {};
+// Ranks, in the order found: JSON [0, 1, 2]; in words folded, "0-2".
+struct RankSet {
+  std::vector<int> ranks;
+};
+// Hosts, processes, log lines, class names: JSON ["a", "b"]; in words "a, b".
+struct NameList {
+  std::vector<std::string> names;
+};
+// A duration: JSON a number of seconds; in words "3.52 s".
+struct Seconds {
+  double s = 0;
+};
+// rendezvous_completed: the rendezvous had completed before the first failure (times as the
+// report gives them, "+5.00 s").
+struct AfterRendezvous {
+  std::string at;
+  int first_failed_rank = -1;
+  std::string first_failure;
+};
+// config_mismatch: one setting the processes disagree on; each value with who has it.
+struct MismatchedSetting {
+  std::string setting, expected;
+  std::vector<std::pair<std::string, std::vector<std::string>>> values;
+  std::vector<std::string> differing;
+};
+
+using DiscriminatorValue = std::variant<NotKnown, std::int64_t, std::string, Seconds, RankSet, NameList, TimeoutFact,
+                                        AfterRendezvous, std::vector<AbsentNode>, std::vector<MismatchedSetting>>;
+
+struct Discriminator {
+  std::string name;
+  DiscriminatorValue value;
+};
+
+// In the order set, as the JSON object lists them.
+class Discriminators {
+ public:
+  // A name set before keeps its place and takes the new value (a rule's own `pytorch` stays
+  // where the rule put it when the common ones are added).
+  void set(std::string_view name, DiscriminatorValue value);
+  const DiscriminatorValue* find(std::string_view name) const;
+  template <class T>
+  const T* get(std::string_view name) const {
+    const DiscriminatorValue* v = find(name);
+    return v ? std::get_if<T>(v) : nullptr;
+  }
+  bool contains(std::string_view name) const { return find(name) != nullptr; }
+  bool empty() const { return items_.empty(); }
+  std::size_t size() const { return items_.size(); }
+  std::vector<Discriminator>::const_iterator begin() const { return items_.begin(); }
+  std::vector<Discriminator>::const_iterator end() const { return items_.end(); }
+
+ private:
+  std::vector<Discriminator> items_;
+};
+
+// One discriminator's value for people: "0-2, 5", "node1, node2", "3.00 s (configured: ...)".
+std::string discriminator_words(const DiscriminatorValue& v);
 
 struct Finding {
   FailureClass cls = FailureClass::Unknown;
@@ -96,14 +167,16 @@ struct RankRow {
   std::optional<std::int64_t> last_seen_ns;
 };
 
+// What the analysis read, and what it found damaged or lost: the counters of the table in
+// input_stats.h (its names, meanings and where each is counted), and the problems in words.
 struct InputStats {
-  std::size_t trace_files = 0, damaged_files = 0, log_files = 0;
-  std::uint64_t events = 0, lost_events = 0, log_lines = 0, log_lines_matched = 0;
+  Stats counts;
+  std::uint64_t operator[](Stat s) const { return counts[s]; }
   std::vector<std::string> problems;  // one line per unreadable/damaged input
   // Rehearsal (`rdzvscope run --inject`): records the shim made up on purpose (flag
-  // RDZV_F_INJECTED), and the ranks they are in (-1: a process without RANK). The verdict is
-  // found as for a real fault; the reports say that this one was injected.
-  std::uint64_t injected_events = 0;
+  // RDZV_F_INJECTED, counted as Stat::InjectedEvents), and the ranks they are in (-1: a
+  // process without RANK). The verdict is found as for a real fault; the reports say that
+  // this one was injected.
   std::vector<std::int32_t> injected_ranks;  // sorted, unique
 };
 
@@ -111,7 +184,7 @@ struct Diagnosis {
   Verdict verdict;
   Evidence evidence;
   std::vector<Finding> findings;
-  nlohmann::ordered_json discriminators = nlohmann::ordered_json::object();
+  Discriminators discriminators;
   std::vector<RankRow> ranks;
   InputStats inputs;
   std::string store_endpoint;  // "node1:29500 hosted by rank 0 (pid 4242)" when known

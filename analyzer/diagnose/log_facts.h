@@ -1,9 +1,12 @@
 // The job's logs, read through logs/log_scan.h, indexed for the rules.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "input_stats.h"
 #include "logs/log_scan.h"
 #include "reader/error.h"
 
@@ -19,11 +22,21 @@ struct LogFacts {
   // lines no family matched), in file order. The rules never read them; a log that holds them
   // is `unknown` (they are quoted), never `healthy`.
   std::vector<LogEvent> other_errors;
+  // torchrun's launch configuration as its INFO lines print it, one per agent: per log source
+  // (a file, and within it the host or pod of a prefixed line), a setting seen again starts the
+  // next agent's block. Settings by torchrun's option names ("rdzv-id", "rdzv-endpoint",
+  // "rdzv-backend", "nnodes" as N or MIN:MAX, "nproc-per-node"); `line` is where it begins.
+  struct LaunchConfig {
+    std::string file, origin;
+    std::uint64_t line = 0;
+    std::map<std::string, std::string> settings;
+  };
+  std::vector<LaunchConfig> launch_configs;
   std::string torch_version;  // from the logs, "" when not printed
   std::string version_hint;   // ">=2.5" / "<=2.4" from message styles, "" when no clue
-  std::size_t files = 0;
-  std::size_t partial_files = 0;  // read up to damage (a truncated .gz): in errors and used
-  std::uint64_t lines = 0, matched = 0;
+  // The log rows of the table (input_stats.h): log_files, partial_log_files (read up to
+  // damage, a truncated .gz: in errors and used), log_lines, log_lines_matched.
+  Stats stats;
   std::vector<Error> errors;
 
   std::vector<const LogEvent*> of(std::initializer_list<LogFamily> families) const;

@@ -292,6 +292,21 @@ TraceInputs load_traces(const std::vector<std::string>& paths) {
   return assemble_traces(files, read_trace_files(files), listing_errors);
 }
 
+namespace {
+
+// A usable file's counts, into the inputs' (input_stats.h: what each one means).
+void count_file(const FileRead& r, Stats& stats) {
+  stats.add(Stat::Events, r.records - r.implausible);
+  stats.add(Stat::LostEvents, r.lost + r.dropped);
+  stats.add(Stat::DroppedEvents, r.dropped);
+  stats.add(Stat::RingBufferLost, r.lost);
+  stats.add(Stat::TornRecords, r.torn);
+  stats.add(Stat::InvalidRecords, r.invalid);
+  stats.add(Stat::ImplausibleRecords, r.implausible);
+}
+
+}  // namespace
+
 TraceInputs assemble_traces(const std::vector<std::string>& files, std::vector<FileRead> reads,
                             const std::vector<std::pair<std::size_t, Error>>& listing_errors) {
   TraceInputs in;
@@ -306,13 +321,13 @@ TraceInputs assemble_traces(const std::vector<std::string>& files, std::vector<F
     report_listing_errors_before(i);
     const std::string& file = files[i];
     FileRead& r = reads[i];
-    ++in.files;
+    in.stats.add(Stat::TraceFiles);
     if (r.unusable) {
-      ++in.damaged_files;
+      in.stats.add(Stat::DamagedFiles);
       in.errors.push_back(std::move(*r.unusable));
       continue;
     }
-    if (r.damage || r.torn || r.invalid || r.implausible) ++in.damaged_files;
+    if (r.damage || r.torn || r.invalid || r.implausible) in.stats.add(Stat::DamagedFiles);
     if (r.damage) in.errors.push_back(*r.damage);
     if (r.implausible)
       in.errors.push_back(Error{file, std::to_string(r.implausible) + " record(s) with impossible times (more than 30 days from the file's clock) left out", std::nullopt});
@@ -324,12 +339,7 @@ TraceInputs assemble_traces(const std::vector<std::string>& files, std::vector<F
       newest_generation[key] = r.exec_generation;
     }
     p.cut_short |= r.damage.has_value();
-    p.torn += r.torn;
-    p.invalid += r.invalid + r.implausible;
-    p.dropped += r.dropped;
-    p.lost += r.lost;
-    in.lost_events += r.lost + r.dropped;
-    in.events += r.records - r.implausible;
+    count_file(r, in.stats);
     if (p.events.empty()) p.events = std::move(r.events);
     else p.events.insert(p.events.end(), r.events.begin(), r.events.end());
     r.events = {};

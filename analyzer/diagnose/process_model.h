@@ -11,6 +11,7 @@
 #include <rdzvscope/trace_format.h>
 
 #include "clock_estimate.h"
+#include "input_stats.h"
 #include "reader/error.h"
 
 namespace rdzvscope {
@@ -62,7 +63,6 @@ struct Process {
   Role role = Role::Worker;
   std::int64_t launched_ns = 0;  // process start on the wall clock (file creation if unknown)
   std::vector<Event> events;     // merged, in time order
-  std::uint64_t torn = 0, invalid = 0, dropped = 0, lost = 0;
   bool cut_short = false;  // a file of it was truncated: what it did after the cut is unknown
 
   // How it ended: exit record, or nothing (killed by a signal, or still running).
@@ -81,9 +81,9 @@ struct Process {
 struct TraceInputs {
   std::vector<Process> processes;
   std::vector<Error> errors;  // unreadable or damaged files: reported, analysis goes on
-  std::size_t files = 0, damaged_files = 0;
+  // What was read and what was damaged or lost: the trace rows of the table (input_stats.h).
+  Stats stats;
   int attempts = 1;  // torchrun attempts in these traces (the highest restart count + 1)
-  std::uint64_t events = 0, lost_events = 0;
   // Hosts' clocks against the store host's (clock_alignment.h); the processes' times are
   // already moved onto it. Empty for a one-host job, or when no host could be placed.
   std::vector<ClockEstimate> clocks;

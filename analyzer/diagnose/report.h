@@ -15,12 +15,19 @@
 namespace rdzvscope {
 
 nlohmann::ordered_json diagnosis_json(const Diagnosis& d);
+// The "discriminators" object of diagnosis_json: each value as the schema gives it.
+nlohmann::ordered_json discriminators_json(const Discriminators& ds);
 
 // An optional value in a report's JSON: the value, or null.
 template <class T>
 nlohmann::ordered_json json_opt(const std::optional<T>& v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
 }
+// The counters the reports list among their inputs (the rows of input_stats.h with
+// in_inputs), as the JSON object's members in the table's order, then "problems". With
+// traces_only, the trace rows alone (watch reads no logs).
+nlohmann::ordered_json inputs_json(const InputStats& in, bool traces_only = false);
+
 std::string diagnosis_text(const Diagnosis& d);
 
 // Chrome trace-event JSON (report_timeline.cpp): one process track per host, one thread track

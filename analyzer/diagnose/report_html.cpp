@@ -197,78 +197,112 @@ double tick_step(double span, int ticks) {
   return 10 * p;
 }
 
-std::string svg_chart(const Chart& ch) {
-  const double W = 1100, L = 230, R = 24, top = 54;
-  const double rh = ch.aggregated ? 20 : 26;
-  const double H = top + rh * ch.rows.size() + 8;
+// Where things go on the chart: the rows' height, the time axis' span, seconds to x.
+struct ChartGeometry {
+  static constexpr double W = 1100, L = 230, R = 24, top = 54;
+  double rh = 26, H = 0, tmax = 1;
+  double x(double s) const { return L + (W - L - R) * std::max(0.0, s) / tmax; }
+};
+
+ChartGeometry geometry_of(const Chart& ch) {
+  ChartGeometry g;
+  g.rh = ch.aggregated ? 20 : 26;
+  g.H = g.top + g.rh * ch.rows.size() + 8;
   double tmax = 0;
   for (const ChartRow& r : ch.rows)
     for (const auto& v : {r.launch, r.resolved, r.connect, r.connected, r.error, r.end, r.arrive_max, r.last_seen})
       if (v) tmax = std::max(tmax, *v);
   if (ch.deadline) tmax = std::max(tmax, *ch.deadline);
   if (tmax <= 0) tmax = 1;
-  tmax *= 1.03;
-  auto x = [&](double s) { return L + (W - L - R) * std::max(0.0, s) / tmax; };
+  g.tmax = tmax * 1.03;
+  return g;
+}
 
-  std::string s = "<svg class=\"chart\" role=\"img\" aria-label=\"arrival of each rank at the store\" width=\"" + num(W) +
-                  "\" height=\"" + num(H) + "\" viewBox=\"0 0 " + num(W) + " " + num(H) + "\">\n";
-  // Axis and grid.
-  const double step = tick_step(tmax, 8);
-  s += "<g class=\"axis\">\n";
-  for (double t = 0; t <= tmax + 1e-9; t += step) {
+// The time axis and its grid.
+std::string svg_axis(const ChartGeometry& g) {
+  const double step = tick_step(g.tmax, 8);
+  std::string s = "<g class=\"axis\">\n";
+  for (double t = 0; t <= g.tmax + 1e-9; t += step) {
     const std::string label = step < 1 ? fmt::format("{:.1f} s", t) : fmt::format("{:.0f} s", t);
-    s += "<line class=\"grid\" x1=\"" + num(x(t)) + "\" y1=\"" + num(top - 6) + "\" x2=\"" + num(x(t)) + "\" y2=\"" +
-         num(H - 4) + "\"/><text x=\"" + num(x(t)) + "\" y=\"" + num(top - 12) + "\" text-anchor=\"" +
+    s += "<line class=\"grid\" x1=\"" + num(g.x(t)) + "\" y1=\"" + num(g.top - 6) + "\" x2=\"" + num(g.x(t)) + "\" y2=\"" +
+         num(g.H - 4) + "\"/><text x=\"" + num(g.x(t)) + "\" y=\"" + num(g.top - 12) + "\" text-anchor=\"" +
          (t == 0 ? "start" : "middle") + "\">" + label + "</text>\n";
   }
-  s += "<text x=\"" + num(L - 10) + "\" y=\"" + num(top - 12) + "\" text-anchor=\"end\" class=\"axis-title\">since first launch</text>\n</g>\n";
+  return s + "<text x=\"" + num(g.L - 10) + "\" y=\"" + num(g.top - 12) +
+         "\" text-anchor=\"end\" class=\"axis-title\">since first launch</text>\n</g>\n";
+}
 
+// A row's band, label and LATE/FIRST badge.
+std::string svg_row_label(const ChartGeometry& g, const ChartRow& r, double y, double mid) {
+  std::string s = "<rect class=\"band\" x=\"0\" y=\"" + num(y) + "\" width=\"" + num(g.W) + "\" height=\"" + num(g.rh) + "\"/>\n";
+  std::string badge = r.css.find("late") != std::string::npos ? "LATE" : r.css.find("initiating") != std::string::npos ? "FIRST" : "";
+  s += "<text class=\"label\" x=\"" + num(badge.empty() ? g.L - 10 : g.L - 52) + "\" y=\"" + num(mid + 4) + "\" text-anchor=\"end\">" +
+       esc(r.label.size() > 34 ? r.label.substr(0, 33) + "~" : r.label) + "</text>\n";
+  if (!badge.empty())
+    s += "<rect class=\"badge\" x=\"" + num(g.L - 46) + "\" y=\"" + num(mid - 8) + "\" width=\"38\" height=\"16\" rx=\"3\"/><text class=\"badge-text\" x=\"" +
+         num(g.L - 27) + "\" y=\"" + num(mid + 4) + "\" text-anchor=\"middle\">" + badge + "</text>\n";
+  return s;
+}
+
+// A row's phases as bars: start, connecting, connected and waiting, failed.
+std::string svg_row_bars(const ChartGeometry& g, const ChartRow& r, double mid) {
+  std::string s;
+  auto bar = [&](const char* cls, std::optional<double> a, std::optional<double> b, double h) {
+    if (!a || !b || *b < *a) return;
+    s += "<rect class=\"" + std::string(cls) + "\" x=\"" + num(g.x(*a)) + "\" y=\"" + num(mid - h / 2) + "\" width=\"" +
+         num(std::max(1.5, g.x(*b) - g.x(*a))) + "\" height=\"" + num(h) + "\"/>\n";
+  };
+  const std::optional<double> arrive = r.connect ? r.connect : r.resolved;
+  const std::optional<double> last = r.end ? r.end : r.error ? r.error : r.last_seen;
+  bar("ph-start", r.launch, arrive ? arrive : last, g.rh * 0.36);
+  bar("ph-connect", r.connect, r.connected ? r.connected : r.error, g.rh * 0.5);
+  bar("ph-wait", r.connected, r.error ? r.error : r.end ? r.end : r.last_seen, g.rh * 0.5);
+  bar("ph-fail", r.error, r.end, g.rh * 0.36);
+  return s;
+}
+
+// A row's marks: the arrival whisker, resolved, connected, the error, the exit or vanishing.
+std::string svg_row_marks(const ChartGeometry& g, const ChartRow& r, double mid) {
+  std::string s;
+  const std::optional<double> last = r.end ? r.end : r.error ? r.error : r.last_seen;
+  if (r.arrive_min && r.arrive_max && *r.arrive_max > *r.arrive_min)
+    s += "<path class=\"whisker\" d=\"M" + num(g.x(*r.arrive_min)) + " " + num(mid - 5) + "v10M" + num(g.x(*r.arrive_min)) + " " +
+         num(mid) + "H" + num(g.x(*r.arrive_max)) + "M" + num(g.x(*r.arrive_max)) + " " + num(mid - 5) + "v10\"/>\n";
+  if (r.resolved) s += "<circle class=\"mk-resolved\" cx=\"" + num(g.x(*r.resolved)) + "\" cy=\"" + num(mid) + "\" r=\"3.5\"/>\n";
+  if (r.connected) s += "<circle class=\"mk-connected\" cx=\"" + num(g.x(*r.connected)) + "\" cy=\"" + num(mid) + "\" r=\"4\"/>\n";
+  if (r.error)
+    s += "<path class=\"mk-error\" d=\"M" + num(g.x(*r.error) - 5) + " " + num(mid - 5) + "l10 10M" + num(g.x(*r.error) - 5) + " " +
+         num(mid + 5) + "l10 -10\"/>\n";
+  if (r.css.find(" absent") != std::string::npos)
+    s += "<text class=\"mk-vanished\" x=\"" + num(g.x(0) + 6) + "\" y=\"" + num(mid + 4) + "\">absent: no trace of this rank</text>\n";
+  if (r.end) s += "<rect class=\"mk-exit\" x=\"" + num(g.x(*r.end) - 1.5) + "\" y=\"" + num(mid - 7) + "\" width=\"3\" height=\"14\"/>\n";
+  else if (r.vanished && last)
+    s += "<path class=\"mk-gone\" d=\"M" + num(g.x(*last)) + " " + num(mid - 7) + "v14\"/><text class=\"mk-vanished\" x=\"" +
+         num(g.x(*last) + 6) + "\" y=\"" + num(mid + 4) + "\">vanished (no exit)</text>\n";
+  return s;
+}
+
+std::string svg_deadline(const ChartGeometry& g, const Chart& ch) {
+  if (!ch.deadline) return "";
+  const double dx = g.x(*ch.deadline);
+  return "<g class=\"timeout-marker\" id=\"timeout-marker\"><title>" + esc(ch.deadline_note) + "</title><line x1=\"" + num(dx) +
+         "\" y1=\"" + num(g.top - 26) + "\" x2=\"" + num(dx) + "\" y2=\"" + num(g.H - 4) + "\"/><text x=\"" +
+         num(dx > g.W / 2 ? dx - 6 : dx + 6) + "\" y=\"" + num(g.top - 30) + "\" text-anchor=\"" + (dx > g.W / 2 ? "end" : "start") +
+         "\">" + esc(ch.deadline_note) + "</text></g>\n";
+}
+
+std::string svg_chart(const Chart& ch) {
+  const ChartGeometry g = geometry_of(ch);
+  std::string s = "<svg class=\"chart\" role=\"img\" aria-label=\"arrival of each rank at the store\" width=\"" + num(g.W) +
+                  "\" height=\"" + num(g.H) + "\" viewBox=\"0 0 " + num(g.W) + " " + num(g.H) + "\">\n";
+  s += svg_axis(g);
   for (std::size_t i = 0; i < ch.rows.size(); ++i) {
     const ChartRow& r = ch.rows[i];
-    const double y = top + rh * i, mid = y + rh / 2;
+    const double y = g.top + g.rh * i, mid = y + g.rh / 2;
     s += "<g class=\"row" + r.css + "\"><title>" + esc(r.tip) + "</title>\n";
-    s += "<rect class=\"band\" x=\"0\" y=\"" + num(y) + "\" width=\"" + num(W) + "\" height=\"" + num(rh) + "\"/>\n";
-    std::string badge = r.css.find("late") != std::string::npos ? "LATE" : r.css.find("initiating") != std::string::npos ? "FIRST" : "";
-    s += "<text class=\"label\" x=\"" + num(badge.empty() ? L - 10 : L - 52) + "\" y=\"" + num(mid + 4) + "\" text-anchor=\"end\">" +
-         esc(r.label.size() > 34 ? r.label.substr(0, 33) + "~" : r.label) + "</text>\n";
-    if (!badge.empty())
-      s += "<rect class=\"badge\" x=\"" + num(L - 46) + "\" y=\"" + num(mid - 8) + "\" width=\"38\" height=\"16\" rx=\"3\"/><text class=\"badge-text\" x=\"" +
-           num(L - 27) + "\" y=\"" + num(mid + 4) + "\" text-anchor=\"middle\">" + badge + "</text>\n";
-    auto bar = [&](const char* cls, std::optional<double> a, std::optional<double> b, double h) {
-      if (!a || !b || *b < *a) return;
-      s += "<rect class=\"" + std::string(cls) + "\" x=\"" + num(x(*a)) + "\" y=\"" + num(mid - h / 2) + "\" width=\"" +
-           num(std::max(1.5, x(*b) - x(*a))) + "\" height=\"" + num(h) + "\"/>\n";
-    };
-    const std::optional<double> arrive = r.connect ? r.connect : r.resolved;
-    const std::optional<double> last = r.end ? r.end : r.error ? r.error : r.last_seen;
-    bar("ph-start", r.launch, arrive ? arrive : last, rh * 0.36);
-    bar("ph-connect", r.connect, r.connected ? r.connected : r.error, rh * 0.5);
-    bar("ph-wait", r.connected, r.error ? r.error : r.end ? r.end : r.last_seen, rh * 0.5);
-    bar("ph-fail", r.error, r.end, rh * 0.36);
-    if (r.arrive_min && r.arrive_max && *r.arrive_max > *r.arrive_min)
-      s += "<path class=\"whisker\" d=\"M" + num(x(*r.arrive_min)) + " " + num(mid - 5) + "v10M" + num(x(*r.arrive_min)) + " " +
-           num(mid) + "H" + num(x(*r.arrive_max)) + "M" + num(x(*r.arrive_max)) + " " + num(mid - 5) + "v10\"/>\n";
-    if (r.resolved) s += "<circle class=\"mk-resolved\" cx=\"" + num(x(*r.resolved)) + "\" cy=\"" + num(mid) + "\" r=\"3.5\"/>\n";
-    if (r.connected) s += "<circle class=\"mk-connected\" cx=\"" + num(x(*r.connected)) + "\" cy=\"" + num(mid) + "\" r=\"4\"/>\n";
-    if (r.error)
-      s += "<path class=\"mk-error\" d=\"M" + num(x(*r.error) - 5) + " " + num(mid - 5) + "l10 10M" + num(x(*r.error) - 5) + " " +
-           num(mid + 5) + "l10 -10\"/>\n";
-    if (r.css.find(" absent") != std::string::npos)
-      s += "<text class=\"mk-vanished\" x=\"" + num(x(0) + 6) + "\" y=\"" + num(mid + 4) + "\">absent: no trace of this rank</text>\n";
-    if (r.end) s += "<rect class=\"mk-exit\" x=\"" + num(x(*r.end) - 1.5) + "\" y=\"" + num(mid - 7) + "\" width=\"3\" height=\"14\"/>\n";
-    else if (r.vanished && last)
-      s += "<path class=\"mk-gone\" d=\"M" + num(x(*last)) + " " + num(mid - 7) + "v14\"/><text class=\"mk-vanished\" x=\"" +
-           num(x(*last) + 6) + "\" y=\"" + num(mid + 4) + "\">vanished (no exit)</text>\n";
-    s += "</g>\n";
+    s += svg_row_label(g, r, y, mid) + svg_row_bars(g, r, mid) + svg_row_marks(g, r, mid) + "</g>\n";
   }
-  if (ch.deadline) {
-    const double dx = x(*ch.deadline);
-    s += "<g class=\"timeout-marker\" id=\"timeout-marker\"><title>" + esc(ch.deadline_note) + "</title><line x1=\"" + num(dx) +
-         "\" y1=\"" + num(top - 26) + "\" x2=\"" + num(dx) + "\" y2=\"" + num(H - 4) + "\"/><text x=\"" +
-         num(dx > W / 2 ? dx - 6 : dx + 6) + "\" y=\"" + num(top - 30) + "\" text-anchor=\"" + (dx > W / 2 ? "end" : "start") +
-         "\">" + esc(ch.deadline_note) + "</text></g>\n";
-  }
-  return s + "</svg>\n";
+  return s + svg_deadline(g, ch) + "</svg>\n";
 }
 
 const char* kCss = R"(
@@ -332,22 +366,6 @@ std::string legend() {
          "<span style=\"color:#c0392b\">- - - timeout deadline</span></div>\n";
 }
 
-std::string value_text(const nlohmann::ordered_json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null() || (v.is_array() && v.empty())) return "none";
-  if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_number_integer(); })) {
-    std::vector<int> r;
-    for (const auto& e : v) r.push_back(e.get<int>());
-    return rank_list(r);
-  }
-  if (v.is_object()) {
-    std::string out;
-    for (const auto& [k, e] : v.items()) out += (out.empty() ? "" : "; ") + k + ": " + value_text(e);
-    return out;
-  }
-  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 std::string rank_table(const Diagnosis& d) {
   auto t = [&](const std::optional<std::int64_t>& ns) { return rel_s(d, ns) ? secs(*rel_s(d, ns)) : std::string("-"); };
   std::string s = "<details><summary>Per-rank table (" + std::to_string(d.ranks.size()) + " ranks)</summary>\n<table>\n"
@@ -392,17 +410,17 @@ std::string section_html(const HtmlSection& m) {
   return s + "</section>\n";
 }
 
-}  // namespace
+std::string page_head(const Verdict& v) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rdzvscope: " +
+         esc(std::string(name_of(v.cls))) + "</title>\n<style>" + kCss + "</style>\n</head>\n<body>\n<main>\n";
+}
 
-std::string diagnosis_html(const Diagnosis& d, const std::vector<HtmlSection>& more) {
+// The verdict, its facts and the next step.
+std::string verdict_header(const Diagnosis& d) {
   const Verdict& v = d.verdict;
-  const bool healthy = v.cls == FailureClass::Healthy;
-  std::string s = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rdzvscope: " +
-                  esc(std::string(name_of(v.cls))) + "</title>\n<style>" + kCss + "</style>\n</head>\n<body>\n<main>\n";
-
-  s += std::string("<header class=\"verdict") + (healthy ? " healthy" : "") + "\" id=\"verdict\">\n"
-       "<div class=\"kicker\">rdzvscope &middot; rendezvous diagnosis</div>\n";
+  std::string s = std::string("<header class=\"verdict") + (v.cls == FailureClass::Healthy ? " healthy" : "") +
+                  "\" id=\"verdict\">\n<div class=\"kicker\">rdzvscope &middot; rendezvous diagnosis</div>\n";
   s += "<h1><span class=\"cls\">" + esc(std::string(name_of(v.cls))) + "</span>" + (v.cause ? " <small>(" + esc(*v.cause) + ")</small>" : "") + "</h1>\n";
   s += "<p class=\"summary\">" + esc(v.summary) + "</p>\n<dl class=\"facts\">";
   auto fact = [&](const char* k, const std::string& val) { s += "<div><dt>" + std::string(k) + "</dt><dd>" + esc(val) + "</dd></div>"; };
@@ -411,9 +429,13 @@ std::string diagnosis_html(const Diagnosis& d, const std::vector<HtmlSection>& m
   fact("confidence", v.confidence);
   if (!d.store_endpoint.empty()) fact("store", d.store_endpoint);
   s += "</dl>\n<div class=\"next\" id=\"next-step\"><b>Next step</b> &nbsp;" + esc(v.next_step) + "</div>\n</header>\n";
+  return s;
+}
 
-  s += "<section id=\"arrival\">\n<h2>Arrival at the store</h2>\n";
-  if (d.ranks.empty() && d.inputs.trace_files > 0) {
+// The chart of arrivals, or why there is none.
+std::string arrival_section(const Diagnosis& d) {
+  std::string s = "<section id=\"arrival\">\n<h2>Arrival at the store</h2>\n";
+  if (d.ranks.empty() && d.inputs[Stat::TraceFiles] > 0) {
     s += "<p class=\"note\" id=\"no-workers\">The traces hold no worker (rank): none started, as when a "
          "launcher's rendezvous never completed, so there is no per-rank time line; the verdict above comes "
          "from the other processes' traces.</p>\n";
@@ -431,48 +453,58 @@ std::string diagnosis_html(const Diagnosis& d, const std::vector<HtmlSection>& m
            "first store connect (min / median / max). The late and initiating ranks keep their own rows, on top.</p>\n";
     s += svg_chart(ch) + legend();
   }
-  s += "</section>\n";
+  return s + "</section>\n";
+}
 
-  if (!d.clocks.empty()) {
-    s += "<section id=\"clocks\">\n<h2>Host clocks</h2>\n<p class=\"note\">Estimated from matched connect/accept "
-         "pairs and the first reply on each; the chart shows every host on the store host's clock.</p>\n<ul>\n";
-    for (const ClockEstimate& c : d.clocks) s += "<li>" + esc(describe_clock(c, d.clocks[0].host)) + "</li>\n";
-    s += "</ul>\n</section>\n";
-  }
+std::string clocks_section(const Diagnosis& d) {
+  if (d.clocks.empty()) return "";
+  std::string s = "<section id=\"clocks\">\n<h2>Host clocks</h2>\n<p class=\"note\">Estimated from matched connect/accept "
+                  "pairs and the first reply on each; the chart shows every host on the store host's clock.</p>\n<ul>\n";
+  for (const ClockEstimate& c : d.clocks) s += "<li>" + esc(describe_clock(c, d.clocks[0].host)) + "</li>\n";
+  return s + "</ul>\n</section>\n";
+}
 
-  if (!d.discriminators.empty()) {
-    s += "<section id=\"discriminators\">\n<h2>Discriminators</h2>\n<table>\n";
-    for (const auto& [k, val] : d.discriminators.items())
-      s += "<tr><td class=\"k\">" + esc(k) + "</td><td>" + esc(value_text(val)) + "</td></tr>\n";
-    s += "</table>\n</section>\n";
-  }
-  if (!d.findings.empty()) {
-    s += "<section id=\"evidence\">\n<h2>Evidence</h2>\n<ul class=\"evidence\">\n";
-    for (const Finding& f : d.findings)
-      for (const std::string& e : f.evidence) s += "<li>" + esc(e) + "</li>\n";
-    s += "</ul>\n</section>\n";
-  }
-  if (!d.ranks.empty() && d.ranks.size() <= kMaxRankRows) s += "<section id=\"ranks\">\n" + rank_table(d) + "</section>\n";
+std::string discriminators_section(const Diagnosis& d) {
+  if (d.discriminators.empty()) return "";
+  std::string s = "<section id=\"discriminators\">\n<h2>Discriminators</h2>\n<table>\n";
+  for (const Discriminator& disc : d.discriminators)
+    s += "<tr><td class=\"k\">" + esc(disc.name) + "</td><td>" + esc(discriminator_words(disc.value)) + "</td></tr>\n";
+  return s + "</table>\n</section>\n";
+}
 
-  for (const HtmlSection& m : more) s += section_html(m);
+std::string evidence_section(const Diagnosis& d) {
+  if (d.findings.empty()) return "";
+  std::string s = "<section id=\"evidence\">\n<h2>Evidence</h2>\n<ul class=\"evidence\">\n";
+  for (const Finding& f : d.findings)
+    for (const std::string& e : f.evidence) s += "<li>" + esc(e) + "</li>\n";
+  return s + "</ul>\n</section>\n";
+}
 
-  const InputStats& in = d.inputs;
-  s += "<section id=\"inputs\">\n<h2>Inputs</h2>\n<div class=\"stats\">";
-  s += stat(std::to_string(in.trace_files), "trace files");
-  s += stat(std::to_string(in.damaged_files), "damaged files", in.damaged_files > 0);
-  s += stat(std::to_string(in.events), "events");
-  s += stat(std::to_string(in.lost_events), "events lost", in.lost_events > 0);
-  s += stat(std::to_string(in.log_files), "log files");
-  s += stat(std::to_string(in.log_lines_matched), "log lines matched");
+// A tile per counter of input_stats.h that the reports list, marked when data was lost.
+std::string inputs_section(const InputStats& in) {
+  std::string s = "<section id=\"inputs\">\n<h2>Inputs</h2>\n<div class=\"stats\">";
+  for (const StatRow& row : stat_table())
+    if (row.in_inputs)
+      s += stat(std::to_string(in[row.stat]), row.label, row.severity == StatSeverity::DataLoss && in[row.stat] > 0);
   s += "</div>\n";
   if (!in.problems.empty()) {
     s += "<ul class=\"evidence\">\n";
     for (const auto& p : in.problems) s += "<li class=\"mono\">" + esc(p) + "</li>\n";
     s += "</ul>\n";
   }
-  s += "</section>\n<footer>rdzvscope analyze --html &middot; self-contained: no scripts, no external resources</footer>\n"
-       "</main>\n</body>\n</html>\n";
-  return s;
+  return s + "</section>\n";
+}
+
+}  // namespace
+
+std::string diagnosis_html(const Diagnosis& d, const std::vector<HtmlSection>& more) {
+  std::string s = page_head(d.verdict) + verdict_header(d) + arrival_section(d) + clocks_section(d) +
+                  discriminators_section(d) + evidence_section(d);
+  if (!d.ranks.empty() && d.ranks.size() <= kMaxRankRows) s += "<section id=\"ranks\">\n" + rank_table(d) + "</section>\n";
+  for (const HtmlSection& m : more) s += section_html(m);
+  s += inputs_section(d.inputs);
+  return s + "<footer>rdzvscope analyze --html &middot; self-contained: no scripts, no external resources</footer>\n"
+             "</main>\n</body>\n</html>\n";
 }
 
 }  // namespace rdzvscope

@@ -50,14 +50,6 @@ ojson rank_json(const RankJoin& j) {
                {"reason", j.reason}};
 }
 
-ojson inputs_json(const Diagnosis& d) {
-  return ojson{{"trace_files", d.inputs.trace_files},
-               {"damaged_files", d.inputs.damaged_files},
-               {"events", d.inputs.events},
-               {"lost_events", d.inputs.lost_events},
-               {"problems", d.inputs.problems}};
-}
-
 // Above a screen's worth of ranks, one line per state and host: "failed  node3  8-15".
 std::vector<std::string> folded_rank_lines(const JoinStatus& s) {
   std::map<std::tuple<int, std::string>, std::vector<int>> groups;
@@ -119,10 +111,10 @@ std::string verdict_line(const Diagnosis& d) {
 }
 
 std::string inputs_line(const Diagnosis& d) {
-  std::string out = fmt::format("inputs   {} trace file(s)", d.inputs.trace_files);
-  if (d.inputs.damaged_files)
-    out += fmt::format(", {} damaged or still being written", d.inputs.damaged_files);
-  if (d.inputs.lost_events) out += fmt::format(", {} event(s) lost", d.inputs.lost_events);
+  const InputStats& in = d.inputs;
+  std::string out = fmt::format("inputs   {} trace file(s)", in[Stat::TraceFiles]);
+  if (in[Stat::DamagedFiles]) out += fmt::format(", {} damaged or still being written", in[Stat::DamagedFiles]);
+  if (in[Stat::LostEvents]) out += fmt::format(", {} event(s) lost", in[Stat::LostEvents]);
   if (!d.inputs.problems.empty()) out += ": " + d.inputs.problems.front();
   return out;
 }
@@ -150,7 +142,7 @@ nlohmann::ordered_json join_status_json(const JoinStatus& s, const Diagnosis& d)
                {"verdict_so_far", ojson{{"class", name_of(d.verdict.cls)},
                                         {"initiating_rank", json_opt(d.verdict.initiating_rank)},
                                         {"summary", d.verdict.summary}}},
-               {"inputs", inputs_json(d)}};
+               {"inputs", inputs_json(d.inputs, /*traces_only=*/true)}};
 }
 
 std::vector<std::string> join_status_lines(const JoinStatus& s, const Diagnosis& d,

@@ -13,77 +13,134 @@ ojson time_or_null(const std::optional<std::int64_t>& ns) {
   return ns ? ojson(iso8601_utc(*ns)) : ojson(nullptr);
 }
 
+// Each discriminator's JSON, as rdzvscope.diagnosis/1 has always written it.
+struct DiscriminatorJson {
+  ojson operator()(const NotKnown&) const { return nullptr; }
+  ojson operator()(std::int64_t n) const { return n; }
+  ojson operator()(const std::string& s) const { return s; }
+  ojson operator()(const Seconds& s) const { return s.s; }
+  ojson operator()(const RankSet& r) const { return r.ranks; }
+  ojson operator()(const NameList& n) const { return n.names; }
+  ojson operator()(const TimeoutFact& t) const {
+    return {{"ms", t.ms}, {"source", t.internal_default ? "internal default" : "configured"}, {"note", t.note}};
+  }
+  ojson operator()(const AfterRendezvous& a) const {
+    return {{"at", a.at}, {"first_failed_rank", a.first_failed_rank}, {"first_failure", a.first_failure}};
+  }
+  ojson operator()(const std::vector<AbsentNode>& nodes) const {
+    ojson out = ojson::array();
+    for (const AbsentNode& n : nodes) out.push_back({{"numbered_by", n.index_var}, {"node", n.index}, {"ranks", n.ranks}});
+    return out;
+  }
+  ojson operator()(const std::vector<MismatchedSetting>& settings) const {
+    ojson out = ojson::array();
+    for (const MismatchedSetting& m : settings) {
+      ojson values = ojson::object();
+      for (const auto& [value, who] : m.values) values[value] = who;
+      out.push_back({{"setting", m.setting}, {"expected", m.expected}, {"values", values}, {"differing", m.differing}});
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+ojson discriminators_json(const Discriminators& ds) {
+  ojson j = ojson::object();
+  for (const Discriminator& d : ds) j[d.name] = std::visit(DiscriminatorJson{}, d.value);
+  return j;
+}
+
+ojson inputs_json(const InputStats& in, bool traces_only) {
+  ojson j = ojson::object();
+  for (const StatRow& row : stat_table())
+    if (row.in_inputs && (!traces_only || row.source == StatSource::Traces)) j[row.name] = in[row.stat];
+  j["problems"] = in.problems;
+  return j;
+}
+
+namespace {
+
+ojson verdict_json(const Verdict& v) {
+  return {{"class", name_of(v.cls)},
+          {"cause", json_opt(v.cause)},
+          {"initiating_rank", json_opt(v.initiating_rank)},
+          {"initiating_host", json_opt(v.initiating_host)},
+          {"confidence", v.confidence},
+          {"summary", v.summary},
+          {"next_step", v.next_step}};
+}
+
+ojson findings_json(const std::vector<Finding>& findings) {
+  ojson out = ojson::array();
+  for (const Finding& f : findings)
+    out.push_back({{"class", name_of(f.cls)},
+                   {"rank", json_opt(f.rank)},
+                   {"host", f.host.empty() ? ojson(nullptr) : ojson(f.host)},
+                   {"pid", json_opt(f.pid)},
+                   {"time", time_or_null(f.time_ns)},
+                   {"evidence", f.evidence}});
+  return out;
+}
+
+ojson rank_row_json(const RankRow& r) {
+  ojson err = r.first_error.empty() ? ojson(nullptr)
+                                    : ojson{{"what", r.first_error}, {"time", time_or_null(r.first_error_ns)}};
+  ojson row = {{"rank", json_opt(r.rank)},
+               {"host", r.host},
+               {"pid", r.pid},
+               {"role", r.role},
+               {"launched", time_or_null(r.launched_ns)},
+               {"resolved", time_or_null(r.resolved_ns)},
+               {"first_store_connect", time_or_null(r.first_store_connect_ns)},
+               {"connected", time_or_null(r.connected_ns)},
+               {"first_error", err},
+               {"exit", r.vanished ? ojson("vanished") : ojson(json_opt(r.exit_status))},
+               {"late", r.late}};
+  // Added in issue 17: a process in a PID namespace of its own (a container) says which.
+  if (!r.container.empty()) row["container"] = r.container;
+  if (r.pid_namespace) row["pid_namespace"] = r.pid_namespace;
+  // Added in issue 17: only on the rows of ranks with no trace (Evidence::absent_ranks),
+  // which have no process: no host, no pid.
+  if (r.absent) {
+    row["host"] = nullptr;
+    row["pid"] = nullptr;
+    row["absent"] = true;
+  }
+  return row;
+}
+
+ojson clocks_json(const std::vector<ClockEstimate>& clocks) {
+  ojson out = ojson::array();
+  for (const ClockEstimate& c : clocks)
+    out.push_back({{"host", c.host},
+                   {"offset_ms", std::round(c.offset_ns / 1e4) / 100},
+                   {"uncertainty_ms", std::round(c.uncertainty_ns / 1e4) / 100},
+                   {"pairs", c.pairs},
+                   {"reference", c.reference},
+                   {"applied", c.applied}});
+  return out;
+}
+
 }  // namespace
 
 ojson diagnosis_json(const Diagnosis& d) {
   ojson j;
   j["schema"] = "rdzvscope.diagnosis/1";
-  const Verdict& v = d.verdict;
-  j["verdict"] = {{"class", name_of(v.cls)},
-                  {"cause", json_opt(v.cause)},
-                  {"initiating_rank", json_opt(v.initiating_rank)},
-                  {"initiating_host", json_opt(v.initiating_host)},
-                  {"confidence", v.confidence},
-                  {"summary", v.summary},
-                  {"next_step", v.next_step}};
-  ojson findings = ojson::array();
-  for (const Finding& f : d.findings)
-    findings.push_back({{"class", name_of(f.cls)},
-                        {"rank", json_opt(f.rank)},
-                        {"host", f.host.empty() ? ojson(nullptr) : ojson(f.host)},
-                        {"pid", json_opt(f.pid)},
-                        {"time", time_or_null(f.time_ns)},
-                        {"evidence", f.evidence}});
-  j["findings"] = findings;
-  j["discriminators"] = d.discriminators;
+  j["verdict"] = verdict_json(d.verdict);
+  j["findings"] = findings_json(d.findings);
+  j["discriminators"] = discriminators_json(d.discriminators);
   ojson ranks = ojson::array();
-  for (const RankRow& r : d.ranks) {
-    ojson err = r.first_error.empty() ? ojson(nullptr)
-                                      : ojson{{"what", r.first_error}, {"time", time_or_null(r.first_error_ns)}};
-    ranks.push_back({{"rank", json_opt(r.rank)},
-                     {"host", r.host},
-                     {"pid", r.pid},
-                     {"role", r.role},
-                     {"launched", time_or_null(r.launched_ns)},
-                     {"resolved", time_or_null(r.resolved_ns)},
-                     {"first_store_connect", time_or_null(r.first_store_connect_ns)},
-                     {"connected", time_or_null(r.connected_ns)},
-                     {"first_error", err},
-                     {"exit", r.vanished ? ojson("vanished") : ojson(json_opt(r.exit_status))},
-                     {"late", r.late}});
-    // Added in issue 17: a process in a PID namespace of its own (a container) says which.
-    if (!r.container.empty()) ranks.back()["container"] = r.container;
-    if (r.pid_namespace) ranks.back()["pid_namespace"] = r.pid_namespace;
-    // Added in issue 17: only on the rows of ranks with no trace (Evidence::absent_ranks),
-    // which have no process: no host, no pid.
-    if (r.absent) {
-      ranks.back()["host"] = nullptr;
-      ranks.back()["pid"] = nullptr;
-      ranks.back()["absent"] = true;
-    }
-  }
+  for (const RankRow& r : d.ranks) ranks.push_back(rank_row_json(r));
   j["ranks"] = ranks;
   const InputStats& in = d.inputs;
-  j["inputs"] = {{"trace_files", in.trace_files}, {"damaged_files", in.damaged_files},
-                 {"events", in.events},           {"lost_events", in.lost_events},
-                 {"log_files", in.log_files},     {"log_lines_matched", in.log_lines_matched},
-                 {"problems", in.problems}};
-  if (in.injected_events) {
+  j["inputs"] = inputs_json(in);
+  if (in[Stat::InjectedEvents]) {
     // Added with run --inject: present only when some record was injected (a rehearsal).
-    j["inputs"]["injected"] = {{"events", in.injected_events}, {"ranks", in.injected_ranks}};
+    j["inputs"]["injected"] = {{"events", in[Stat::InjectedEvents]}, {"ranks", in.injected_ranks}};
   }
-  if (!d.clocks.empty()) {
-    // Added in issue 7: present only when the traces came from several hosts.
-    ojson clocks = ojson::array();
-    for (const ClockEstimate& c : d.clocks)
-      clocks.push_back({{"host", c.host},
-                        {"offset_ms", std::round(c.offset_ns / 1e4) / 100},
-                        {"uncertainty_ms", std::round(c.uncertainty_ns / 1e4) / 100},
-                        {"pairs", c.pairs},
-                        {"reference", c.reference},
-                        {"applied", c.applied}});
-    j["clocks"] = clocks;
-  }
+  // Added in issue 7: present only when the traces came from several hosts.
+  if (!d.clocks.empty()) j["clocks"] = clocks_json(d.clocks);
   return j;
 }
 

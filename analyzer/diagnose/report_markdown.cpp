@@ -95,38 +95,45 @@ std::vector<std::string> rdzv_flags(const std::string& cmdline) {
   return out;
 }
 
-}  // namespace
-
-std::string diagnosis_markdown(const Diagnosis& d, const Context& model) {
-  const TraceInputs& traces = model.traces;
-  const LogFacts& logs = model.logs;
-  const Verdict& v = d.verdict;
+// The heading, verdict and next step.
+std::string verdict_part(const Verdict& v) {
   std::string s = "## Rendezvous failure report: `" + std::string(name_of(v.cls)) + "`" + (v.cause ? " (" + *v.cause + ")" : "") + "\n\n";
   s += "**Verdict:** " + md_inline(v.summary) + " (confidence: " + v.confidence + ")\n\n";
   s += "**Next step:** " + md_inline(v.next_step) + "\n\n";
+  return s;
+}
 
-  s += "| | |\n|---|---|\n";
-  std::string first = "unknown";
-  if (const RankRow* r = first_failing(d)) {
-    first = "rank " + (r->rank ? std::to_string(*r->rank) : std::string("?")) + " (" + r->host + " pid " +
-            std::to_string(r->pid) + ") at " + at(d, *r->first_error_ns) + ": " + r->first_error;
-  } else if (const LogEvent* e = most_relevant_line(d, logs); e && e->rank >= 0) {
-    first = "rank " + std::to_string(e->rank) + " (from logs, order within the logs only)";
-  }
-  s += "| First failing rank | " + md_inline(first) + " |\n";
+// "rank 2 (node1 pid 7) at +3.00 s: ECONNREFUSED on connect", or from the logs, or unknown.
+std::string first_failing_words(const Diagnosis& d, const LogFacts& logs) {
+  if (const RankRow* r = first_failing(d))
+    return "rank " + (r->rank ? std::to_string(*r->rank) : std::string("?")) + " (" + r->host + " pid " +
+           std::to_string(r->pid) + ") at " + at(d, *r->first_error_ns) + ": " + r->first_error;
+  if (const LogEvent* e = most_relevant_line(d, logs); e && e->rank >= 0)
+    return "rank " + std::to_string(e->rank) + " (from logs, order within the logs only)";
+  return "unknown";
+}
+
+std::string ranks_traced_row(const Diagnosis& d) {
+  if (d.ranks.empty()) return "";
+  std::set<std::string> hosts;
+  std::size_t traced = 0;
+  for (const RankRow& r : d.ranks)
+    if (!r.absent) hosts.insert(r.host), ++traced;
+  return "| Ranks traced | " + std::to_string(traced) + " on " + std::to_string(hosts.size()) + " host(s) |\n";
+}
+
+// The table of facts a ticket asks for first.
+std::string facts_table(const Diagnosis& d, const LogFacts& logs) {
+  const Verdict& v = d.verdict;
+  std::string s = "| | |\n|---|---|\n";
+  s += "| First failing rank | " + md_inline(first_failing_words(d, logs)) + " |\n";
   std::string init = v.initiating_rank ? "rank " + std::to_string(*v.initiating_rank) : std::string("none named");
   if (v.initiating_host) init += " on " + *v.initiating_host;
   s += "| Where it started | " + md_inline(init) + " |\n";
   std::string torch = logs.torch_version.empty() ? (logs.version_hint.empty() ? "unknown" : logs.version_hint + " (guessed from message style)")
                                                  : logs.torch_version;
   s += "| PyTorch | " + md_inline(torch) + " |\n";
-  if (!d.ranks.empty()) {
-    std::set<std::string> hosts;
-    std::size_t traced = 0;
-    for (const RankRow& r : d.ranks)
-      if (!r.absent) hosts.insert(r.host), ++traced;
-    s += "| Ranks traced | " + std::to_string(traced) + " on " + std::to_string(hosts.size()) + " host(s) |\n";
-  }
+  s += ranks_traced_row(d);
   if (!d.evidence.absent_ranks.empty())
     s += "| Ranks absent | " + rank_list(d.evidence.absent_ranks) + " of WORLD_SIZE=" +
          std::to_string(d.evidence.expected_world_size.value_or(0)) + ": no trace of them |\n";
@@ -134,65 +141,91 @@ std::string diagnosis_markdown(const Diagnosis& d, const Context& model) {
   for (const ClockEstimate& c : d.clocks)
     if (!c.reference) s += "| Clock of " + md_inline(c.host) + " | " + md_inline(describe_clock(c, d.clocks[0].host)) + " |\n";
   s += "| Reproduced across runs | unknown (one run given) |\n\n";
+  return s;
+}
 
-  s += "### Error\n\n";
+// Other distinct messages than `shown`, each with the ranks that printed it: one block of the
+// ticket shows whether every rank saw the same thing.
+std::string other_lines(const LogFacts& logs, const LogEvent& shown) {
+  std::vector<std::pair<std::string, std::vector<int>>> others;
+  for (const LogEvent& o : logs.events) {
+    if (o.text == shown.text) continue;
+    auto it = std::find_if(others.begin(), others.end(), [&](const auto& p) { return p.first == o.text; });
+    if (it == others.end()) others.push_back({o.text, {}}), it = others.end() - 1;
+    if (o.rank >= 0) it->second.push_back(o.rank);
+  }
+  if (others.empty()) return "";
+  std::string s = "\nOther error lines in the logs:\n\n";
+  for (std::size_t i = 0; i < others.size() && i < 8; ++i)
+    s += "- " + (others[i].second.empty() ? std::string("") : "rank " + rank_list(others[i].second) + ": ") +
+         md_inline(others[i].first.substr(0, 300)) + "\n";
+  if (others.size() > 8) s += "- ... and " + std::to_string(others.size() - 8) + " more\n";
+  return s;
+}
+
+// The most relevant log line and the others, else the first error in the traces.
+std::string error_part(const Diagnosis& d, const LogFacts& logs) {
+  std::string s = "### Error\n\n";
   if (const LogEvent* e = most_relevant_line(d, logs)) {
     s += "The most relevant log line (" + md_inline(e->file) + ":" + std::to_string(e->line) +
          (e->rank >= 0 ? ", rank " + std::to_string(e->rank) : std::string()) + "):\n\n";
     s += md_block(e->text, "text");
-    // Other distinct messages, each with the ranks that printed it: one block of the ticket
-    // shows whether every rank saw the same thing.
-    std::vector<std::pair<std::string, std::vector<int>>> others;
-    for (const LogEvent& o : logs.events) {
-      if (o.text == e->text) continue;
-      auto it = std::find_if(others.begin(), others.end(), [&](const auto& p) { return p.first == o.text; });
-      if (it == others.end()) others.push_back({o.text, {}}), it = others.end() - 1;
-      if (o.rank >= 0) it->second.push_back(o.rank);
-    }
-    if (!others.empty()) {
-      s += "\nOther error lines in the logs:\n\n";
-      for (std::size_t i = 0; i < others.size() && i < 8; ++i)
-        s += "- " + (others[i].second.empty() ? std::string("") : "rank " + rank_list(others[i].second) + ": ") +
-             md_inline(others[i].first.substr(0, 300)) + "\n";
-      if (others.size() > 8) s += "- ... and " + std::to_string(others.size() - 8) + " more\n";
-    }
+    s += other_lines(logs, *e);
   } else if (const RankRow* r = first_failing(d)) {
     s += "No log line given (pass the logs with --log); the first error in the traces:\n\n" +
          md_block("rank " + (r->rank ? std::to_string(*r->rank) : std::string("?")) + ": " + r->first_error, "text");
   } else {
     s += "No error line: no logs given (--log) and no failed call in the traces.\n";
   }
-
-  s += "\n### Launcher command\n\n";
-  if (const Process* p = launcher(traces)) {
-    const std::string cmd = p->header.cmdline;
-    s += "From the trace of " + md_inline(p->label()) + (p->role == Role::Agent ? " (launcher agent)" : "") + ":\n\n";
-    s += md_block(cmd + (p->header.cmdline_truncated ? " ...(cut)" : ""), "sh");
-    auto flags = rdzv_flags(cmd);
-    const rdzv_identity& id = p->header.ident;
-    std::string env;
-    if (id.master_addr[0]) env += " MASTER_ADDR=" + bounded_string(id.master_addr);
-    if (id.master_port >= 0) env += " MASTER_PORT=" + std::to_string(id.master_port);
-    if (id.world_size >= 0) env += " WORLD_SIZE=" + std::to_string(id.world_size);
-    if (id.run_id[0]) env += " TORCHELASTIC_RUN_ID=" + bounded_string(id.run_id);
-    if (id.slurm_job_id[0]) env += " SLURM_JOB_ID=" + bounded_string(id.slurm_job_id);
-    std::string f;
-    for (const auto& x : flags) f += (f.empty() ? "" : " ") + x;
-    s += "\nRendezvous flags: " + (f.empty() ? std::string("none on the command line") : "`" + f + "`") + "\n";
-    if (!env.empty()) s += "Rendezvous environment: `" + env.substr(1) + "`\n";
-  } else {
-    s += "unknown (no traces; rerun under `rdzvscope run` to record it)\n";
-  }
-
-  if (!d.findings.empty()) {
-    s += "\n### Evidence\n\n";
-    for (const Finding& f : d.findings)
-      for (const std::string& e : f.evidence) s += "- " + md_inline(e) + "\n";
-  }
-  const InputStats& in = d.inputs;
-  s += fmt::format("\n_rdzvscope analyze read {} trace file(s) ({} damaged, {} events lost) and {} log(s) ({} lines matched)._\n",
-                   in.trace_files, in.damaged_files, in.lost_events, in.log_files, in.log_lines_matched);
   return s;
+}
+
+// "MASTER_ADDR=node0 MASTER_PORT=29500 ...": the rendezvous variables in a trace's header.
+std::string rdzv_environment(const rdzv_identity& id) {
+  std::string env;
+  if (id.master_addr[0]) env += " MASTER_ADDR=" + bounded_string(id.master_addr);
+  if (id.master_port >= 0) env += " MASTER_PORT=" + std::to_string(id.master_port);
+  if (id.world_size >= 0) env += " WORLD_SIZE=" + std::to_string(id.world_size);
+  if (id.run_id[0]) env += " TORCHELASTIC_RUN_ID=" + bounded_string(id.run_id);
+  if (id.slurm_job_id[0]) env += " SLURM_JOB_ID=" + bounded_string(id.slurm_job_id);
+  return env.empty() ? env : env.substr(1);
+}
+
+std::string launcher_part(const TraceInputs& traces) {
+  std::string s = "\n### Launcher command\n\n";
+  const Process* p = launcher(traces);
+  if (!p) return s + "unknown (no traces; rerun under `rdzvscope run` to record it)\n";
+  const std::string cmd = p->header.cmdline;
+  s += "From the trace of " + md_inline(p->label()) + (p->role == Role::Agent ? " (launcher agent)" : "") + ":\n\n";
+  s += md_block(cmd + (p->header.cmdline_truncated ? " ...(cut)" : ""), "sh");
+  std::string f;
+  for (const auto& x : rdzv_flags(cmd)) f += (f.empty() ? "" : " ") + x;
+  s += "\nRendezvous flags: " + (f.empty() ? std::string("none on the command line") : "`" + f + "`") + "\n";
+  const std::string env = rdzv_environment(p->header.ident);
+  if (!env.empty()) s += "Rendezvous environment: `" + env + "`\n";
+  return s;
+}
+
+std::string evidence_part(const Diagnosis& d) {
+  if (d.findings.empty()) return "";
+  std::string s = "\n### Evidence\n\n";
+  for (const Finding& f : d.findings)
+    for (const std::string& e : f.evidence) s += "- " + md_inline(e) + "\n";
+  return s;
+}
+
+// The counters of input_stats.h, in one line.
+std::string inputs_part(const InputStats& in) {
+  return fmt::format("\n_rdzvscope analyze read {} trace file(s) ({} damaged, {} events lost) and {} log(s) ({} lines matched)._\n",
+                     in[Stat::TraceFiles], in[Stat::DamagedFiles], in[Stat::LostEvents], in[Stat::LogFiles],
+                     in[Stat::LogLinesMatched]);
+}
+
+}  // namespace
+
+std::string diagnosis_markdown(const Diagnosis& d, const Context& model) {
+  return verdict_part(d.verdict) + facts_table(d, model.logs) + error_part(d, model.logs) + launcher_part(model.traces) +
+         evidence_part(d) + inputs_part(d.inputs);
 }
 
 }  // namespace rdzvscope

@@ -35,9 +35,8 @@ std::string at(const Diagnosis& d, const std::optional<std::int64_t>& ns) {
   return fmt::format("{:+.2f} s", seconds(*d.t0_ns, *ns));
 }
 
-}  // namespace
-
-std::string diagnosis_text(const Diagnosis& d) {
+// VERDICT, NEXT and, for a rehearsal, INJECTED.
+std::string verdict_section(const Diagnosis& d) {
   const Verdict& v = d.verdict;
   std::string s;
   std::string head = std::string(name_of(v.cls)) + (v.cause ? " (" + *v.cause + ")" : "") + ": " + v.summary;
@@ -45,75 +44,106 @@ std::string diagnosis_text(const Diagnosis& d) {
   s += "         initiating rank: " + (v.initiating_rank ? std::to_string(*v.initiating_rank) : std::string("-")) +
        (v.initiating_host ? " (" + *v.initiating_host + ")" : "") + "    confidence: " + v.confidence + "\n";
   s += "NEXT     " + wrap(v.next_step, 80, 9) + "\n";
-  if (d.inputs.injected_events) {
+  if (d.inputs[Stat::InjectedEvents]) {
     std::string ranks;
     for (std::int32_t r : d.inputs.injected_ranks)
       ranks += (ranks.empty() ? "" : ", ") + (r < 0 ? std::string("a process without RANK") : std::to_string(r));
     s += "INJECTED " + wrap(fmt::format("this failure was injected (rdzvscope run --inject): {} call(s) "
                                         "made up on purpose in rank(s) {}; a rehearsal, not a real fault",
-                                        d.inputs.injected_events, ranks),
+                                        d.inputs[Stat::InjectedEvents], ranks),
                             80, 9) + "\n";
   }
+  return s;
+}
+
+// STORE, and a CLOCK line per host whose clock is off by more than is worth saying.
+std::string store_and_clocks_section(const Diagnosis& d) {
+  std::string s;
   if (!d.store_endpoint.empty()) s += "\nSTORE    " + d.store_endpoint + "\n";
   for (const ClockEstimate& c : d.clocks)
     if (!c.reference && (c.offset_ns > kClockOffsetWorthSaying || c.offset_ns < -kClockOffsetWorthSaying))
       s += (d.store_endpoint.empty() ? "\nCLOCK    " : "CLOCK    ") + wrap(describe_clock(c, d.clocks[0].host), 80, 9) + "\n";
+  return s;
+}
 
-  if (!d.ranks.empty()) {
-    constexpr const char* kRow = " {:>5}  {:<14} {:>9} {:>9} {:>14} {:>10}  {:<34} {}\n";
-    s += "\n" + fmt::format(kRow, "rank", "host", "launched", "resolved", "store connect", "connected",
-                            "first error", "exit");
-    // Ranks that tell the same story (same role, same first error, same exit, not late) are
-    // folded into one line after the first of them, so that 4,096 ranks stay readable.
-    auto story = [](const RankRow& r) {
-      std::string err = r.first_error.substr(0, r.first_error.find(" to "));
-      return r.role + "|" + err + "|" + (r.vanished ? "v" : r.exit_status ? std::to_string(*r.exit_status) : "?") +
-             (r.late ? "|late" : "");
-    };
-    std::map<std::string, std::vector<int>> folded;
-    std::map<std::string, int> shown_as;
-    std::vector<std::string> order;
-    for (const RankRow& r : d.ranks) {
-      const std::string key = story(r);
-      if (shown_as.count(key) && !r.late && r.rank != d.verdict.initiating_rank && r.rank) {
-        folded[key].push_back(*r.rank);
-        continue;
-      }
-      if (!shown_as.count(key)) {
-        shown_as[key] = r.rank.value_or(-1);
-        order.push_back(key);
-      }
-      std::string exit = r.absent ? "absent" : r.vanished ? "vanished" : r.exit_status ? std::to_string(*r.exit_status) : "?";
-      std::string err = r.absent ? "no trace (expected by WORLD_SIZE)"
-                        : r.first_error.empty() ? "-" : at(d, r.first_error_ns) + " " + r.first_error;
-      if (err.size() > 60) err = err.substr(0, 57) + "...";
-      std::string connect = at(d, r.first_store_connect_ns) + (r.late ? " LATE" : "");
-      if (r.role == "store server") connect += " (srv)";
-      s += fmt::format(kRow, r.rank ? std::to_string(*r.rank) : "-", r.absent ? "-" : r.host.substr(0, 14),
-                       at(d, r.launched_ns), at(d, r.resolved_ns), connect, at(d, r.connected_ns), err, exit);
+constexpr const char* kRow = " {:>5}  {:<14} {:>9} {:>9} {:>14} {:>10}  {:<34} {}\n";
+
+std::string rank_line(const Diagnosis& d, const RankRow& r) {
+  std::string exit = r.absent ? "absent" : r.vanished ? "vanished" : r.exit_status ? std::to_string(*r.exit_status) : "?";
+  std::string err = r.absent ? "no trace (expected by WORLD_SIZE)"
+                    : r.first_error.empty() ? "-" : at(d, r.first_error_ns) + " " + r.first_error;
+  if (err.size() > 60) err = err.substr(0, 57) + "...";
+  std::string connect = at(d, r.first_store_connect_ns) + (r.late ? " LATE" : "");
+  if (r.role == "store server") connect += " (srv)";
+  return fmt::format(kRow, r.rank ? std::to_string(*r.rank) : "-", r.absent ? "-" : r.host.substr(0, 14),
+                     at(d, r.launched_ns), at(d, r.resolved_ns), connect, at(d, r.connected_ns), err, exit);
+}
+
+// Ranks that tell the same story (same role, same first error, same exit, not late) are
+// folded into one line after the first of them, so that 4,096 ranks stay readable.
+std::string story_of(const RankRow& r) {
+  std::string err = r.first_error.substr(0, r.first_error.find(" to "));
+  return r.role + "|" + err + "|" + (r.vanished ? "v" : r.exit_status ? std::to_string(*r.exit_status) : "?") +
+         (r.late ? "|late" : "");
+}
+
+std::string rank_table_section(const Diagnosis& d) {
+  if (d.ranks.empty()) return "";
+  std::string s = "\n" + fmt::format(kRow, "rank", "host", "launched", "resolved", "store connect", "connected",
+                                     "first error", "exit");
+  std::map<std::string, std::vector<int>> folded;
+  std::map<std::string, int> shown_as;
+  std::vector<std::string> order;
+  for (const RankRow& r : d.ranks) {
+    const std::string key = story_of(r);
+    if (shown_as.count(key) && !r.late && r.rank != d.verdict.initiating_rank && r.rank) {
+      folded[key].push_back(*r.rank);
+      continue;
     }
-    for (const std::string& key : order)
-      if (auto it = folded.find(key); it != folded.end())
-        s += "  (ranks " + rank_list(it->second) + " like rank " + std::to_string(shown_as[key]) + ")\n";
-  }
-  if (!d.findings.empty()) {
-    s += "\nEVIDENCE\n";
-    for (const Finding& f : d.findings)
-      for (const std::string& e : f.evidence) s += "  - " + wrap(e, 90, 4) + "\n";
-  }
-  if (!d.discriminators.empty()) {
-    s += "\nDISCRIMINATORS\n";
-    for (const auto& [k, val] : d.discriminators.items()) {
-      std::string text = val.is_string() ? val.get<std::string>() : val.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      s += fmt::format("  {:<36} ", k) + wrap(text, 60, 39) + "\n";
+    if (!shown_as.count(key)) {
+      shown_as[key] = r.rank.value_or(-1);
+      order.push_back(key);
     }
+    s += rank_line(d, r);
   }
+  for (const std::string& key : order)
+    if (auto it = folded.find(key); it != folded.end())
+      s += "  (ranks " + rank_list(it->second) + " like rank " + std::to_string(shown_as[key]) + ")\n";
+  return s;
+}
+
+std::string evidence_section(const Diagnosis& d) {
+  if (d.findings.empty()) return "";
+  std::string s = "\nEVIDENCE\n";
+  for (const Finding& f : d.findings)
+    for (const std::string& e : f.evidence) s += "  - " + wrap(e, 90, 4) + "\n";
+  return s;
+}
+
+std::string discriminators_section(const Diagnosis& d) {
+  if (d.discriminators.empty()) return "";
+  std::string s = "\nDISCRIMINATORS\n";
+  for (const Discriminator& disc : d.discriminators)
+    s += fmt::format("  {:<36} ", disc.name) + wrap(discriminator_words(disc.value), 60, 39) + "\n";
+  return s;
+}
+
+// READ: the counters of input_stats.h, the problems, and where the other forms are.
+std::string inputs_section(const Diagnosis& d) {
   const InputStats& in = d.inputs;
-  s += fmt::format("\nREAD     {} trace file(s) ({} damaged, {} events, {} lost), {} log(s) ({} lines matched)\n",
-                   in.trace_files, in.damaged_files, in.events, in.lost_events, in.log_files, in.log_lines_matched);
+  std::string s = fmt::format("\nREAD     {} trace file(s) ({} damaged, {} events, {} lost), {} log(s) ({} lines matched)\n",
+                              in[Stat::TraceFiles], in[Stat::DamagedFiles], in[Stat::Events], in[Stat::LostEvents],
+                              in[Stat::LogFiles], in[Stat::LogLinesMatched]);
   for (const auto& p : in.problems) s += "         problem: " + p + "\n";
   s += "         more: --format json|markdown, --timeline t.json (Perfetto), --html report.html\n";
   return s;
+}
+
+}  // namespace
+
+std::string diagnosis_text(const Diagnosis& d) {
+  return verdict_section(d) + store_and_clocks_section(d) + rank_table_section(d) + evidence_section(d) +
+         discriminators_section(d) + inputs_section(d);
 }
 
 }  // namespace rdzvscope

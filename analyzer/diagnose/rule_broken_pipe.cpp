@@ -15,11 +15,14 @@ namespace rdzvscope {
 namespace {
 
 // The process on the other end of a store socket: the store host for a client socket, the
-// client (matched by its local port) for a socket the server accepted.
+// client (matched by its local port) for a socket the server accepted. Over loopback the
+// other end is in the same network namespace: another namespace's 127.0.0.1 is another host.
 const ProcessFacts* peer_of(const Context& c, const ProcessFacts& self, const Event& e) {
   const std::uint16_t peer_port = e.rec.u.net.peer.port;
+  const bool over_loopback = is_loopback(e.rec.u.net.peer);
   for (const auto& f : c.facts) {
     if (&f == &self) continue;
+    if (over_loopback && loopback_scope(*f.proc) != loopback_scope(*self.proc)) continue;
     if (f.listens_on(peer_port)) return &f;
     for (const Event& x : f.proc->events)
       if ((x.rec.kind == RDZV_EV_CONNECT || x.rec.kind == RDZV_EV_CONNECT_DONE) &&
@@ -27,22 +30,6 @@ const ProcessFacts* peer_of(const Context& c, const ProcessFacts& self, const Ev
         return &f;
   }
   return nullptr;
-}
-
-// A torchrun agent that exited before it started any worker ended its own rendezvous: its
-// join timeout ran out (RendezvousTimeoutError) because a node never joined. Closing the
-// rendezvous store then is its orderly end, a consequence of whatever kept that node away,
-// not a death to blame. Workers it started show as its spawns, or (when attach came later)
-// as traced processes whose parent it is.
-bool gave_up_its_rendezvous(const Context& c, const Process& p) {
-  if (p.role != Role::Agent || p.vanished()) return false;
-  const bool spawned = std::any_of(p.events.begin(), p.events.end(), [](const Event& e) {
-    return e.rec.kind == RDZV_EV_SPAWN || e.rec.kind == RDZV_EV_FORK;
-  });
-  const bool has_children = std::any_of(c.traces.processes.begin(), c.traces.processes.end(), [&](const Process& q) {
-    return q.host == p.host && q.header.ppid == p.pid;
-  });
-  return !spawned && !has_children;
 }
 
 // How a peer's death stands to the first broken pipe, in words that match the times: a
@@ -106,7 +93,7 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
     // A peer that died of its own rendezvous error (it timed out waiting, say) is a
     // consequence of that error, which another rule names; only an unexplained death counts.
     const bool unexplained =
-        (p.vanished() || (h.peer->failed() && !h.peer->first_error)) && !gave_up_its_rendezvous(c, p);
+        (p.vanished() || (h.peer->failed() && !h.peer->first_error)) && !c.gave_up_its_rendezvous(p);
     bool ended_first = unexplained && end <= h.e->wall_ns + 50'000'000;
     if (ended_first && (!dead || end < died_at)) {
       dead = h.peer;

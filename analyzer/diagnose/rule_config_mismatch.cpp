@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "reader/names.h"
+#include "launcher_options.h"
 #include "rules.h"
 
 namespace rdzvscope {
@@ -25,41 +26,6 @@ struct Member {
   const ProcessFacts* f;
   std::map<std::string, std::string> settings;  // name -> value; a setting not set is absent
 };
-
-// "--rdzv-endpoint X", "--rdzv-endpoint=X", "--rdzv_endpoint X": torchrun's options in an
-// agent's command line.
-std::map<std::string, std::string> agent_settings(const std::string& cmdline) {
-  static const std::pair<const char*, const char*> kOptions[] = {
-      {"rdzv-endpoint", "--rdzv-endpoint"}, {"rdzv-id", "--rdzv-id"},
-      {"rdzv-backend", "--rdzv-backend"},   {"nnodes", "--nnodes"},
-      {"master-addr", "--master-addr"},     {"master-port", "--master-port"},
-  };
-  std::vector<std::string> words;
-  for (std::size_t i = 0; i < cmdline.size();) {
-    std::size_t j = cmdline.find(' ', i);
-    if (j == std::string::npos) j = cmdline.size();
-    if (j > i) words.push_back(cmdline.substr(i, j - i));
-    i = j + 1;
-  }
-  std::map<std::string, std::string> out;
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    std::string w = words[i];
-    if (w.rfind("--", 0) != 0) continue;
-    for (char& ch : w)
-      if (ch == '_') ch = '-';
-    std::string value;
-    std::string key = w;
-    if (auto eq = w.find('='); eq != std::string::npos) {
-      key = w.substr(0, eq);
-      value = words[i].substr(eq + 1);
-    } else if (i + 1 < words.size()) {
-      value = words[i + 1];
-    }
-    for (const auto& [name, option] : kOptions)
-      if (key == option && !value.empty() && !out.count(name)) out[name] = value;
-  }
-  return out;
-}
 
 std::map<std::string, std::string> rank_settings(const Process& p) {
   const rdzv_identity& id = p.header.ident;
@@ -299,10 +265,84 @@ std::optional<Candidate> from_logs(const Context& c) {
   return out;
 }
 
+// Logs alone, torchrun agents: the launch configuration each agent's INFO lines printed
+// (LogFacts::launch_configs). Where one agent's value of a setting that must agree differs from
+// the strict majority's, and the logs show a failure, that agent's log is the odd one.
+using LaunchConfig = LogFacts::LaunchConfig;
+
+std::string source_words(const LaunchConfig& cfg) {
+  return "the agent of " + cfg.file + ":" + std::to_string(cfg.line) + (cfg.origin.empty() ? "" : " (" + cfg.origin + ")");
+}
+
+struct AgentLogMismatch {
+  std::string setting, expected;
+  std::map<std::string, std::vector<const LaunchConfig*>> by_value;
+  std::vector<const LaunchConfig*> deviants;
+};
+
+std::optional<AgentLogMismatch> find_agent_log_mismatch(const Context& c) {
+  if (c.logs.launch_configs.size() < 2 || (c.logs.events.empty() && c.logs.other_errors.empty())) return std::nullopt;
+  for (const char* setting : {"rdzv-endpoint", "rdzv-id", "nnodes", "rdzv-backend"}) {
+    AgentLogMismatch m{setting, "", {}, {}};
+    for (const LaunchConfig& cfg : c.logs.launch_configs)
+      if (auto it = cfg.settings.find(setting); it != cfg.settings.end()) m.by_value[it->second].push_back(&cfg);
+    if (m.by_value.size() < 2) continue;
+    const auto expected = strict_majority(m.by_value);
+    if (!expected) continue;
+    m.expected = *expected;
+    for (const auto& [value, cfgs] : m.by_value)
+      if (value != m.expected) m.deviants.insert(m.deviants.end(), cfgs.begin(), cfgs.end());
+    return m;
+  }
+  return std::nullopt;
+}
+
+std::optional<Candidate> from_agent_logs(const Context& c) {
+  const auto m = find_agent_log_mismatch(c);
+  if (!m) return std::nullopt;
+  const LaunchConfig& odd = *m->deviants.front();
+  const std::string odd_value = odd.settings.at(m->setting);
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::ConfigMismatch;
+  v.cause = m->setting;
+  v.confidence = "medium";  // logs only: the agents' command lines are in their traces under rdzvscope run
+  if (!odd.origin.empty()) v.initiating_host = odd.origin;
+  const std::size_t agreeing = m->by_value.at(m->expected).size();
+  v.summary = source_words(odd) + " has " + m->setting + "=" + odd_value + " where " + std::to_string(agreeing) +
+              " other agent" + (agreeing == 1 ? " has " : "s have ") + m->expected +
+              ": the torchrun agents of one job must agree on it (from torchrun's INFO lines "
+              "\"Starting elastic_operator with launch configs\")";
+  v.next_step = "make --rdzv-endpoint, --rdzv-id and --nnodes identical on every node: find what set " + m->setting +
+                "=" + odd_value + " for the agent of " + odd.file +
+                " (its job script, or PET_* variables in its environment: `env | grep PET_`)";
+  Finding fd;
+  fd.cls = FailureClass::ConfigMismatch;
+  nlohmann::ordered_json values = nlohmann::ordered_json::object();
+  for (const auto& [value, cfgs] : m->by_value) {
+    std::vector<std::string> who_list;
+    for (const LaunchConfig* cfg : cfgs) {
+      who_list.push_back(cfg->file + ":" + std::to_string(cfg->line));
+      fd.evidence.push_back(m->setting + "=" + value + " in " + source_words(*cfg) + (value == m->expected ? "" : "  <- differs"));
+    }
+    values[value] = who_list;
+  }
+  out.findings.push_back(fd);
+  std::vector<std::string> dev;
+  for (const LaunchConfig* cfg : m->deviants) dev.push_back(cfg->file + ":" + std::to_string(cfg->line));
+  out.discriminators["mismatched_settings"] = nlohmann::ordered_json::array(
+      {{{"setting", m->setting}, {"expected", m->expected}, {"values", values}, {"differing", dev}}});
+  out.discriminators["differing_processes"] = dev;
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_config_mismatch(const Context& c) {
-  if (!c.has_traces()) return from_logs(c);
+  if (!c.has_traces()) {
+    if (auto agents = from_agent_logs(c)) return agents;
+    return from_logs(c);
+  }
   if (!job_failed(c)) return std::nullopt;
   std::vector<Member> ranks, agents;
   // One rank twice is two launches (rdzv_collision), not one job whose ranks disagree.
@@ -312,7 +352,7 @@ std::optional<Candidate> rule_config_mismatch(const Context& c) {
   if (one_job)
     for (const ProcessFacts* f : c.ranks()) ranks.push_back({f, rank_settings(*f->proc)});
   for (const auto& f : c.facts)
-    if (f.proc->role == Role::Agent) agents.push_back({&f, agent_settings(f.proc->header.cmdline)});
+    if (f.proc->role == Role::Agent) agents.push_back({&f, torchrun_options(f.proc->header.cmdline)});
 
   std::vector<Mismatch> found = mismatches_among(c, ranks);
   for (Mismatch& m : mismatches_among(c, agents)) found.push_back(std::move(m));

@@ -12,32 +12,94 @@ namespace {
 // A refusal window shorter than this is the ordinary start-up race (ranks start together and
 // the first retry, one second later, connects).
 constexpr std::int64_t kRaceNs = 1'500'000'000;
+
+// The refused store connects that say the store was not up yet, with the store each client
+// could have reached: the one listening on the port, and for a loopback destination only one
+// in the client's own network namespace (another namespace's 127.0.0.1 is another endpoint).
+struct Refusals {
+  std::uint16_t port = 0;
+  std::int64_t first_ns = 0, last_ns = 0;
+  int count = 0;
+  std::vector<int> ranks;
+  const ProcessFacts* server = nullptr;     // the store the refused clients could reach
+  const ProcessFacts* elsewhere = nullptr;  // a store on the port that they could not reach
+  std::string client_scope;                 // where a client's loopback led, when it did
+};
+
+// Refusals after the store host ended are a consequence of its death, not of its start;
+// refusals after it listened are not about its start either.
+bool before_store_was_up(const ProcessFacts* server, const Event& e) {
+  if (!server) return true;
+  if (server->proc->exit_ns && e.wall_ns > *server->proc->exit_ns) return false;
+  if (server->proc->vanished() && e.wall_ns > server->proc->last_event_ns()) return false;
+  return e.wall_ns <= *server->listen_ns;
+}
+
+Refusals find_refusals(const Context& c) {
+  Refusals r;
+  for (const auto& f : c.facts) {
+    if (f.refused.empty()) continue;
+    const Event& first = *f.refused.front();
+    r.port = first.rec.u.net.peer.port;
+    const ProcessFacts* server = c.store_reached(f, first);
+    if (!server && is_loopback(first.rec.u.net.peer) && c.store_server(r.port)) {
+      r.elsewhere = c.store_server(r.port);
+      r.client_scope = loopback_scope(*f.proc);
+    }
+    if (server && !r.server) r.server = server;
+    for (const Event* e : f.refused) {
+      if (!before_store_was_up(server, *e)) continue;
+      if (!r.count || e->wall_ns < r.first_ns) r.first_ns = e->wall_ns;
+      r.last_ns = std::max(r.last_ns, e->wall_ns);
+      ++r.count;
+      if (f.proc->rank >= 0) r.ranks.push_back(f.proc->rank);
+    }
+  }
+  std::sort(r.ranks.begin(), r.ranks.end());
+  r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
+  return r;
+}
+
+void word_late_store(const Context& c, const Refusals& r, Verdict& v, Finding& fd) {
+  const ProcessFacts& server = *r.server;
+  const double late_s = seconds(r.first_ns, *server.listen_ns);
+  v.initiating_rank = rank_of(server);
+  v.initiating_host = server.proc->host;
+  fd.evidence.push_back(server.proc->label() + " was launched at " + rel(c, server.proc->launched_ns) +
+                        " and listened at " + rel(c, *server.listen_ns) + ", " + fmt_seconds(late_s) +
+                        " after the first client tried");
+  v.summary = "the store host " + server.proc->label() + " listened " + fmt_seconds(late_s) +
+              " after the first client tried; clients were refused (and retried silently) meanwhile";
+  v.next_step = "start the store host first, or give the clients a timeout that covers its start-up; look at what " +
+                server.proc->label() + " did before init_process_group";
+  const std::string act = activity(server);
+  if (!act.empty()) fd.evidence.push_back(server.proc->label() + " before listening: " + act);
+}
+
+void word_absent_store(const Refusals& r, Verdict& v, Finding& fd) {
+  if (!r.elsewhere) {
+    v.summary = "nothing ever listened on the store port " + std::to_string(r.port) +
+                ": the store host never started (or was not traced)";
+    v.next_step = "check that the store host (MASTER_ADDR) really runs rank 0 / the rendezvous, and that it started: its own log";
+    return;
+  }
+  // A loopback MASTER_ADDR across containers: each network namespace has its own 127.0.0.1.
+  fd.evidence.push_back(r.elsewhere->proc->label() + " listened on port " + std::to_string(r.port) +
+                        " in another network namespace; the refused clients' loopback leads to " + r.client_scope);
+  v.summary = "nothing ever listened on the store port " + std::to_string(r.port) +
+              " of the refused clients' own loopback: the store host " + r.elsewhere->proc->label() +
+              " listens on the loopback of another network namespace, which they cannot reach";
+  v.next_step = "give MASTER_ADDR (or the rendezvous endpoint) an address every rank can reach, not 127.0.0.1 / "
+                "localhost: containers or pods with their own network each have their own loopback";
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_store_not_ready(const Context& c) {
-  std::uint16_t port = 0;
-  std::int64_t first_refused = 0, last_refused = 0;
-  int refused = 0;
-  std::vector<int> ranks;
-  for (const auto& f : c.facts) {
-    if (f.refused.empty()) continue;
-    port = f.refused.front()->rec.u.net.peer.port;
-    const ProcessFacts* server = c.store_server(port);
-    for (const Event* e : f.refused) {
-      // Refusals after the store host ended are a consequence of its death, not of its start.
-      if (server && server->proc->exit_ns && e->wall_ns > *server->proc->exit_ns) continue;
-      if (server && server->proc->vanished() && e->wall_ns > server->proc->last_event_ns()) continue;
-      if (server && e->wall_ns > *server->listen_ns) continue;
-      if (!refused || e->wall_ns < first_refused) first_refused = e->wall_ns;
-      last_refused = std::max(last_refused, e->wall_ns);
-      ++refused;
-      if (f.proc->rank >= 0) ranks.push_back(f.proc->rank);
-    }
-  }
-  const ProcessFacts* server = port ? c.store_server(port) : nullptr;
-  const bool never_listened = refused > 0 && !server;
-  std::int64_t window = server && refused ? *server->listen_ns - first_refused : 0;
-  bool traced_case = never_listened || (refused > 0 && window >= kRaceNs);
+  const Refusals r = find_refusals(c);
+  const bool never_listened = r.count > 0 && !r.server;
+  const std::int64_t window = r.server && r.count ? *r.server->listen_ns - r.first_ns : 0;
+  const bool traced_case = never_listened || (r.count > 0 && window >= kRaceNs);
 
   auto log_hits = c.logs.of({LogFamily::NotListeningYet, LogFamily::ClientConnectTimeout,
                              LogFamily::ConnectTimeoutLegacy});
@@ -47,31 +109,17 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
   Candidate out;
   Verdict& v = out.verdict;
   v.cls = FailureClass::StoreNotReady;
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   if (traced_case) {
     v.confidence = "high";
     Finding fd;
     fd.cls = FailureClass::StoreNotReady;
-    fd.evidence.push_back(std::to_string(refused) + " refused connect(s) to port " + std::to_string(port) +
-                          " from rank(s) " + rank_list(ranks) + " between " + rel(c, first_refused) + " and " +
-                          rel(c, last_refused));
-    if (server) {
-      v.initiating_rank = rank_of(*server);
-      v.initiating_host = server->proc->host;
-      fd.evidence.push_back(server->proc->label() + " was launched at " + rel(c, server->proc->launched_ns) +
-                            " and listened at " + rel(c, *server->listen_ns) + ", " +
-                            fmt_seconds(seconds(first_refused, *server->listen_ns)) + " after the first client tried");
-      v.summary = "the store host " + server->proc->label() + " listened " + fmt_seconds(seconds(first_refused, *server->listen_ns)) +
-                  " after the first client tried; clients were refused (and retried silently) meanwhile";
-      v.next_step = "start the store host first, or give the clients a timeout that covers its start-up; look at what " +
-                    server->proc->label() + " did before init_process_group";
-      const std::string act = activity(*server);
-      if (!act.empty()) fd.evidence.push_back(server->proc->label() + " before listening: " + act);
-    } else {
-      v.summary = "nothing ever listened on the store port " + std::to_string(port) + ": the store host never started (or was not traced)";
-      v.next_step = "check that the store host (MASTER_ADDR) really runs rank 0 / the rendezvous, and that it started: its own log";
-    }
+    fd.evidence.push_back(std::to_string(r.count) + " refused connect(s) to port " + std::to_string(r.port) +
+                          " from rank(s) " + rank_list(r.ranks) + " between " + rel(c, r.first_ns) + " and " +
+                          rel(c, r.last_ns));
+    if (r.server)
+      word_late_store(c, r, v, fd);
+    else
+      word_absent_store(r, v, fd);
     out.findings.push_back(fd);
   } else {
     v.confidence = "low";
@@ -88,8 +136,8 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
     out.discriminators["candidates"] = {"store_not_ready", "straggler_timeout", "connect_timeout"};
     out.findings.push_back(log_finding(FailureClass::StoreNotReady, *e));
   }
-  out.discriminators["refused_connects"] = refused;
-  out.discriminators["seconds_refused_before_listen"] = server && refused ? seconds(first_refused, *server->listen_ns) : 0.0;
+  out.discriminators["refused_connects"] = r.count;
+  out.discriminators["seconds_refused_before_listen"] = r.server && r.count ? seconds(r.first_ns, *r.server->listen_ns) : 0.0;
   return out;
 }
 

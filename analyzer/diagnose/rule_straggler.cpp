@@ -5,6 +5,9 @@
 #include <cmath>
 #include <unordered_set>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "reader/names.h"
 #include "rules.h"
 
@@ -274,10 +277,76 @@ std::optional<Candidate> from_logs(const Context& c) {
   return out;
 }
 
+// An agent's part in a rendezvous that never completed, for the evidence.
+std::string agent_words(const Context& c, const ProcessFacts& a) {
+  const Process& p = *a.proc;
+  std::string joined = a.listen_ns       ? "hosted the rendezvous store from " + rel(c, *a.listen_ns)
+                       : a.connected_ns  ? "reached the rendezvous store at " + rel(c, *a.connected_ns)
+                                         : "never reached the rendezvous store";
+  std::string end = p.exit_ns ? "exited with status " + std::to_string(p.exit_status.value_or(-1)) + " at " + rel(c, *p.exit_ns)
+                              : "was last seen at " + rel(c, p.last_event_ns());
+  return p.label() + ": " + joined + ", " + end + " without starting a worker";
+}
+
+// torchrun nodes that never joined: the agents that came waited for --nnodes of them, gave up
+// at their join timeout and never started a worker. The nodes that did not come are the limit
+// of a late rank, as absent ranks are; an agent trace is all a node leaves before its workers.
+std::optional<Candidate> from_missing_agents(const Context& c) {
+  if (!c.missing_agents) return std::nullopt;
+  const auto& m = *c.missing_agents;
+  const bool gave_up = std::any_of(m.agents.begin(), m.agents.end(),
+                                   [&](const ProcessFacts* a) { return c.gave_up_its_rendezvous(*a->proc); });
+  if (!gave_up) return std::nullopt;
+  // A node the agents waited for is missing only where they met on a store (one hosted it or
+  // reached it). When none ever did (refused until their store timeout, nothing listening),
+  // the node that did not come was the store's host: store_not_ready, not a late node (2.13,
+  // torchrun store_never).
+  const bool met = std::any_of(m.agents.begin(), m.agents.end(),
+                               [](const ProcessFacts* a) { return a->listen_ns || a->connected_ns; });
+  if (!met) return std::nullopt;
+  const int traced = static_cast<int>(m.agents.size());
+  const int missing = m.expected_nodes - traced;
+  std::vector<std::string> hosts;
+  for (const ProcessFacts* a : m.agents) hosts.push_back(a->proc->host);
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  const std::string traced_hosts = fmt::format("{}", fmt::join(hosts, ", "));
+  const bool one = missing == 1;
+  const bool logged = c.logs.any({LogFamily::RendezvousTimeout});
+
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::StragglerTimeout;
+  v.confidence = "high";
+  v.summary = std::to_string(missing) + " of " + std::to_string(m.expected_nodes) + " nodes never joined the rendezvous: " +
+              "torchrun --nnodes " + std::to_string(m.expected_nodes) + " waited for " + std::to_string(m.expected_nodes) +
+              " agents, " + std::to_string(traced) + " are traced (on " + traced_hosts + ") and gave up at their join timeout" +
+              (logged ? " (RendezvousTimeoutError)" : "") + " before any worker started; no trace of the other " +
+              (one ? "node's agent exists: it was not started under rdzvscope, or its trace file is"
+                   : std::to_string(missing) + " nodes' agents exists: they were not started under rdzvscope, or their trace files are") +
+              " not in the given directories";
+  v.next_step = std::string("find out whether ") + (one ? "the missing node" : "the missing nodes") +
+                " started torchrun at all: compare the job's node list (`scontrol show hostnames $SLURM_JOB_NODELIST`, "
+                "the pods of the job) with the traced hosts (" + traced_hosts + ") and read " + (one ? "its" : "their") +
+                " launcher or scheduler log (a node that failed its prolog, a pending pod, a missing mount); if it did "
+                "run, run it under rdzvscope run as well and pass every node's trace directory";
+  Finding fd;
+  fd.cls = FailureClass::StragglerTimeout;
+  fd.evidence.push_back("--nnodes " + std::to_string(m.expected_nodes) + " in every traced agent's command line; " +
+                        std::to_string(traced) + " agent(s) traced, no worker");
+  for (const ProcessFacts* a : m.agents) fd.evidence.push_back(agent_words(c, *a));
+  out.findings.push_back(fd);
+  out.discriminators["nodes_expected"] = m.expected_nodes;
+  out.discriminators["nodes_joined"] = traced;
+  out.discriminators["nodes_missing"] = missing;
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_straggler(const Context& c) {
   if (auto arrivals = find_arrivals(c)) return from_traces(c, std::move(*arrivals));
+  if (auto agents = from_missing_agents(c)) return agents;
   return from_logs(c);
 }
 

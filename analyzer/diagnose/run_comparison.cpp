@@ -61,120 +61,160 @@ RunOutcome outcome_of(const Diagnosis& d) {
   return o;
 }
 
-RunComparison compare_runs(const std::vector<RunResult>& runs) {
-  RunComparison c;
-  for (const auto& r : runs) c.outcomes.push_back(outcome_of(r.diagnosis));
+namespace {
+
+// No run, or one: nothing to compare.
+void word_no_comparison(const std::vector<RunResult>& runs, RunComparison& c) {
+  c.pattern = pattern::kSingleRun;
   if (runs.empty()) {
-    c.pattern = pattern::kSingleRun;
     c.summary = "no run could be analyzed";
     c.next_step = "give two or more run directories, each with the trace files (and logs) of one run";
-    return c;
+    return;
   }
   const RunResult& last = runs.back();
-  if (runs.size() == 1) {
-    c.pattern = pattern::kSingleRun;
-    c.cls = last.diagnosis.verdict.cls;
-    c.summary = "one run (" + last.id + "): " + std::string(name_of(last.diagnosis.verdict.cls)) + "; nothing to compare it with";
-    c.next_step = last.diagnosis.verdict.next_step;
-    return c;
-  }
+  c.cls = last.diagnosis.verdict.cls;
+  c.summary = "one run (" + last.id + "): " + std::string(name_of(last.diagnosis.verdict.cls)) + "; nothing to compare it with";
+  c.next_step = last.diagnosis.verdict.next_step;
+}
 
+// The distinct verdict classes of the runs, in the order they first appear.
+std::vector<FailureClass> classes_of(const std::vector<RunResult>& runs) {
   std::vector<FailureClass> classes;
   for (const auto& r : runs)
     if (std::find(classes.begin(), classes.end(), r.diagnosis.verdict.cls) == classes.end())
       classes.push_back(r.diagnosis.verdict.cls);
-  const std::string n = std::to_string(runs.size());
+  return classes;
+}
 
-  if (classes.size() == 1 && classes[0] == FailureClass::Healthy) {
-    c.pattern = pattern::kAllHealthy;
-    c.cls = FailureClass::Healthy;
-    c.summary = "all " + n + " runs (" + ids_of(runs) + ") were healthy";
-    c.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
-    return c;
-  }
-  if (classes.size() > 1) {
-    c.pattern = pattern::kMixedClasses;
-    std::vector<std::string> each, healthy;
-    bool pipe = false;
-    for (const auto& r : runs) {
-      each.push_back(r.id + ": " + std::string(name_of(r.diagnosis.verdict.cls)));
-      if (r.diagnosis.verdict.cls == FailureClass::Healthy) healthy.push_back(r.id);
-      const auto& cause = r.diagnosis.verdict.cause;
-      pipe |= r.diagnosis.verdict.cls == FailureClass::BrokenPipe && !(cause && *cause == "peer_died");
-    }
-    c.summary = "the runs failed differently (" + join(each) + ")";
-    if (!healthy.empty())
-      c.summary += "; it did not reproduce in " + join(healthy);
-    c.next_step = "one cause behind all runs is unlikely: work through each run's verdict (--format json: "
-                  "runs[].diagnosis), starting with the latest (" + last.id + ": " + last.diagnosis.verdict.next_step + ")";
-    if (pipe && !healthy.empty())
-      c.next_step = "a broken pipe that does not reproduce on a rerun is the signature of the TCPStore bug of "
-                    "PyTorch <= 2.7: upgrade PyTorch past 2.8; otherwise " + c.next_step;
-    return c;
-  }
+void word_all_healthy(const std::vector<RunResult>& runs, RunComparison& c) {
+  c.pattern = pattern::kAllHealthy;
+  c.cls = FailureClass::Healthy;
+  c.summary = "all " + std::to_string(runs.size()) + " runs (" + ids_of(runs) + ") were healthy";
+  c.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
+}
 
-  const FailureClass cls = classes[0];
-  c.cls = cls;
-  // Compare where the failure started, among the runs whose verdict names it.
-  std::vector<Origin> known;
-  std::vector<std::string> known_ids;
+void word_mixed_classes(const std::vector<RunResult>& runs, RunComparison& c) {
+  const RunResult& last = runs.back();
+  c.pattern = pattern::kMixedClasses;
+  std::vector<std::string> each, healthy;
+  bool pipe = false;
+  for (const auto& r : runs) {
+    each.push_back(r.id + ": " + std::string(name_of(r.diagnosis.verdict.cls)));
+    if (r.diagnosis.verdict.cls == FailureClass::Healthy) healthy.push_back(r.id);
+    const auto& cause = r.diagnosis.verdict.cause;
+    pipe |= r.diagnosis.verdict.cls == FailureClass::BrokenPipe && !(cause && *cause == "peer_died");
+  }
+  c.summary = "the runs failed differently (" + join(each) + ")";
+  if (!healthy.empty())
+    c.summary += "; it did not reproduce in " + join(healthy);
+  c.next_step = "one cause behind all runs is unlikely: work through each run's verdict (--format json: "
+                "runs[].diagnosis), starting with the latest (" + last.id + ": " + last.diagnosis.verdict.next_step + ")";
+  if (pipe && !healthy.empty())
+    c.next_step = "a broken pipe that does not reproduce on a rerun is the signature of the TCPStore bug of "
+                  "PyTorch <= 2.7: upgrade PyTorch past 2.8; otherwise " + c.next_step;
+}
+
+// Where the failure started, among the runs whose verdict names it, with their ids.
+struct KnownOrigins {
+  std::vector<Origin> origins;
+  std::vector<std::string> ids;
+  bool same_host = false, same_rank = false;
+  // "r1: rank 2 on node1, r2: ...", and how many runs named none.
+  std::string each() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < origins.size(); ++i) out.push_back(ids[i] + ": " + where(origins[i]));
+    return join(out);
+  }
+};
+
+KnownOrigins known_origins(const std::vector<RunResult>& runs, const RunComparison& c) {
+  KnownOrigins k;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     Origin o = origin_of(runs[i], c.outcomes[i]);
     if (o.rank || o.host) {
-      known.push_back(o);
-      known_ids.push_back(runs[i].id);
+      k.origins.push_back(o);
+      k.ids.push_back(runs[i].id);
     }
   }
-  const std::string head = std::string(name_of(cls)) + " in all " + n + " runs (" + ids_of(runs) + ")";
-  if (known.size() < 2) {
-    c.pattern = pattern::kSameClass;
-    c.summary = head + "; no initiating rank to compare between runs";
-    c.next_step = last.diagnosis.verdict.next_step;
-    return c;
-  }
+  if (k.origins.empty()) return k;
   auto all_same = [&](auto get) {
-    for (const Origin& o : known)
-      if (!get(o) || *get(o) != *get(known[0])) return false;
+    for (const Origin& o : k.origins)
+      if (!get(o) || *get(o) != *get(k.origins[0])) return false;
     return true;
   };
-  const bool same_host = all_same([](const Origin& o) { return o.host; });
-  const bool same_rank = all_same([](const Origin& o) { return o.rank; });
-  std::vector<std::string> each;
-  for (std::size_t i = 0; i < known.size(); ++i) each.push_back(known_ids[i] + ": " + where(known[i]));
-  const std::string partial =
-      known.size() < runs.size() ? " (" + std::to_string(runs.size() - known.size()) + " run(s) name no rank)" : "";
+  k.same_host = all_same([](const Origin& o) { return o.host; });
+  k.same_rank = all_same([](const Origin& o) { return o.rank; });
+  return k;
+}
 
-  if (same_host) {
+void word_same_rank(const std::string& head, const std::string& partial, const KnownOrigins& k,
+                    const Diagnosis& last, RunComparison& c) {
+  c.pattern = pattern::kSameRank;
+  bool hosts_known = false, multi_host = false;
+  for (const Origin& o : k.origins) {
+    hosts_known |= o.host.has_value();
+    multi_host |= o.multi_host;
+  }
+  const int rank = *k.origins[0].rank;
+  // A rank with no trace (absent) has no host, though the job ran on several.
+  c.summary = head + ", always started by rank " + std::to_string(rank) + (hosts_known ? " (" + k.each() + ")" : "") +
+              partial +
+              (hosts_known  ? ": it follows the rank, not a node"
+               : multi_host ? " (no run names its host)"
+                            : " (the job ran on one host: only ranks compare)");
+  // A rank with no host is absent from every run: what it does is unknown, its verdict
+  // says where to look for it.
+  c.next_step = (hosts_known || !multi_host ? "look at what rank " + std::to_string(rank) +
+                                                  " does that the others do not (its data shard, checkpoint or code path); "
+                                            : std::string()) +
+                last.verdict.next_step;
+}
+
+// Every run has the same class: did it start on the same host, the same rank, or anywhere?
+void word_same_class(const std::vector<RunResult>& runs, FailureClass cls, RunComparison& c) {
+  const Diagnosis& last = runs.back().diagnosis;
+  c.cls = cls;
+  const KnownOrigins k = known_origins(runs, c);
+  const std::string head = std::string(name_of(cls)) + " in all " + std::to_string(runs.size()) + " runs (" +
+                           ids_of(runs) + ")";
+  if (k.origins.size() < 2) {
+    c.pattern = pattern::kSameClass;
+    c.summary = head + "; no initiating rank to compare between runs";
+    c.next_step = last.verdict.next_step;
+    return;
+  }
+  const std::string partial = k.origins.size() < runs.size()
+                                  ? " (" + std::to_string(runs.size() - k.origins.size()) + " run(s) name no rank)"
+                                  : "";
+  if (k.same_host) {
+    const Origin& o = k.origins[0];
     c.pattern = pattern::kSameHost;
-    c.summary = head + ", always started on host " + *known[0].host +
-                (same_rank ? " (rank " + std::to_string(*known[0].rank) + ")" : " (" + join(each) + ")") + partial +
+    c.summary = head + ", always started on host " + *o.host +
+                (k.same_rank ? " (rank " + std::to_string(*o.rank) + ")" : " (" + k.each() + ")") + partial +
                 ": it stays on that node, which points at its configuration";
-    c.next_step = same_host_step(cls, *known[0].host, last.diagnosis);
-  } else if (same_rank) {
-    c.pattern = pattern::kSameRank;
-    bool hosts_known = false, multi_host = false;
-    for (const Origin& o : known) {
-      hosts_known |= o.host.has_value();
-      multi_host |= o.multi_host;
-    }
-    // A rank with no trace (absent) has no host, though the job ran on several.
-    c.summary = head + ", always started by rank " + std::to_string(*known[0].rank) +
-                (hosts_known ? " (" + join(each) + ")" : "") + partial +
-                (hosts_known  ? ": it follows the rank, not a node"
-                 : multi_host ? " (no run names its host)"
-                              : " (the job ran on one host: only ranks compare)");
-    // A rank with no host is absent from every run: what it does is unknown, its verdict
-    // says where to look for it.
-    c.next_step = (hosts_known || !multi_host ? "look at what rank " + std::to_string(*known[0].rank) +
-                                                    " does that the others do not (its data shard, checkpoint or code path); "
-                                              : std::string()) +
-                  last.diagnosis.verdict.next_step;
+    c.next_step = same_host_step(cls, *o.host, last);
+  } else if (k.same_rank) {
+    word_same_rank(head, partial, k, last, c);
   } else {
     c.pattern = pattern::kMoving;
-    c.summary = head + ", started somewhere else each time (" + join(each) + ")" + partial +
-                ": random, not one node";
-    c.next_step = moving_step(cls, last.diagnosis);
+    c.summary = head + ", started somewhere else each time (" + k.each() + ")" + partial + ": random, not one node";
+    c.next_step = moving_step(cls, last);
   }
+}
+
+}  // namespace
+
+RunComparison compare_runs(const std::vector<RunResult>& runs) {
+  RunComparison c;
+  for (const auto& r : runs) c.outcomes.push_back(outcome_of(r.diagnosis));
+  if (runs.size() <= 1) {
+    word_no_comparison(runs, c);
+    return c;
+  }
+  const std::vector<FailureClass> classes = classes_of(runs);
+  if (classes.size() == 1 && classes[0] == FailureClass::Healthy) word_all_healthy(runs, c);
+  else if (classes.size() > 1) word_mixed_classes(runs, c);
+  else word_same_class(runs, classes[0], c);
   return c;
 }
 

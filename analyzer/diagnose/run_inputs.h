@@ -30,8 +30,9 @@ RunDirs find_runs(const std::vector<std::string>& paths);
 // Files below dir (recursively) whose names end in suffix, sorted.
 std::vector<std::string> files_below(const std::string& dir, const std::string& suffix);
 
-// The run's id: the TORCHELASTIC_RUN_ID or SLURM_JOB_ID most of its processes carry ("none",
-// torchrun's default, is no id), else the directory's name.
+// The run's id: the TORCHELASTIC_RUN_ID or SLURM_JOB_ID most of its processes carry (for a
+// torchrun agent, which has neither, the --rdzv-id of its command line; "none", torchrun's
+// default, is no id), else the directory's name.
 std::string run_id(const TraceInputs& traces, const std::string& path);
 
 // Makes ids unique: a repeated id gets " (DIRNAME)" appended (retries in one Slurm

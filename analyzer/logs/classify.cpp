@@ -768,6 +768,33 @@ bool detect(sv body, LogEvent& ev) {
 
 }  // namespace
 
+// torchrun's launch configuration, one setting a line: the name first in the message (after
+// a glog "I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]" prefix, or
+// none on 1.x), then spaces, ": " and the value. Only the settings that must agree across nodes.
+bool find_launch_setting(sv body, LogEvent& ev) {
+  static const sv kNames[] = {"run_id", "rdzv_endpoint", "rdzv_backend", "min_nodes", "max_nodes", "nproc_per_node"};
+  if (size_t close = body.find("] "); close != npos && contains(body.substr(0, close), "api.py:"))
+    body.remove_prefix(close + 1);
+  size_t p = 0;
+  while (p < body.size() && (body[p] == ' ' || body[p] == '\t')) ++p;
+  body.remove_prefix(p);
+  for (sv name : kNames) {
+    if (!body.starts_with(name)) continue;
+    sv rest = body.substr(name.size());
+    size_t spaces = 0;
+    while (spaces < rest.size() && rest[spaces] == ' ') ++spaces;
+    if (spaces == 0 || !rest.substr(spaces).starts_with(": ")) return false;
+    sv value = rest.substr(spaces + 2);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+    if (value.empty() || value.find(' ') != npos) return false;
+    ev.family = Family::LaunchSetting;
+    ev.setting = std::string(name);
+    ev.setting_value = std::string(value.substr(0, 200));
+    return true;
+  }
+  return false;
+}
+
 std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeContext& tc) {
   std::string normalized;
   sv body = normalize(line, normalized) ? sv(normalized) : line;
@@ -791,7 +818,7 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
       }
     }
   }
-  if (!found) return std::nullopt;
+  if (!found && !find_launch_setting(body, ev)) return std::nullopt;
 
   const int text_rank = rank_in_text(body);
   ev.rank = prefix_rank >= 0 ? prefix_rank : text_rank >= 0 ? text_rank : default_rank;
@@ -937,6 +964,7 @@ const char* family_name(Family f) {
     case Family::WatchdogTimeout: return "watchdog_timeout";
     case Family::ReverseLookupFailed: return "reverse_lookup_failed";
     case Family::RendezvousTimeout: return "rendezvous_timeout";
+    case Family::LaunchSetting: return "launch_setting";
     case Family::TransportError: return "transport_error";
     case Family::NcclNoSocketInterface: return "nccl_no_socket_interface";
     case Family::NoRouteToHost: return "no_route_to_host";

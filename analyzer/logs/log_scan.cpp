@@ -91,8 +91,9 @@ class Scanner {
     ev->file = path_;
     ev->line = line_ + 1;
     // `matched` counts lines of the c10d families: several '\r'-separated segments of one line
-    // are one line; the lines that are no store failure (is_other_error) are not counted.
-    const bool counted = !is_other_error(ev->family);
+    // are one line; the lines that are no rendezvous message (is_rendezvous_message) are not
+    // counted.
+    const bool counted = is_rendezvous_message(ev->family);
     scan_.events.push_back(std::move(*ev));
     if (counted && last_matched_line_ != line_ + 1) {
       ++scan_.matched;

@@ -52,6 +52,11 @@ enum class Family {
   // "RendezvousTimeoutError" (torchelastic): the agents' rendezvous did not complete within its
   // join timeout, i.e. not every node joined; the cause is on the nodes that did not.
   RendezvousTimeout,
+  // "  run_id                   : job7" and the other lines of torchrun's "Starting
+  // elastic_operator with launch configs:" block (INFO, as LOGLEVEL=INFO prints it): the
+  // agent's rendezvous settings (LogEvent::setting, setting_value). No failure: LogFacts keeps
+  // them apart (launch_configs), for comparing the agents' settings from logs alone.
+  LaunchSetting,
   // Issue 13. The families below are not rendezvous (store) failures: LogFacts keeps them
   // apart from the events the rules read (LogFacts::other_errors), so that a log holding only
   // them is `unknown` with the line quoted, never `healthy`.
@@ -77,6 +82,9 @@ inline bool is_other_error(Family f) {
   return f == Family::TransportError || f == Family::NcclNoSocketInterface || f == Family::NoRouteToHost ||
          f == Family::ErrorLine;
 }
+// The families of c10d / TCPStore / elastic messages about the rendezvous (what LogScan::matched
+// counts): neither another error nor a launch setting.
+inline bool is_rendezvous_message(Family f) { return !is_other_error(f) && f != Family::LaunchSetting; }
 
 struct LogEvent {
   std::string file;          // path as given
@@ -104,6 +112,9 @@ struct LogEvent {
   // "wait timeout after 3000ms, keys: /default_pg/0//cpu//0/2" (2.x, a gloo group's address
   // exchange): the rank whose key was awaited, 2; the first key's last path element.
   std::optional<int> awaited_rank;
+  // LaunchSetting: the setting's name as torchrun prints it ("run_id", "rdzv_endpoint",
+  // "rdzv_backend", "min_nodes", "max_nodes", "nproc_per_node") and its value.
+  std::string setting, setting_value;
   bool has(Family f) const { return family == f || (also >> static_cast<int>(f)) & 1u; }
 };
 

@@ -97,6 +97,9 @@ const std::vector<std::string_view>& anchors() {
       "Exception",            // ErrorLine ("Exception: ...")
       "Traceback",            // ErrorLine
       "terminate called",     // ErrorLine
+      "run_id",               // LaunchSetting
+      "rdzv_",                // LaunchSetting (rdzv_endpoint, rdzv_backend)
+      "_node",                // LaunchSetting (min_nodes, max_nodes, nproc_per_node)
   };
   return a;
 }

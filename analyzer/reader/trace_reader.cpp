@@ -109,6 +109,57 @@ std::uint64_t Trace::dropped() const {
   return std::max(header.dropped, overflow);
 }
 
+namespace {
+
+// The header, read and checked: nullopt when it can be trusted.
+std::optional<Error> read_header(int fd, const std::string& path, Trace& trace) {
+  if (trace.file_size < RDZV_HEADER_SIZE)
+    return error_at(path, 0, "too short for a trace header (" + std::to_string(trace.file_size) + " bytes)");
+  const ssize_t n = pread_full(fd, &trace.header, sizeof trace.header, 0);
+  if (n < 0) return error_at(path, 0, std::string("read error at offset 0: ") + std::strerror(errno));
+  if (static_cast<std::size_t>(n) < sizeof trace.header) {
+    // The file shrank between fstat and pread.
+    return error_at(path, 0, "too short for a trace header (" + std::to_string(n) + " bytes)");
+  }
+  return check_header(path, trace.header);
+}
+
+// One slot's record: kept, or counted as torn (never sealed) or invalid.
+void take_record(Trace& trace, std::uint64_t slot, const rdzv_record& r) {
+  if (r.seal != rdzv_seal_for(slot)) ++trace.torn;
+  else if (!record_is_valid(r)) ++trace.invalid;
+  else trace.records.push_back(Record{SlotIndex{slot}, r});
+}
+
+// Every reserved slot (next_slot may run past capacity: events dropped), read in chunks so
+// that memory stays bounded whatever the capacity claims; a read error or a cut ends it,
+// noted in trace.damage.
+void read_records(int fd, const std::string& path, Trace& trace) {
+  const std::uint64_t slots = std::min<std::uint64_t>(trace.header.next_slot, trace.header.capacity);
+  constexpr std::uint64_t kChunk = 1024;
+  std::vector<rdzv_record> buf(kChunk);
+  for (std::uint64_t first = 0; first < slots; first += kChunk) {
+    const std::uint64_t want = std::min(kChunk, slots - first);
+    const std::uint64_t offset = rdzv_record_offset(first);
+    const ssize_t n = pread_full(fd, buf.data(), want * RDZV_RECORD_SIZE, offset);
+    if (n < 0) {
+      trace.damage = error_at(path, offset, "read error at offset " + std::to_string(offset) + ": " + std::strerror(errno));
+      return;
+    }
+    const std::uint64_t complete = static_cast<std::uint64_t>(n) / RDZV_RECORD_SIZE;
+    for (std::uint64_t i = 0; i < complete; ++i) take_record(trace, first + i, buf[i]);
+    if (complete < want) {
+      const std::uint64_t slot = first + complete;
+      const std::uint64_t at = rdzv_record_offset(slot);
+      trace.damage = error_at(path, at,
+                              "truncated at offset " + std::to_string(at) + " (record slot " + std::to_string(slot) + ")");
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 Result<Trace> read_trace(const std::string& path) {
   // O_NONBLOCK: a FIFO (or a device) named like a trace must be refused by the S_ISREG
   // check below, not block the analysis forever in open(); regular files ignore the flag.
@@ -123,57 +174,8 @@ Result<Trace> read_trace(const std::string& path) {
   Trace trace;
   trace.path = path;
   trace.file_size = static_cast<std::uint64_t>(st.st_size);
-  if (trace.file_size < RDZV_HEADER_SIZE) {
-    return error_at(path, 0,
-                    "too short for a trace header (" + std::to_string(trace.file_size) +
-                        " bytes)");
-  }
-
-  ssize_t n = pread_full(fd.get(), &trace.header, sizeof trace.header, 0);
-  if (n < 0) return error_at(path, 0, std::string("read error at offset 0: ") + std::strerror(errno));
-  if (static_cast<std::size_t>(n) < sizeof trace.header) {
-    // The file shrank between fstat and pread.
-    return error_at(path, 0, "too short for a trace header (" + std::to_string(n) + " bytes)");
-  }
-  if (auto bad = check_header(path, trace.header)) return std::move(*bad);
-
-  // Only reserved slots hold records; next_slot may run past capacity (events dropped).
-  const std::uint64_t slots = std::min<std::uint64_t>(trace.header.next_slot, trace.header.capacity);
-
-  // Read in chunks: bounded memory whatever the capacity claims.
-  constexpr std::uint64_t kChunk = 1024;
-  std::vector<rdzv_record> buf(kChunk);
-  for (std::uint64_t first = 0; first < slots; first += kChunk) {
-    const std::uint64_t want = std::min(kChunk, slots - first);
-    const std::uint64_t offset = rdzv_record_offset(first);
-    n = pread_full(fd.get(), buf.data(), want * RDZV_RECORD_SIZE, offset);
-    if (n < 0) {
-      trace.damage = error_at(path, offset,
-                              "read error at offset " + std::to_string(offset) + ": " +
-                                  std::strerror(errno));
-      break;
-    }
-    const std::uint64_t complete = static_cast<std::uint64_t>(n) / RDZV_RECORD_SIZE;
-    for (std::uint64_t i = 0; i < complete; ++i) {
-      const std::uint64_t slot = first + i;
-      const rdzv_record& r = buf[i];
-      if (r.seal != rdzv_seal_for(slot)) {
-        ++trace.torn;
-      } else if (!record_is_valid(r)) {
-        ++trace.invalid;
-      } else {
-        trace.records.push_back(Record{SlotIndex{slot}, r});
-      }
-    }
-    if (complete < want) {
-      const std::uint64_t slot = first + complete;
-      const std::uint64_t at = rdzv_record_offset(slot);
-      trace.damage = error_at(path, at,
-                              "truncated at offset " + std::to_string(at) + " (record slot " +
-                                  std::to_string(slot) + ")");
-      break;
-    }
-  }
+  if (auto bad = read_header(fd.get(), path, trace)) return std::move(*bad);
+  read_records(fd.get(), path, trace);
   return trace;
 }
 

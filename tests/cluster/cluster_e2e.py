@@ -118,6 +118,11 @@ SCENARIOS = {
         cls="connect_timeout", pattern="same_host", timeout=3, launch="torchrun",
         fault="node1 drops its own SYNs to the rendezvous port 29400: its agent never joins; the "
               "other agents give up at their join timeout"),
+    "torchrun_host_never_launched": dict(
+        cls="straggler_timeout", pattern="single_run", timeout=3, launch="torchrun", nodes_missing=1, runs=1,
+        fault="node3's agent is never started: the agents of node0-node2 join the rendezvous and "
+              "give up at their join timeout (RendezvousTimeoutError); no worker starts anywhere, "
+              "nothing of node3 is traced; the verdict counts the node missing from --nnodes 4"),
 }
 scenarios.check_table(SCENARIOS, "cluster", "cluster_torchrun")
 RDZV_PORT = 29400       # the torchrun scenarios' rendezvous endpoint (node0's agent hosts it)
@@ -641,11 +646,31 @@ def tr_dr_run(job, run):
     return errors
 
 
+def tr_nl_run(job, run):
+    """Every agent but NEVER_HOST's is started: its node never launched the job."""
+    spec = SCENARIOS["torchrun_host_never_launched"]
+    agents = {h: job.launch_agent(run, h, spec["timeout"]) for h in job.cluster.hosts if h != NEVER_HOST}
+    job.h.wait_all(run, RUN_BOUND_S)
+    errors = []
+    for h, p in agents.items():
+        expect(p.rc not in (0, None), f"agent-{h}: exit {p.rc}", errors)
+    expect(any("RendezvousTimeoutError" in p.text() for p in agents.values()),
+           "no agent timed out (RendezvousTimeoutError)", errors)
+    files = job.h.dump(run)
+    hosts = {f["header"].get("host") for f in files}
+    expect(hosts == set(agents), f"trace hosts {sorted(map(str, hosts))}, expected {sorted(agents)}", errors)
+    expect(not ranks_by_trace_host(files), "a worker started, though the rendezvous never completed", errors)
+    run.expect_host = None          # no trace names the host that never ran
+    run.expect_ranks = {None}
+    return errors
+
+
 RUNNERS = {
     "name_resolution": (nr_setup, nr_run),
     "torchrun_name_resolution": (tr_nr_setup, tr_nr_run),
     "torchrun_straggler_host": (st_setup, tr_st_run),
     "torchrun_dropped_host": (tr_dr_setup, tr_dr_run),
+    "torchrun_host_never_launched": (st_setup, tr_nl_run),
     "broken_pipe_moving": (bp_setup, bp_run),
     "straggler_host": (st_setup, st_run),
     "dropped_host": (dr_setup, dr_run),
@@ -677,6 +702,9 @@ def check_run_verdict(name, run, diag, errors):
     nodes = ((diag or {}).get("discriminators") or {}).get("absent_nodes")
     if "absent_nodes" in spec and nodes != spec["absent_nodes"]:
         errors.append(f"{what}: discriminators.absent_nodes {nodes!r}, expected {spec['absent_nodes']!r}")
+    missing = ((diag or {}).get("discriminators") or {}).get("nodes_missing")
+    if "nodes_missing" in spec and missing != spec["nodes_missing"]:
+        errors.append(f"{what}: discriminators.nodes_missing {missing!r}, expected {spec['nodes_missing']!r}")
 
 
 def analyze_runs(rdzvscope, runs):
@@ -807,9 +835,10 @@ def main():
                 log(f"[{name}] {run.id} ({entry.get('id')}): " + json.dumps(diag.get("verdict"))[:600])
                 check_run_verdict(name, run, diag, verdict_errors)
             ids = [e.get("id") for e in got]
-            # a run's id is its TORCHELASTIC_RUN_ID (torchrun's --rdzv-id), else its directory's
-            # (only workers are given TORCHELASTIC_RUN_ID: without one, the directory's name)
-            want_ids = [f"cluster-{r.id}" if spec.get("workers_start") else r.id for r in runs]
+            # a run's id is its TORCHELASTIC_RUN_ID (the workers'), else the --rdzv-id of its
+            # agents' command lines (`cluster-<id>` either way under torchrun), else its
+            # directory's name (ranks started by hand)
+            want_ids = [f"cluster-{r.id}" if spec.get("launch") == "torchrun" else r.id for r in runs]
             if ids != want_ids:
                 verdict_errors.append(f"runs[].id {ids}, expected {want_ids}")
             if c.get("pattern") != spec["pattern"]:

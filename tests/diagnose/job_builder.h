@@ -181,7 +181,7 @@ class Job {
       ev->line = ++log_lines_;
       logs_.events.push_back(*ev);
     }
-    ++logs_.lines;
+    logs_.stats.add(Stat::LogLines);
     return *this;
   }
   // WORLD_SIZE in every process's header (-1: unset, as when the job did not export it);

@@ -51,7 +51,7 @@ TEST_CASE(
   CHECK(d.verdict.summary.find("rank 1 has MASTER_PORT=29501 where ranks 0, 2 have 29500") !=
         std::string::npos);
   CHECK(d.verdict.next_step.find("MASTER_PORT=29501") != std::string::npos);
-  const auto& s = d.discriminators["mismatched_settings"];
+  const auto s = discriminators_json(d.discriminators)["mismatched_settings"];
   REQUIRE(s.size() == 1);
   CHECK(s[0]["setting"] == "MASTER_PORT");
   CHECK(s[0]["expected"] == "29500");
@@ -218,8 +218,8 @@ TEST_CASE("another --rdzv-endpoint that resolves: the odd agent hosts a store of
   CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
   CHECK(d.verdict.cause == "rdzv-endpoint");
   CHECK(d.verdict.summary.find("rdzv-endpoint=127.0.0.1:29411") != std::string::npos);
-  REQUIRE(d.discriminators["differing_processes"].size() == 1);
-  CHECK(d.discriminators["differing_processes"][0].get<std::string>().find("pid 502") != std::string::npos);
+  REQUIRE(discriminators_json(d.discriminators)["differing_processes"].size() == 1);
+  CHECK(discriminators_json(d.discriminators)["differing_processes"][0].get<std::string>().find("pid 502") != std::string::npos);
 }
 
 TEST_CASE(
@@ -247,10 +247,10 @@ TEST_CASE("store_unreachable: node1's connects refused for the whole wait while 
   CHECK(d.verdict.summary.find("while node0 (ranks 0, 1) connected") != std::string::npos);
   CHECK(d.verdict.next_step.find("on node1") != std::string::npos);
   CHECK(d.verdict.next_step.find("getent hosts node0") != std::string::npos);
-  CHECK(d.discriminators["hosts_refused"] == nlohmann::ordered_json::array({"node1"}));
-  CHECK(d.discriminators["hosts_that_reached_the_store"] ==
+  CHECK(discriminators_json(d.discriminators)["hosts_refused"] == nlohmann::ordered_json::array({"node1"}));
+  CHECK(discriminators_json(d.discriminators)["hosts_that_reached_the_store"] ==
         nlohmann::ordered_json::array({"node0"}));
-  CHECK(d.discriminators["ranks_refused"] == nlohmann::ordered_json::array({2, 3}));
+  CHECK(discriminators_json(d.discriminators)["ranks_refused"] == nlohmann::ordered_json::array({2, 3}));
 }
 
 TEST_CASE("store_unreachable: EHOSTUNREACH from one rank on a single host is cause unreachable") {
@@ -359,7 +359,7 @@ TEST_CASE("config_mismatch from logs alone: a rank tried another port than the o
   CHECK(d.verdict.confidence == "medium");
   CHECK(d.verdict.summary.find("rank 1 tried the store at 127.0.0.1:41673 and never reached it, where rank 2 used "
                                "127.0.0.1:38935") != std::string::npos);
-  CHECK(d.discriminators["mismatched_settings"][0]["values"]["41673"] == nlohmann::ordered_json::array({"rank 1"}));
+  CHECK(discriminators_json(d.discriminators)["mismatched_settings"][0]["values"]["41673"] == nlohmann::ordered_json::array({"rank 1"}));
 }
 
 TEST_CASE("config_mismatch from logs alone: look-alikes") {

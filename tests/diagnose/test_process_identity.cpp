@@ -208,3 +208,78 @@ TEST_CASE("refused on 127.0.0.1 in one network namespace is not refused by the s
   refused.exit(5.5, 1);
   CHECK(same.diagnose_it().verdict.cls == FailureClass::StoreUnreachable);
 }
+
+namespace {
+
+// A send on a store socket to 127.0.0.1:kPort from local_port, done or failed with err.
+rdzv_record loopback_send(double t, int err, std::uint16_t local_port) {
+  rdzv_record r = make_record(RDZV_EV_SEND, RDZV_OP_SEND, t);
+  r.flags = RDZV_F_STORE;
+  r.ret = err ? -1 : 8;
+  r.err = err;
+  r.u.net.peer = ipv4(127, 0, 0, 1, kPort);
+  r.u.net.local = ipv4(127, 0, 0, 1, local_port);
+  return r;
+}
+
+std::string all_evidence(const Diagnosis& d) {
+  std::string out = d.verdict.summary + "\n";
+  for (const Finding& f : d.findings)
+    for (const std::string& line : f.evidence) out += line + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a late store in one network namespace is not hidden by an early store on the same loopback port "
+          "of another", "[identity][netns]") {
+  // Before store_not_ready matched stores by namespace, job-b's store (listening at 0.5) made
+  // every refusal of job-a look like one after its store was up: no store_not_ready at all.
+  Job job;
+  in_netns(job, 0, 201, kNetnsB, "job-b").bind(0.5, 0).listen(0.5).add(loopback_connect(0.6, 0, 40100)).exit(9.0, 0);
+  in_netns(job, 1, 202, kNetnsB, "job-b").add(loopback_connect(0.6, 0, 40101)).exit(9.0, 0);
+  Proc& client = in_netns(job, 1, 102, kNetnsA, "job-a");
+  for (int i = 0; i < 4; ++i) client.add(loopback_connect(1.0 + i, ECONNREFUSED, 0));
+  client.add(loopback_connect(5.0, 0, 40001)).exit(7.0, 1);
+  in_netns(job, 0, 101, kNetnsA, "job-a").bind(4.9, 0).listen(4.9).add(loopback_connect(5.0, 0, 40000)).exit(7.0, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(all_evidence(d));
+  CHECK(d.verdict.cls == FailureClass::StoreNotReady);
+  CHECK(d.verdict.initiating_rank == 0);
+  CHECK(d.verdict.summary.find("pid 101") != std::string::npos);
+}
+
+TEST_CASE("ranks refused on a loopback MASTER_ADDR while the store listens on another namespace's loopback: "
+          "store_not_ready, saying why", "[identity][netns]") {
+  // One job across two containers with their own network, MASTER_ADDR=127.0.0.1: rank 0's
+  // store listens on its own loopback, rank 1 is refused on its own.
+  Job job;
+  in_netns(job, 0, 101, kNetnsA, "job").bind(0.9, 0).listen(0.9).add(loopback_connect(1.0, 0, 40000)).exit(6.0, 1);
+  Proc& lost = in_netns(job, 1, 102, kNetnsB, "job");
+  for (int i = 0; i < 4; ++i) lost.add(loopback_connect(1.0 + i, ECONNREFUSED, 0));
+  lost.exit(5.5, 1);
+  const Diagnosis d = job.diagnose_it();
+  const std::string words = all_evidence(d);
+  INFO(words);
+  CHECK(d.verdict.cls == FailureClass::StoreNotReady);
+  CHECK(words.find("loopback of another network namespace") != std::string::npos);
+  CHECK(d.verdict.next_step.find("not 127.0.0.1") != std::string::npos);
+}
+
+TEST_CASE("a broken pipe on loopback is blamed on the store of its own network namespace", "[identity][netns]") {
+  // Namespace B's store and client stay up; namespace A's store is killed and A's client then
+  // gets EPIPE. Before peers were matched by namespace, B's store (listed first) was taken for
+  // A's peer: alive, so the cause read as the TCPStore bug instead of peer_died.
+  Job job;
+  in_netns(job, 0, 51, kNetnsB, "job-b").bind(0.9, 0).listen(0.9).add(loopback_connect(1.0, 0, 40100)).exit(9.0, 0);
+  in_netns(job, 1, 52, kNetnsB, "job-b").add(loopback_connect(1.0, 0, 40101)).exit(9.0, 0);
+  Proc& store = in_netns(job, 0, 101, kNetnsA, "job-a");
+  store.bind(0.9, 0).listen(0.9).add(loopback_connect(1.0, 0, 40000)).add(loopback_send(2.0, 0, 40000));
+  // no exit record: SIGKILL
+  in_netns(job, 1, 102, kNetnsA, "job-a").add(loopback_connect(1.0, 0, 40001)).add(loopback_send(2.5, EPIPE, 40001)).exit(2.6, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(all_evidence(d));
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
+  CHECK(d.verdict.cause == "peer_died");
+  CHECK(d.verdict.summary.find("pid 101") != std::string::npos);
+}

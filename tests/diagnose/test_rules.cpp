@@ -74,8 +74,10 @@ TEST_CASE("straggler: the late rank is named, not the ranks that timed out") {
   CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
   REQUIRE(d.verdict.initiating_rank);
   CHECK(*d.verdict.initiating_rank == 2);
-  CHECK(d.discriminators["timeout"]["ms"] == 3000);
-  CHECK(d.discriminators["timeout"]["source"] == "configured");
+  REQUIRE(d.discriminators.get<TimeoutFact>("timeout"));
+  CHECK(d.discriminators.get<TimeoutFact>("timeout")->ms == 3000);
+  CHECK_FALSE(d.discriminators.get<TimeoutFact>("timeout")->internal_default);
+  CHECK(discriminators_json(d.discriminators)["timeout"]["source"] == "configured");
   CHECK(d.verdict.next_step.find("idle/waiting") != std::string::npos);
 }
 
@@ -94,7 +96,7 @@ TEST_CASE("straggler stopped by torchrun before its first socket call: named, la
   REQUIRE(d.verdict.initiating_rank);
   CHECK(*d.verdict.initiating_rank == 2);
   CHECK(d.verdict.summary.find("never reached the store (still missing 3.") != std::string::npos);
-  CHECK(d.discriminators["seconds_late"].get<double>() > 3.0);
+  CHECK(discriminators_json(d.discriminators)["seconds_late"].get<double>() > 3.0);
 }
 
 namespace {
@@ -172,9 +174,9 @@ TEST_CASE("a rank never started: the others timed out waiting, the absent rank i
   CHECK(d.evidence.absent_ranks == std::vector<int>{3});
   CHECK(d.evidence.expected_world_size == 4);
   CHECK(d.evidence.late_ranks == std::vector<int>{3});
-  CHECK(d.discriminators["absent_ranks"] == nlohmann::ordered_json::array({3}));
-  CHECK(d.discriminators["expected_world_size"] == 4);
-  CHECK(d.discriminators["late_ranks"] == nlohmann::ordered_json::array({3}));
+  CHECK(discriminators_json(d.discriminators)["absent_ranks"] == nlohmann::ordered_json::array({3}));
+  CHECK(discriminators_json(d.discriminators)["expected_world_size"] == 4);
+  CHECK(discriminators_json(d.discriminators)["late_ranks"] == nlohmann::ordered_json::array({3}));
   // transient_recv (rank 1's 0-byte read) does not stand beside it.
   for (const Finding& f : d.findings) CHECK(f.cls == FailureClass::StragglerTimeout);
   // The rank table: a row of its own, flagged, in rank order.
@@ -246,8 +248,72 @@ TEST_CASE("a whole node never launched is named as a node, with the ranks it sho
                                "process, while node0 (GROUP_RANK 0), node1 (GROUP_RANK 1), node2 (GROUP_RANK 2) "
                                "did run") != std::string::npos);
   CHECK(d.verdict.next_step.find("number 3 (from 0) of the job's node list") != std::string::npos);
-  CHECK(d.discriminators["absent_nodes"] ==
+  CHECK(discriminators_json(d.discriminators)["absent_nodes"] ==
         nlohmann::ordered_json::parse(R"([{"numbered_by":"GROUP_RANK","node":3,"ranks":[6,7]}])"));
+}
+
+namespace {
+
+// torchrun agents of a c10d rendezvous with --nnodes NNODES, one per host node0.., node0's
+// hosting the rendezvous store on 29400; each gives up at its join timeout (exit 1 at 9 s)
+// without starting a worker.
+void agents_that_gave_up(Job& job, int agents, const char* nnodes) {
+  const std::string line = std::string("/usr/bin/python3 /usr/local/bin/torchrun --nnodes ") + nnodes +
+                           " --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint node0:29400 --rdzv-id j train.py";
+  for (int n = 0; n < agents; ++n) {
+    Proc& a = job.proc(-1, 600 + n, "node" + std::to_string(n));
+    a.cmdline(line.c_str());
+    if (n == 0) a.bind(0.5, 0, 29400).listen(0.5, 29400);
+    a.connect(0.6 + 0.1 * n, 0, 29400, 0.001, static_cast<std::uint16_t>(41000 + n)).exit(9.0, 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a whole torchrun node never launched: agents only, the node missing from --nnodes is named (issue 17)") {
+  // Before: unknown, "the launcher agent failed before any worker started".
+  Job job;
+  agents_that_gave_up(job, 3, "4");
+  job.log_line("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError");
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.confidence == "high");
+  CHECK_FALSE(d.verdict.initiating_rank);
+  CHECK(d.verdict.summary.find("1 of 4 nodes never joined the rendezvous") != std::string::npos);
+  CHECK(d.verdict.summary.find("3 are traced (on node0, node1, node2)") != std::string::npos);
+  CHECK(d.verdict.summary.find("(RendezvousTimeoutError)") != std::string::npos);
+  CHECK(d.verdict.next_step.find("SLURM_JOB_NODELIST") != std::string::npos);
+  CHECK(discriminators_json(d.discriminators)["nodes_missing"] == 1);
+}
+
+TEST_CASE("torchrun agents only, none of which ever reached the rendezvous store: the missing node hosted it, store_not_ready") {
+  // 2.13, torchrun store_never: node 1's agent alone, its connects to the endpoint refused
+  // until its read_timeout. Before: straggler_timeout, "1 of 2 nodes never joined".
+  Job job;
+  Proc& a = job.proc(-1, 601, "node1");
+  a.cmdline("/usr/bin/python3 /usr/local/bin/torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
+            "--rdzv-endpoint node0:29400 --rdzv-id j --rdzv-conf is_host=0,read_timeout=3 train.py");
+  for (int i = 0; i < 5; ++i) a.connect(1.0 + 0.6 * i, ECONNREFUSED, 29400);
+  a.exit(4.5, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StoreNotReady);
+  CHECK(d.verdict.summary.find("never joined the rendezvous") == std::string::npos);
+}
+
+TEST_CASE("torchrun agents only, every node of --nnodes (or of its minimum) traced: no node is missing") {
+  for (const char* nnodes : {"3", "2:4", "3:3"}) {
+    Job job;
+    agents_that_gave_up(job, 3, nnodes);
+    const Diagnosis d = job.diagnose_it();
+    INFO(nnodes << ": " << d.verdict.summary);
+    CHECK(d.verdict.summary.find("never joined the rendezvous") == std::string::npos);
+    CHECK_FALSE(d.discriminators.contains("nodes_missing"));
+  }
+  Job garbled;  // not a number: nothing is expected
+  agents_that_gave_up(garbled, 2, "x:4");
+  CHECK(garbled.diagnose_it().verdict.summary.find("never joined the rendezvous") == std::string::npos);
 }
 
 TEST_CASE("absent ranks that are not a whole node name no node") {
@@ -410,12 +476,13 @@ TEST_CASE("logs only, 2.x by hand: ranks waiting for the store host's key do not
   CHECK(*d.verdict.initiating_rank == 2);
 }
 
-TEST_CASE("a torchrun agent whose rendezvous never completed: unknown, not healthy, not transient_recv") {
-  // 2.13, node 0's agent alone (node 1 never joined): it hosts the rendezvous store, its own
-  // client closes at the end (the store's end reads 0 bytes), and it exits 1.
-  Job job;
+namespace {
+
+// 2.13, node 0's agent alone (node 1 never joined): it hosts the rendezvous store, its own
+// client closes at the end (the store's end reads 0 bytes), and it exits 1.
+void lone_agent(Job& job, const char* cmdline) {
   Proc& agent = job.proc(-1, 900);
-  std::strcpy(agent.header().cmdline, "/usr/bin/python3 /usr/local/bin/torchrun --nnodes 2 --rdzv-backend c10d x.py");
+  std::strcpy(agent.header().cmdline, cmdline);
   agent.bind(0.5, 0, 29400).listen(0.5, 29400).accept(0.6, 41000, 29400).connect(0.6, 0, 29400, 0.001, 41000);
   rdzv_record zero = make_record(RDZV_EV_RECV, RDZV_OP_READ, 7.3);
   zero.flags = RDZV_F_STORE | RDZV_F_ZERO_READ;
@@ -423,7 +490,23 @@ TEST_CASE("a torchrun agent whose rendezvous never completed: unknown, not healt
   zero.u.net.local = ipv4(10, 0, 0, 1, 29400);
   agent.add(zero).exit(7.6, 1);
   job.log_line("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError");
+}
+
+}  // namespace
+
+TEST_CASE("a torchrun agent whose rendezvous never completed: the node missing from --nnodes, not healthy, not "
+          "transient_recv") {
+  Job job;
+  lone_agent(job, "/usr/bin/python3 /usr/local/bin/torchrun --nnodes 2 --rdzv-backend c10d x.py");
   Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.summary.find("1 of 2 nodes never joined the rendezvous") != std::string::npos);
+  CHECK(d.verdict.summary.find("RendezvousTimeoutError") != std::string::npos);
+  // Without --nnodes nothing says how many nodes were expected: unknown, saying what is missing.
+  Job bare;
+  lone_agent(bare, "/usr/bin/python3 /usr/local/bin/torchrun --rdzv-backend c10d x.py");
+  d = bare.diagnose_it();
   CHECK(d.verdict.cls == FailureClass::Unknown);
   CHECK(d.verdict.summary.find("launcher agent pid 900") != std::string::npos);
   CHECK(d.verdict.summary.find("RendezvousTimeoutError") != std::string::npos);
@@ -468,9 +551,40 @@ TEST_CASE("torchrun --max-restarts: two attempts in one directory are not one ra
   CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
   REQUIRE(d.verdict.initiating_rank);
   CHECK(*d.verdict.initiating_rank == 2);
-  CHECK(d.discriminators["attempts"] == 2);
+  REQUIRE(d.discriminators.get<std::int64_t>("attempts"));
+  CHECK(*d.discriminators.get<std::int64_t>("attempts") == 2);
   CHECK(d.verdict.summary.find("(attempt 2 of 2)") != std::string::npos);
   CHECK(d.ranks.size() == 4);
+}
+
+TEST_CASE("torchrun --max-restarts: a job whose second attempt succeeded is healthy, and names the first attempt's failure") {
+  Job job;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    for (int r = 0; r < 4; ++r) {
+      Proc& p = job.proc(r, 1000 + 10 * attempt + r, "node0", "job-7");
+      p.header().ident.restart_count = attempt;
+      p.shift_clock(attempt * 20.0);
+      const auto port = static_cast<std::uint16_t>(40000 + 10 * attempt + r);
+      if (attempt == 1) {  // everybody on time: the job started
+        p.connect(1.0, 0, kPort, 0.001, port).exit(3.0, 0);
+        continue;
+      }
+      if (r == 2) continue;  // the straggler, stopped by the agent before its first call
+      p.connect(1.0, 0, kPort, 0.001, port).rcvtimeo(1.01, 3000);
+      p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, port).exit(4.1, 1);
+    }
+  }
+  Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::Healthy);
+  CHECK_FALSE(d.verdict.initiating_rank);
+  CHECK(d.verdict.summary.find("in attempt 2 of 2") != std::string::npos);
+  CHECK(d.verdict.summary.find("attempt 1 failed (straggler_timeout, initiating rank 2") != std::string::npos);
+  REQUIRE(d.discriminators.get<std::string>("failed_attempt_class"));
+  CHECK(*d.discriminators.get<std::string>("failed_attempt_class") == "straggler_timeout");
+  REQUIRE(d.discriminators.get<std::int64_t>("failed_attempt_initiating_rank"));
+  CHECK(*d.discriminators.get<std::int64_t>("failed_attempt_initiating_rank") == 2);
+  CHECK(d.ranks.size() == 4);  // the rows are the last attempt's
 }
 
 TEST_CASE("attach on a running torchrun job: the agent killed under its workers is peer_died, though its trace has no spawn") {
@@ -594,7 +708,8 @@ TEST_CASE("a job that failed after its rendezvous completed says so, and names t
   CHECK(d.verdict.next_step.rfind("not a start-up failure: read rank 2", 0) == 0);
   CHECK(d.evidence.first_failed_rank == 2);
   REQUIRE(d.evidence.rendezvous_completed_ns);
-  CHECK(d.discriminators["rendezvous_completed"]["first_failed_rank"] == 2);
+  REQUIRE(d.discriminators.get<AfterRendezvous>("rendezvous_completed"));
+  CHECK(d.discriminators.get<AfterRendezvous>("rendezvous_completed")->first_failed_rank == 2);
 }
 
 TEST_CASE("a rank that never connected to its peers: no claim that the rendezvous completed") {
@@ -707,7 +822,7 @@ TEST_CASE("connect timeout from one host while others reach the store: that host
   CHECK(d.verdict.initiating_host == "node1");
   CHECK(d.verdict.summary.find("from node1 only") != std::string::npos);
   CHECK(d.verdict.next_step.find("on node1") != std::string::npos);
-  CHECK(d.discriminators["hosts_that_reached_the_store"] == nlohmann::ordered_json::array({"node2"}));
+  CHECK(discriminators_json(d.discriminators)["hosts_that_reached_the_store"] == nlohmann::ordered_json::array({"node2"}));
 }
 
 TEST_CASE("connect timeout where only the store host's own loopback got through: the store host") {
@@ -777,7 +892,7 @@ TEST_CASE("records with impossible times are left out and counted, the verdict s
   job.proc(7, 1007).connect(1.0, ECONNREFUSED).connect(1e9, ETIMEDOUT).connect(2.0, ETIMEDOUT, kPort, 1e10).exit(3.0, 0);
   Diagnosis d = job.diagnose_it();
   CHECK(d.verdict.cls == FailureClass::Healthy);
-  CHECK(d.inputs.damaged_files == 1);
+  CHECK(d.inputs[Stat::DamagedFiles] == 1);
   REQUIRE(d.inputs.problems.size() == 1);
   CHECK(d.inputs.problems[0].find("2 record(s) with impossible times") != std::string::npos);
 }

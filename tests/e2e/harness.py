@@ -69,6 +69,15 @@ def check_verdict(diag, want_cls, want_rank, want_cause, errors, what):
         errors.append(f"{what}: verdict.cause {verdict.get('cause')!r}, expected {want_cause!r}")
 
 
+def check_discriminators(diag, want, errors):
+    """The discriminators a scenario's table names (say, the failed attempt of a restarted
+    job that succeeded) hold those values."""
+    got = diag.get("discriminators") or {}
+    for name, value in want.items():
+        if got.get(name) != value:
+            errors.append(f"traces+logs: discriminators.{name} {got.get(name)!r}, expected {value!r}")
+
+
 def check_withheld(h, run, ranks, errors):
     """The same run analyzed without the trace files and logs of `ranks`: a rank WORLD_SIZE
     expects and no trace shows is absent, and the one the others timed out waiting for."""
@@ -158,6 +167,7 @@ def main():
             log(f"[{name}] analyze (traces + logs): " + json.dumps(diag.get("verdict"))[:600])
             check_verdict(diag, spec["cls"], run.expect_rank, spec["cause"], verdict_errors,
                           "traces+logs")
+            check_discriminators(diag, spec.get("discriminators") or {}, verdict_errors)
             if spec.get("withheld"):
                 check_withheld(h, run, spec["withheld"], verdict_errors)
         if spec["log_cls"] is not None:   # always set today; None would skip the check

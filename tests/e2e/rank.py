@@ -8,7 +8,12 @@ Static rendezvous over TCPStore: RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / 
 
 Environment (all optional but RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
     E2E_TIMEOUT_S   init_process_group timeout in seconds (default 3)
-    E2E_DELAY_S     sleep this long after `import torch`, before the rendezvous (default 0)
+    E2E_DELAY_S     sleep this long after `import torch`, before the rendezvous (default 0);
+                    "9,1.5": 9 s in torchrun's first attempt, 1.5 s in the next ones
+                    (TORCHELASTIC_RESTART_COUNT picks the value, the last one repeats)
+    E2E_VIA_PORT    connect to the store through this port (a proxy of the harness) instead
+                    of MASTER_PORT, after writing MASTER_PORT to E2E_PORT_FILE: under torchrun
+                    the workers' store port is only known once the agent picked it
     E2E_MODE        "train": one all_reduce, then destroy (default)
                     "store_loop": after init, set/get on the default store (and a barrier
                                   every 10 rounds with E2E_LOOP_BARRIER=1) for E2E_LOOP_S seconds
@@ -44,12 +49,31 @@ def apply_rank_env():
     os.environ.update(per_rank.get(os.environ.get("RANK", ""), {}))
 
 
+def delay_s():
+    """E2E_DELAY_S, the value of this torchrun attempt where it lists one per attempt."""
+    values = (os.environ.get("E2E_DELAY_S") or "0").split(",")
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0)
+    return float(values[min(attempt, len(values) - 1)])
+
+
+def store_via_proxy():
+    """E2E_VIA_PORT: hand the real store port to the harness's proxy, then use the proxy."""
+    via = os.environ.get("E2E_VIA_PORT")
+    if not via:
+        return
+    with open(os.environ["E2E_PORT_FILE"], "w") as f:
+        f.write(os.environ["MASTER_PORT"])
+    say(f"store {os.environ['MASTER_PORT']} reached through port {via}")
+    os.environ["MASTER_PORT"] = via
+
+
 def main():
     apply_rank_env()
+    store_via_proxy()
     rank = int(os.environ["RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
     timeout_s = float(os.environ.get("E2E_TIMEOUT_S") or 3)
-    delay_s = float(os.environ.get("E2E_DELAY_S") or 0)
+    delay = delay_s()
     mode = os.environ.get("E2E_MODE") or "train"
     loop_s = float(os.environ.get("E2E_LOOP_S") or 8)
     say(f"start pid {os.getpid()} mode {mode} master {os.environ['MASTER_ADDR']}:"
@@ -59,9 +83,9 @@ def main():
     import torch.distributed as dist
     say(f"torch imported (torch {torch.__version__})")
 
-    if delay_s > 0:
-        say(f"sleeping {delay_s:g}s before the rendezvous")
-        time.sleep(delay_s)
+    if delay > 0:
+        say(f"sleeping {delay:g}s before the rendezvous")
+        time.sleep(delay)
 
     t0 = time.monotonic()
     dist.init_process_group("gloo", rank=rank, world_size=world_size,

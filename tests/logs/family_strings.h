@@ -27,6 +27,8 @@ inline constexpr FamilyString kFamilyStrings[] = {
      "NCCL version 2.14.3"},  // MambaTree#14
     {rdzv::logs::Family::RendezvousTimeout,
      "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"},  // 2.13, a node never joined
+    {rdzv::logs::Family::LaunchSetting,  // 2.13 torchrun, LOGLEVEL=INFO
+     "I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]   run_id                   : info1"},
     {rdzv::logs::Family::ReverseLookupFailed,
      "[W1201 10:06:20.880618784 socket.cpp:207] [c10d] The hostname of the client socket cannot be "
      "retrieved. err=-3"},

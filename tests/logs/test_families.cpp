@@ -413,6 +413,33 @@ TEST_CASE("ordinary lines match no family", "[families]") {
   }
 }
 
+TEST_CASE("launch_setting: torchrun's launch configs block, 2.13 (glog) and 1.x (bare)", "[families]") {
+  auto e = must("I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]   rdzv_endpoint            : "
+                "127.0.0.1:29633",
+                Family::LaunchSetting);  // 2.13, as run here with LOGLEVEL=INFO
+  CHECK(e.setting == "rdzv_endpoint");
+  CHECK(e.setting_value == "127.0.0.1:29633");
+  e = must("I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]   min_nodes                : 2",
+           Family::LaunchSetting);
+  CHECK(e.setting == "min_nodes");
+  CHECK(e.setting_value == "2");
+  e = must("  run_id           : 4f5a1c", Family::LaunchSetting);  // 1.x: the block's lines carry no prefix
+  CHECK(e.setting == "run_id");
+  CHECK(e.setting_value == "4f5a1c");
+  e = must("[node1:0]:  rdzv_backend     : c10d", Family::LaunchSetting);
+  CHECK(e.setting_value == "c10d");
+  for (const char* line : {
+           "run_id = os.environ['RUN_ID']",                 // source code, not the block
+           "  run_id: job7",                                // no padding before the colon
+           "  max_nodes                : 2 nodes at most",  // a value of several words
+           "  log_dir                  : /tmp/torchelastic_q_epx24x",  // a setting not compared
+       }) {
+    INFO(line);
+    auto ev = classify_line(line);
+    CHECK((!ev || ev->family != Family::LaunchSetting));
+  }
+}
+
 TEST_CASE("the family table covers every family with a real string", "[families]") {
   // family_strings.h lists one string per family; scan tests reuse it.
   bool seen[rdzv::logs::kFamilyCount] = {};

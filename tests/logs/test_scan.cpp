@@ -60,10 +60,11 @@ TEST_CASE("every family string is found in a file, with its line number", "[scan
     CHECK(scan.events[i].file == f);
   }
   CHECK(scan.lines == line);
-  // `matched` counts the c10d lines; those that are no store failure (issue 13) are not.
+  // `matched` counts the c10d lines; those that are no store failure (issue 13) and torchrun's
+  // launch settings are not.
   size_t c10d = 0;
-  for (const auto& e : scan.events) c10d += !rdzv::logs::is_other_error(e.family);
-  CHECK(c10d + 4 == scan.events.size());
+  for (const auto& e : scan.events) c10d += rdzv::logs::is_rendezvous_message(e.family);
+  CHECK(c10d + 5 == scan.events.size());
   CHECK(scan.matched == c10d);
   CHECK(scan.bytes == content.size());
 }

@@ -73,6 +73,17 @@ def case_mixed_classes_and_ids_from_traces(tmp):
     expect(len(c["hosts"]) == 2 and c["hosts"][0]["run"] == "job-1001", "hosts per run", c["hosts"])
 
 
+def case_agents_named_by_rdzv_id(tmp):
+    # A run of torchrun agents only (no worker ever started): agents carry no
+    # TORCHELASTIC_RUN_ID, the --rdzv-id of their command line names the run.
+    a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+    scenario("torch2.13-torchrun_c10d-name_resolution_agent", a)
+    scenario("healthy", b)
+    j, _ = runs_json([a, b])
+    expect([r["id"] for r in j["runs"]] == ["e2e-name_resolution_agent", "b"],
+           "ids: the agents' --rdzv-id, else the directory's name", j["runs"])
+
+
 def case_moving_rank(tmp):
     # The straggler of run b is "rank 3": swap the rank numbers of ranks 2 and 3 in its copy.
     a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")

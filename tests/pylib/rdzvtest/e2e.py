@@ -49,6 +49,7 @@ WORLD = 4
 #              "any" (not asserted)
 #   timeout    init_process_group timeout inside the ranks, seconds
 #   fault      what is injected, and what each rank prints (checked before the analyzer runs)
+#   discriminators  (optional) discriminator values the traces+logs analysis must give
 #   withheld   (optional) ranks whose trace files, and own logs, are left out of a second
 #              analysis of the same run (a node whose trace directory was not mounted): it must
 #              say straggler_timeout, the lowest of them initiating, and name them absent
@@ -98,8 +99,9 @@ SCENARIOS = {
         fault="rank 0 (the store host) is launched 2 s after ranks 1-3 finished importing "
               "torch (T=6 s): their connects are refused (c10d retries silently once a "
               "second) until it listens; the job then succeeds"),
+    # the agent's log holds only its client's connect timeout: store_not_ready, low confidence
     "store_never": dict(
-        cls="store_not_ready", rank=None, cause=None, log_cls=ANY_FAILURE, log_ranks="any", timeout=3,
+        cls="store_not_ready", rank=None, cause=None, log_cls="store_not_ready", log_ranks=(None,), timeout=3,
         fault="rank 0 never starts: ranks 1-3 retry refused connects silently, then print "
               "`The client socket has timed out after 3s while trying to connect to "
               "(127.0.0.1, PORT)`"),
@@ -819,7 +821,9 @@ def sc_rdzv_collision(h, run):
 
 class ClosingProxy:
     """Listens on 127.0.0.1:port and forwards to 127.0.0.1:target; the FIRST accepted
-    connection is never forwarded: it is closed with a FIN after its first query."""
+    connection is never forwarded: it is closed with a FIN after its first query. target: a
+    port, or a function that returns it once a connection is to be forwarded (a torchrun
+    worker's store port is known only once the agent picked it)."""
 
     def __init__(self, port, target):
         self.target = target
@@ -849,9 +853,10 @@ class ClosingProxy:
                 threading.Thread(target=self._close_after_query, args=(c,), daemon=True).start()
                 continue
             try:
-                u = socket.create_connection(("127.0.0.1", self.target), timeout=5)
+                target = self.target() if callable(self.target) else self.target
+                u = socket.create_connection(("127.0.0.1", target), timeout=5)
                 u.settimeout(None)
-            except OSError:
+            except (OSError, ValueError):
                 c.close()
                 continue
             self.socks += [c, u]
@@ -1093,17 +1098,53 @@ TORCHRUN_SCENARIOS = {
         timeout=3,
         fault="torchrun runs in a network namespace that drops SYNs to the store port: the "
               "agent listens, but its own store client's connects time out"),
+    # refused connects are retried silently: the logs say nothing (as by hand)
+    "store_late": dict(
+        cls="store_not_ready", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks="any",
+        timeout=5,
+        fault="two nodes (agents, one worker each); node 0's agent, which hosts the store, starts "
+              "1.5 s after node 1's first connect to the endpoint was refused (retried silently, "
+              "with backoff): the rendezvous then completes and both workers finish"),
+    # the agent's log holds only its client's connect timeout: store_not_ready, low confidence
+    "store_never": dict(
+        cls="store_not_ready", rank=None, cause=None, log_cls="store_not_ready", log_ranks=(None,),
+        timeout=3,
+        fault="node 1's agent alone: node 0's, which would host the store, never starts; node "
+              "1's connects are refused until its store timeout (c10d read_timeout, static "
+              "timeout: 3 s), then `The client socket has timed out after 3000ms`; no worker "
+              "starts"),
+    "transient_recv": dict(
+        cls="healthy", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks="any",
+        timeout=5,
+        fault="worker 1 (of 2) reaches the workers' store through a proxy that closes its first "
+              "connection after the first query: its connect/validate fails once, TCPStore "
+              "retries it, the job succeeds"),
+    "last_call": dict(
+        cls="healthy", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks="any",
+        timeout=5,
+        fault="--nnodes 1:2, one agent (2 workers) comes: the rendezvous waits the last-call "
+              "timeout (2 s) for a second node, then completes with one (WORLD_SIZE 2)"),
+    # healthy: the job started; the failed first attempt is named beside it. The logs alone
+    # tell only the first attempt's failure: torchrun (at its default log level) prints
+    # nothing when it restarts the workers or when they succeed.
+    "restart_succeeded": dict(
+        cls="healthy", rank=None, cause=None, log_cls="straggler_timeout", log_ranks=(1,), timeout=3,
+        discriminators={"failed_attempt": 1, "failed_attempt_class": "straggler_timeout",
+                        "failed_attempt_initiating_rank": 1},
+        fault="--max-restarts 1, 2 workers; worker 1 sleeps 9 s in the first attempt (1.5 s in "
+              "the second): worker 0 times out at the init barrier, the agent restarts both, "
+              "the second attempt succeeds (agent exit 0)"),
     # c10d only (scenarios.txt): the static backend has no rendezvous id to disagree on.
     "rdzv_id_mismatch": dict(
-        cls="config_mismatch", rank=None, cause="rdzv-id", log_cls=ANY_FAILURE, log_ranks="any",
+        cls="config_mismatch", rank=None, cause="rdzv-id", log_cls="config_mismatch", log_ranks="any",
         timeout=3,
-        fault="three agents (--nnodes 3, one worker each) on one endpoint, agent2 with another "
-              "--rdzv-id: the agents that cannot host the store join it as clients (EADDRINUSE, "
+        fault="three agents (--nnodes 3, one worker each, LOGLEVEL=INFO) on one endpoint, agent2 "
+              "with another --rdzv-id: the agents that cannot host the store join it as clients (EADDRINUSE, "
               "c10d's fallback), agent2's keys are apart from the others', no rendezvous "
               "completes and every agent ends at its join timeout (RendezvousTimeoutError); no "
               "worker starts"),
     "rdzv_endpoint_mismatch": dict(
-        cls="config_mismatch", rank=None, cause="rdzv-endpoint", log_cls=ANY_FAILURE,
+        cls="config_mismatch", rank=None, cause="rdzv-endpoint", log_cls="config_mismatch",
         log_ranks="any", timeout=3,
         fault="three agents (--nnodes 3) where agent2's --rdzv-endpoint names another port of "
               "this host (it resolves): agent2 hosts a store of its own there, agents 0-1 meet "
@@ -1150,26 +1191,32 @@ class WorkerView:
 
 def launch_torchrun(h, run, *, rank_env=None, env=None, label="agent", nnodes=1, node_rank=0,
                     host="127.0.0.1", prefix=(), max_restarts=0, rdzv_id=None, nproc=None,
-                    port=None):
-    """One torchrun agent with WORLD // nnodes workers; with nnodes > 1, call it once per node
-    (node_rank is used by the static backend; c10d assigns ranks itself). port: the endpoint's
-    port when not run.port (traced as a store port with it)."""
+                    port=None, conf=None, more_ports=()):
+    """One torchrun agent with WORLD // nnodes workers; with nnodes > 1 (or "MIN:MAX"), call it
+    once per node (node_rank is used by the static backend; c10d assigns ranks itself). port:
+    the endpoint's port when not run.port (traced as a store port with it). conf: more
+    --rdzv-conf settings (c10d: is_host, read_timeout, last_call_timeout; static: timeout).
+    more_ports: more store ports to trace (a proxy's)."""
     backend = run.launch.split("-", 1)[1]
     port = port or run.port
-    args = ["--nnodes", str(nnodes), "--nproc-per-node", str(nproc or WORLD // nnodes),
+    max_nodes = int(str(nnodes).split(":")[-1])
+    args = ["--nnodes", str(nnodes), "--nproc-per-node", str(nproc or WORLD // max_nodes),
             "--max-restarts", str(max_restarts),
             "--monitor-interval", "0.2"]
     if backend == "c10d":
         # join_timeout: how long an agent waits for the other nodes (default 600 s)
+        conf = {"join_timeout": 6, **(conf or {})}
         args += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{host}:{port}",
-                 "--rdzv-id", rdzv_id or f"e2e-{run.name}", "--rdzv-conf", "join_timeout=6"]
+                 "--rdzv-id", rdzv_id or f"e2e-{run.name}"]
     else:
         args += ["--rdzv-backend", "static", "--node-rank", str(node_rank), "--master-addr", host,
                  "--master-port", str(port)]
+    if conf:
+        args += ["--rdzv-conf", ",".join(f"{k}={v}" for k, v in conf.items())]
     e = {"E2E_RANK_ENV": json.dumps({str(r): v for r, v in (rank_env or {}).items()})}
     e.update(env or {})
     # launch() sets the variables of a hand-started rank; torchrun overrides the rank ones.
-    p = h.launch(run, 0, env=e, label=label, ports=sorted({run.port, port}), prefix=prefix,
+    p = h.launch(run, 0, env=e, label=label, ports=sorted({run.port, port, *more_ports}), prefix=prefix,
                  command=torchrun_cmd(h.python) + args + [RANK_SCRIPT])
     if nnodes == 1:
         run.agent = p
@@ -1356,7 +1403,9 @@ def three_agents_one_odd(h, run, **odd):
     """Three c10d agents (--nnodes 3, one worker each), agent2 launched with `odd` (another
     rdzv_id or port): no rendezvous completes, each agent ends at its join timeout (6 s).
     Returns the errors of the fault check."""
-    agents = [launch_torchrun(h, run, label=f"agent{n}", nnodes=3, nproc=1, **(odd if n == 2 else {}))
+    # LOGLEVEL=INFO: torchrun prints its launch configs, which is how logs alone show the odd one.
+    agents = [launch_torchrun(h, run, label=f"agent{n}", nnodes=3, nproc=1, env={"LOGLEVEL": "INFO"},
+                              **(odd if n == 2 else {}))
               for n in range(3)]
     h.wait_for_exit(agents, 25)
     h.terminate(agents)
@@ -1455,6 +1504,205 @@ def tr_connect_timeout(h, run):
                  and (ev.get("errno_name") == "ETIMEDOUT" or "timeout" in (ev.get("flags") or []))]
     expect(bool(timed_out), "no timed-out store connect in the traces", errors)
     return errors
+
+
+def node_agent(h, run, node, conf=None, **kw):
+    """The agent of node `node` of a 2-node job (one worker each). c10d: node 1 is told it
+    does not host the rendezvous store (is_host=0), as on a real node whose name is not the
+    endpoint's; node 0 finds the endpoint its own (a loopback address) and hosts it. static:
+    node rank 0 hosts the store."""
+    if run.launch == "torchrun-c10d" and node == 1:
+        conf = {"is_host": 0, **(conf or {})}
+    return launch_torchrun(h, run, label=f"agent{node}", nnodes=2, node_rank=node, nproc=1,
+                           conf=conf, **kw)
+
+
+def agent_files(files, agent):
+    return [f for f in files if f["header"]["pid"] == agent.pid]
+
+
+def refused_store_connects(files, port):
+    """Wall times of the connects to `port` that were refused, in `files`."""
+    return sorted(wall_ns(f, ev) for f, ev in events(files)
+                  if ev.get("kind") in ("connect", "connect_done")
+                  and ev.get("errno_name") == "ECONNREFUSED" and port_of(ev.get("peer")) == port)
+
+
+def store_listens(files, port):
+    return sorted(wall_ns(f, ev) for f, ev in events(files, "listen")
+                  if port_of(ev.get("local")) == port and not ev.get("errno"))
+
+
+# What a store connect that failed its connect/validate step and is retried prints on 2.x
+# (c10d-notes section 3). A refused connect is retried silently.
+CONNECT_RETRY = "failed to connect/validate"
+
+
+def wait_for_refused(h, run, agent, bound_s):
+    """Wait until `agent`'s trace shows a refused connect to the store port (the log shows
+    none: refused connects are retried silently); True when it does."""
+    if not h.traced:
+        time.sleep(5)   # what a traced run's wait comes to (import torch, first connect)
+        return True
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline and agent.poll() is None:
+        time.sleep(0.3)
+        try:
+            files = h.dump(run) if glob.glob(os.path.join(run.trace_dir, "*.rzt")) else []
+        except Fail:   # the file being made
+            continue
+        if refused_store_connects(agent_files(files, agent), run.port):
+            return True
+    return False
+
+
+def tr_store_late(h, run):
+    """Node 1's agent starts first; node 0's, which hosts the store, STORE_LATE_S after node
+    1's first connect to it was refused (and then takes seconds to start itself). The
+    rendezvous then completes."""
+    client = node_agent(h, run, 1)
+    errors = []
+    if not wait_for_refused(h, run, client, 20):
+        errors.append("agent1's trace shows no refused connect to the endpoint within 20 s")
+    time.sleep(STORE_LATE_S)
+    host = node_agent(h, run, 0)
+    h.wait_for_exit([client, host], 30)
+    h.wait_all(run)
+    for a in (client, host):
+        expect_exit(run, a.label, 0, errors)
+    for a in (host, client):
+        expect(a.text().count("e2e: done") == 1, f"{a.label}: its worker did not finish", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    listen = store_listens(agent_files(files, host), run.port)
+    refused = refused_store_connects(agent_files(files, client), run.port)
+    expect(bool(listen), "agent0's trace shows no listen on the endpoint port", errors)
+    before = [t for t in refused if listen and t < listen[0]]
+    expect(len(before) >= 2, f"{len(before)} refused connects of agent1 before agent0 listened", errors)
+    if before:
+        late = (listen[0] - before[0]) / 1e9
+        run.notes.append(f"{len(before)} refused connects of agent1, the first {late:.1f}s before agent0's listen")
+        # Under 1.5 s of refusals is the ordinary start-up race (c10d-notes section 3).
+        expect(late >= STORE_LATE_S + 0.5, f"agent0 listened only {late:.1f}s after agent1's first refused "
+                                            f"connect", errors)
+    return errors
+
+
+STORE_LATE_S = 1.5
+
+
+def tr_store_never(h, run):
+    """Only node 1's agent starts: the store host (node 0) never does. Its connects are
+    refused until its store timeout (c10d read_timeout, static timeout: 3 s)."""
+    key = "read_timeout" if run.launch == "torchrun-c10d" else "timeout"
+    client = node_agent(h, run, 1, conf={key: run.spec["timeout"]})
+    h.wait_for_exit([client], 20)
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, client.label, 1, errors)
+    expect_any_text(run, client.label, said(h, "client_connect_timeout", run), errors)
+    expect("e2e: start pid" not in client.text(), "a worker started", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect(not store_listens(files, run.port), "something listened on the store port", errors)
+    n = len(refused_store_connects(files, run.port))
+    expect(n >= 2, f"{n} refused store connects in agent1's trace", errors)
+    return errors
+
+
+def tr_transient_recv(h, run):
+    """Worker 1 reaches its store (the agent's, on a port picked at run time) through a proxy
+    that closes the first connection after its first query: its connect/validate step fails
+    once, TCPStore retries it, and the job succeeds (as by hand on 2.x)."""
+    proxy_port = free_port()
+    port_file = os.path.join(run.dir, "worker1-store-port")
+    proxy = ClosingProxy(proxy_port, lambda: int(open(port_file).read()))
+    try:
+        agent = launch_torchrun(h, run, nproc=2, rank_env={1: {"E2E_VIA_PORT": str(proxy_port)}},
+                                env={"E2E_PORT_FILE": port_file}, more_ports=(proxy_port,))
+        run.views = run.views[:2]
+        h.wait_for_exit([agent], 25)
+        h.wait_all(run)
+    finally:
+        proxy.close()
+    errors = []
+    run.notes.append(f"proxy on {proxy_port}; it closed the connection from {proxy.closed_peer}")
+    expect(proxy.closed_peer is not None, "the proxy never closed a connection", errors)
+    expect_exit(run, agent.label, 0, errors)
+    tr_done(run, range(2), errors)
+    retried = [v.label for v in run.views if CONNECT_RETRY in v.text()]
+    expect(CONNECT_RETRY in agent.text(), f"no `{CONNECT_RETRY}` retry in the agent's log", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    zero = {rank_of(f) for f, ev in events(files) if ev.get("kind") in ("recv", "read")
+            and "zero_read" in (ev.get("flags") or []) and port_of(ev.get("peer")) == proxy_port}
+    expect(zero == {1}, f"ranks with a 0-byte store read from the proxy: {sorted(zero)}, "
+                        f"expected [1] ({retried})", errors)
+    return errors
+
+
+def tr_last_call(h, run):
+    """An elastic job of 1 to 2 nodes (--nnodes 1:2) of which one node comes: once the
+    minimum has joined, the rendezvous waits the last-call timeout (2 s) for more, then
+    completes with one node (WORLD_SIZE 2)."""
+    last_call = 2
+    agent = launch_torchrun(h, run, nnodes="1:2", nproc=2, conf={"last_call_timeout": last_call})
+    run.views = [WorkerView(r, agent) for r in range(2)]
+    h.wait_for_exit([agent], 25)
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, agent.label, 0, errors)
+    tr_done(run, range(2), errors)
+    expect("world 2 " in agent.text(), "the workers were not started with WORLD_SIZE 2", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(2), errors)
+    # The wait: from the agent's first store connect to its workers' start.
+    mine = agent_files(files, agent)
+    first = min((wall_ns(f, ev) for f, ev in events(mine, "connect")
+                 if port_of(ev.get("peer")) == run.port), default=None)
+    started = min((f["header"]["start_realtime_ns"] for f in files if rank_of(f) is not None),
+                  default=None)
+    waited = (started - first) / 1e9 if first and started else None
+    run.notes.append(f"workers started {waited}s after the agent's first store connect")
+    expect(waited is not None and waited >= last_call,
+           f"the workers started {waited}s after the agent joined, before the last call ({last_call}s)", errors)
+    return errors
+
+
+def tr_restart_succeeded(h, run):
+    """--max-restarts 1, 2 workers, worker 1 late in the first attempt: attempt 0 fails at the
+    init barrier (as straggler), the agent restarts both workers, attempt 1 succeeds. In
+    attempt 1 worker 1 comes RESTART_LAG_S after worker 0: the workers' store is the agent's
+    and outlives the attempt, with attempt 0's gloo address of worker 0 still in it; had worker
+    1 read it before worker 0 published its new one, it would have connected to a dead process
+    (seen on 2.13: `Gloo connectFullMesh failed ... Connection refused` in the second
+    attempt)."""
+    agent = launch_torchrun(h, run, max_restarts=1, nproc=2, rank_env={
+        1: {"E2E_DELAY_S": f"{STRAGGLER_DELAY_S},{RESTART_LAG_S}"}})
+    run.views = run.views[:2]
+    h.wait_all(run, JOB_BOUND_S + 10)
+    errors = []
+    expect_exit(run, agent.label, 0, errors)
+    expect(agent.text().count(f"sleeping {STRAGGLER_DELAY_S}s") == 1,
+           "worker 1 was not late in exactly one attempt", errors)
+    expect(any(m in agent.text() for m in said(h, "store_wait_timeout")),
+           "worker 0 did not time out at the first attempt's init barrier", errors)
+    tr_done(run, range(2), errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    counts = sorted({(f["header"].get("identity") or {}).get("restart_count") for f in files
+                     if rank_of(f) is not None})
+    expect(counts == [0, 1], f"restart counts of the workers' traces: {counts}", errors)
+    return errors
+
+
+RESTART_LAG_S = 1.5
 
 
 TORCHRUN_RUNNERS = runners("tr_", "e2e_torchrun")
