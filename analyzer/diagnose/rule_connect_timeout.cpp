@@ -42,110 +42,146 @@ std::string host_list(const std::set<std::string>& hosts) {
   return out;
 }
 
-}  // namespace
-
-std::optional<Candidate> rule_connect_timeout(const Context& c) {
+// The processes whose store connects timed out, the earliest first among them.
+struct TimedOut {
   const ProcessFacts* first = nullptr;
   std::vector<const ProcessFacts*> failing;
   std::vector<std::string> others;  // processes without a rank (a torchrun agent)
   std::vector<int> ranks;
-  Candidate out;
+  // Who timed out, in words: "rank(s) 2, 3", or the processes without a rank.
+  std::string who() const {
+    std::string w = ranks.empty() ? std::string() : "rank(s) " + rank_list(ranks);
+    for (const std::string& o : others) w += (w.empty() ? "" : ", ") + o;
+    return w;
+  }
+};
+
+TimedOut timed_out_connects(const Context& c, Candidate& out) {
+  TimedOut t;
   for (const auto& f : c.facts) {
     if (f.connect_timeouts.empty()) continue;
     // A socket given up while others connected fine is a retry, not the failure.
     if (!f.failed() && f.connected_ns) continue;
     const Event* e = f.connect_timeouts.front();
-    if (!first || e->wall_ns < first->connect_timeouts.front()->wall_ns) first = &f;
-    failing.push_back(&f);
-    if (f.proc->rank >= 0) ranks.push_back(f.proc->rank);
-    else others.push_back(f.proc->label());
+    if (!t.first || e->wall_ns < t.first->connect_timeouts.front()->wall_ns) t.first = &f;
+    t.failing.push_back(&f);
+    if (f.proc->rank >= 0) t.ranks.push_back(f.proc->rank);
+    else t.others.push_back(f.proc->label());
     Finding fd = finding_for(FailureClass::ConnectTimeout, f, e->wall_ns);
     fd.evidence.push_back(f.proc->label() + ": " + describe(*e) + " at " + rel(c, e->wall_ns) + " (" +
                           std::to_string(f.connect_timeouts.size()) + " timed-out attempt(s))");
     out.findings.push_back(fd);
   }
-  auto log_hits = c.logs.of({LogFamily::ConnectFailed, LogFamily::ConnectionTimedOutErrno,
-                             LogFamily::ServerTimedOutRetry});
-  std::erase_if(log_hits, [](const LogEvent* e) {
+  return t;
+}
+
+// Log lines of connects that timed out (a connect failure counts only with errno 110).
+std::vector<const LogEvent*> timed_out_lines(const Context& c) {
+  auto hits = c.logs.of({LogFamily::ConnectFailed, LogFamily::ConnectionTimedOutErrno, LogFamily::ServerTimedOutRetry});
+  std::erase_if(hits, [](const LogEvent* e) {
     return e->family == LogFamily::ConnectFailed && (!e->err || *e->err != ETIMEDOUT);
   });
-  if (!first && log_hits.empty()) return std::nullopt;
+  return hits;
+}
 
-  // Who timed out, in words: "rank(s) 2, 3", or the processes without a rank.
-  auto who = [&] {
-    std::string w = ranks.empty() ? std::string() : "rank(s) " + rank_list(ranks);
-    for (const std::string& o : others) w += (w.empty() ? "" : ", ") + o;
-    return w;
-  };
+// What the store's owner was doing when the connects timed out: its last events before then.
+Finding owner_finding(const Context& c, const ProcessFacts& owner, const Event& e, const std::string& dest) {
+  std::vector<std::string> last;
+  for (const Event& x : owner.proc->events)
+    if (x.wall_ns <= e.wall_ns) last.push_back(rel(c, x.wall_ns) + " " + describe(x));
+  Finding fd = finding_for(FailureClass::ConnectTimeout, owner, e.wall_ns);
+  fd.evidence.push_back(owner.proc->label() + " owns " + dest + " (listening since " + rel(c, *owner.listen_ns) + ", " +
+                        std::to_string(owner.accepts) + " connections accepted)");
+  for (std::size_t i = last.size() > 3 ? last.size() - 3 : 0; i < last.size(); ++i)
+    fd.evidence.push_back("  its last events: " + last[i]);
+  return fd;
+}
+
+// Only some hosts timed out while others reached the same store: the path from them is to
+// blame, and the earliest rank that timed out there initiated it.
+void word_host_local(const TimedOut& t, const ProcessFacts& owner, const Reachability& reach, const std::string& dest,
+                     std::uint16_t port, Candidate& out) {
   Verdict& v = out.verdict;
-  v.cls = FailureClass::ConnectTimeout;
-  std::string dest;
-  if (first) {
-    const Event* e = first->connect_timeouts.front();
-    std::uint16_t port = e->rec.u.net.peer.port ? e->rec.u.net.peer.port : first->store_port;
-    dest = format_sockaddr(e->rec.u.net.peer).value_or("port " + std::to_string(port));
-    v.confidence = "high";
-    if (const ProcessFacts* owner = c.store_server(port)) {
-      v.initiating_rank = rank_of(*owner);
-      v.initiating_host = owner->proc->host;
-      // What the owner was doing when the connects timed out: its last events before then.
-      std::vector<std::string> last;
-      for (const Event& x : owner->proc->events)
-        if (x.wall_ns <= e->wall_ns) last.push_back(rel(c, x.wall_ns) + " " + describe(x));
-      Finding fd = finding_for(FailureClass::ConnectTimeout, *owner, e->wall_ns);
-      fd.evidence.push_back(owner->proc->label() + " owns " + dest + " (listening since " +
-                            rel(c, *owner->listen_ns) + ", " + std::to_string(owner->accepts) +
-                            " connections accepted)");
-      for (std::size_t i = last.size() > 3 ? last.size() - 3 : 0; i < last.size(); ++i)
-        fd.evidence.push_back("  its last events: " + last[i]);
-      out.findings.insert(out.findings.begin(), fd);
-      v.summary = "connects to " + dest + ", the store of " + owner->proc->label() + ", timed out on " + who() + ": SYNs went unanswered while the store was listening (a firewall, a "
-                  "dropped route, or a host too busy to answer)";
-      v.next_step = "from a failing node: nc -vz -w 5 " + owner->proc->host + " " + std::to_string(port) +
-                    " ; then check firewall rules (iptables -S) and routes on both ends";
-      const Reachability reach = reachability(c, port, owner->proc->host, failing);
-      if (reach.host_local()) {
-        v.initiating_rank = rank_of(*first);
-        v.initiating_host = first->proc->host;
-        v.summary = "connects to " + dest + ", the store of " + owner->proc->label() + ", timed out from " +
-                    host_list(reach.timed_out) + " only (" + who() + "), while " +
-                    host_list(reach.reached) + " reached the same store: the path from " +
-                    host_list(reach.timed_out) + " drops the SYNs (a firewall rule or a route there, "
-                    "or a rule on the store host against that address)";
-        v.next_step = "on " + first->proc->host + ": nc -vz -w 5 " + owner->proc->host + " " +
-                      std::to_string(port) + " ; iptables -S ; ip route get <the store's address> ; "
-                      "compare with " + *reach.reached.begin() + ", which got through";
-        out.discriminators["hosts_timed_out"] = std::vector<std::string>(reach.timed_out.begin(), reach.timed_out.end());
-        out.discriminators["hosts_that_reached_the_store"] =
-            std::vector<std::string>(reach.reached.begin(), reach.reached.end());
-      }
-    } else {
-      v.summary = "connects to " + dest + " timed out on " + who() +
-                  "; the process owning that endpoint was not traced";
-      v.next_step = "check that the store host is up and reachable: nc -vz -w 5 <host> " + std::to_string(port) +
-                    " from a failing node; trace the store host too";
-    }
+  v.initiating_rank = rank_of(*t.first);
+  v.initiating_host = t.first->proc->host;
+  v.summary = "connects to " + dest + ", the store of " + owner.proc->label() + ", timed out from " +
+              host_list(reach.timed_out) + " only (" + t.who() + "), while " + host_list(reach.reached) +
+              " reached the same store: the path from " + host_list(reach.timed_out) +
+              " drops the SYNs (a firewall rule or a route there, or a rule on the store host against that address)";
+  v.next_step = "on " + t.first->proc->host + ": nc -vz -w 5 " + owner.proc->host + " " + std::to_string(port) +
+                " ; iptables -S ; ip route get <the store's address> ; compare with " + *reach.reached.begin() +
+                ", which got through";
+  out.discriminators["hosts_timed_out"] = std::vector<std::string>(reach.timed_out.begin(), reach.timed_out.end());
+  out.discriminators["hosts_that_reached_the_store"] = std::vector<std::string>(reach.reached.begin(), reach.reached.end());
+}
+
+// The store's owner is traced: it initiated it, unless the path from some hosts is to blame.
+void word_owner(const Context& c, const TimedOut& t, const ProcessFacts& owner, const Event& e,
+                const std::string& dest, std::uint16_t port, Candidate& out) {
+  Verdict& v = out.verdict;
+  v.initiating_rank = rank_of(owner);
+  v.initiating_host = owner.proc->host;
+  out.findings.insert(out.findings.begin(), owner_finding(c, owner, e, dest));
+  v.summary = "connects to " + dest + ", the store of " + owner.proc->label() + ", timed out on " + t.who() +
+              ": SYNs went unanswered while the store was listening (a firewall, a dropped route, or a host too "
+              "busy to answer)";
+  v.next_step = "from a failing node: nc -vz -w 5 " + owner.proc->host + " " + std::to_string(port) +
+                " ; then check firewall rules (iptables -S) and routes on both ends";
+  const Reachability reach = reachability(c, port, owner.proc->host, t.failing);
+  if (reach.host_local()) word_host_local(t, owner, reach, dest, port, out);
+}
+
+// From the traces; returns the destination in words.
+std::string from_traces(const Context& c, const TimedOut& t, Candidate& out) {
+  Verdict& v = out.verdict;
+  const Event* e = t.first->connect_timeouts.front();
+  std::uint16_t port = e->rec.u.net.peer.port ? e->rec.u.net.peer.port : t.first->store_port;
+  const std::string dest = format_sockaddr(e->rec.u.net.peer).value_or("port " + std::to_string(port));
+  v.confidence = "high";
+  if (const ProcessFacts* owner = c.store_server(port)) {
+    word_owner(c, t, *owner, *e, dest, port, out);
   } else {
-    const LogEvent* e = log_hits.front();
-    // The first line that names the endpoint. Not "The server socket on [...] has timed out,
-    // will retry": 2.13 printed uninitialised memory there ([c440:0:1193:0:5655::]:3175 for
-    // 127.0.0.1), where 2.6 printed the address.
-    for (const LogEvent* x : log_hits)
-      if (!x->host.empty() && x->family != LogFamily::ServerTimedOutRetry) {
-        e = x;
-        break;
-      }
-    const bool named = !e->host.empty() && e->family != LogFamily::ServerTimedOutRetry;
-    dest = named ? e->host + (e->port ? ":" + std::to_string(*e->port) : "") : std::string("the store");
-    v.confidence = "medium";
-    v.summary = "connects to " + dest + " timed out (errno 110), from the logs";
-    v.next_step = "nc -vz -w 5 " + (named ? e->host : std::string("<host>")) + " " +
-                  (named && e->port ? std::to_string(*e->port) : std::string("<port>")) +
-                  " from the failing node; check firewall rules and routes";
-    out.findings.push_back(log_finding(FailureClass::ConnectTimeout, *e));
+    v.summary = "connects to " + dest + " timed out on " + t.who() + "; the process owning that endpoint was not traced";
+    v.next_step = "check that the store host is up and reachable: nc -vz -w 5 <host> " + std::to_string(port) +
+                  " from a failing node; trace the store host too";
   }
+  return dest;
+}
+
+// From the logs alone; returns the destination in words.
+std::string from_logs(const std::vector<const LogEvent*>& log_hits, Candidate& out) {
+  Verdict& v = out.verdict;
+  const LogEvent* e = log_hits.front();
+  // The first line that names the endpoint. Not "The server socket on [...] has timed out,
+  // will retry": 2.13 printed uninitialised memory there ([c440:0:1193:0:5655::]:3175 for
+  // 127.0.0.1), where 2.6 printed the address.
+  for (const LogEvent* x : log_hits)
+    if (!x->host.empty() && x->family != LogFamily::ServerTimedOutRetry) {
+      e = x;
+      break;
+    }
+  const bool named = !e->host.empty() && e->family != LogFamily::ServerTimedOutRetry;
+  const std::string dest = named ? e->host + (e->port ? ":" + std::to_string(*e->port) : "") : std::string("the store");
+  v.confidence = "medium";
+  v.summary = "connects to " + dest + " timed out (errno 110), from the logs";
+  v.next_step = "nc -vz -w 5 " + (named ? e->host : std::string("<host>")) + " " +
+                (named && e->port ? std::to_string(*e->port) : std::string("<port>")) +
+                " from the failing node; check firewall rules and routes";
+  out.findings.push_back(log_finding(FailureClass::ConnectTimeout, *e));
+  return dest;
+}
+
+}  // namespace
+
+std::optional<Candidate> rule_connect_timeout(const Context& c) {
+  Candidate out;
+  const TimedOut t = timed_out_connects(c, out);
+  const std::vector<const LogEvent*> log_hits = timed_out_lines(c);
+  if (!t.first && log_hits.empty()) return std::nullopt;
+  out.verdict.cls = FailureClass::ConnectTimeout;
+  const std::string dest = t.first ? from_traces(c, t, out) : from_logs(log_hits, out);
   out.discriminators["destination"] = dest;
-  out.discriminators["ranks_timed_out"] = ranks;
+  out.discriminators["ranks_timed_out"] = t.ranks;
   return out;
 }
 

@@ -8,24 +8,36 @@
 
 namespace rdzvscope {
 
-std::optional<Candidate> rule_name_resolution(const Context& c) {
-  Candidate out;
-  struct Hit {
-    const ProcessFacts* f;
-    const Event* e;
-  };
-  std::vector<Hit> hits;
-  std::map<std::string, std::set<std::string>> resolved_on;  // name -> hosts where it resolved
-  std::map<std::string, std::vector<int>> resolved_ranks;
+namespace {
+
+// Where each name resolved: the hosts, and the ranks.
+struct Resolved {
+  std::map<std::string, std::set<std::string>> on;
+  std::map<std::string, std::vector<int>> ranks;
+};
+
+Resolved resolved_names(const Context& c) {
+  Resolved r;
   for (const auto& f : c.facts)
     for (const Event* e : f.resolves)
       if (e->rec.ret == 0) {
         std::string name = bounded_string(e->rec.u.resolve.host);
-        resolved_on[name].insert(f.proc->host);
-        if (f.proc->rank >= 0) resolved_ranks[name].push_back(f.proc->rank);
+        r.on[name].insert(f.proc->host);
+        if (f.proc->rank >= 0) r.ranks[name].push_back(f.proc->rank);
       }
+  return r;
+}
+
+struct Hit {
+  const ProcessFacts* f;
+  const Event* e;
+};
+
+// Per process that failed (or never reached the store), its first failed lookup of a name it
+// never resolved.
+std::vector<Hit> unresolved_lookups(const Context& c) {
+  std::vector<Hit> hits;
   for (const auto& f : c.facts) {
-    if (f.failed_resolves.empty()) continue;
     for (const Event* e : f.failed_resolves) {
       std::string name = bounded_string(e->rec.u.resolve.host);
       bool resolved_here = false;
@@ -36,66 +48,93 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
       break;
     }
   }
-  // A "failed to connect/validate" retry line (PyTorch >= 2.4) counts only through its reason:
-  // a lookup failure in it also matches GaiError / HostNotFound; a timeout or a refusal does
-  // not make a name-resolution failure.
-  std::vector<const LogEvent*> log_hits = c.logs.of({LogFamily::GaiError, LogFamily::HostNotFound});
-  if (hits.empty() && log_hits.empty()) return std::nullopt;
+  return hits;
+}
 
-  Verdict& v = out.verdict;
-  v.cls = FailureClass::NameResolution;
+// The name that failed, and where.
+struct Failure {
   std::string name;
-  std::vector<int> bad_ranks;
-  std::vector<std::string> bad_others;  // processes without a rank: a torchrun agent, say
-  std::set<std::string> bad_hosts;
-  if (!hits.empty()) {
-    const Hit* first = &hits.front();
-    for (const Hit& h : hits) {
-      if (h.e->wall_ns < first->e->wall_ns) first = &h;
-      if (h.f->proc->rank >= 0) bad_ranks.push_back(h.f->proc->rank);
-      else bad_others.push_back(h.f->proc->label() + (h.f->proc->role == Role::Agent ? " (torchrun agent)" : ""));
-      bad_hosts.insert(h.f->proc->host);
-      Finding fd = finding_for(FailureClass::NameResolution, *h.f, h.e->wall_ns);
-      fd.evidence.push_back(h.f->proc->label() + ": " + describe(*h.e) + " at " + rel(c, h.e->wall_ns) +
-                            " (" + std::to_string(h.f->failed_resolves.size()) + " failed lookups, " +
-                            (h.f->connected_ns ? "connected later" : "never reached the store") + ")");
-      out.findings.push_back(fd);
-    }
-    name = bounded_string(first->e->rec.u.resolve.host);
-    v.initiating_rank = rank_of(*first->f);
-    v.initiating_host = first->f->proc->host;
-    v.confidence = "high";
-  } else {
-    const LogEvent* first = log_hits.front();
-    for (const LogEvent* e : log_hits) {
-      if (e->rank >= 0) bad_ranks.push_back(e->rank);
-      if (e->rank >= 0 && (first->rank < 0 || e->rank < first->rank)) first = e;
-    }
-    name = first->host;
-    v.initiating_rank = rank_of(*first);
-    v.confidence = "medium";
-    out.findings.push_back(log_finding(FailureClass::NameResolution, *first));
+  std::vector<int> ranks;
+  std::vector<std::string> others;  // processes without a rank: a torchrun agent, say
+  std::set<std::string> hosts;
+};
+
+Failure from_traces(const Context& c, const std::vector<Hit>& hits, Candidate& out) {
+  Failure fail;
+  const Hit* first = &hits.front();
+  for (const Hit& h : hits) {
+    if (h.e->wall_ns < first->e->wall_ns) first = &h;
+    if (h.f->proc->rank >= 0) fail.ranks.push_back(h.f->proc->rank);
+    else fail.others.push_back(h.f->proc->label() + (h.f->proc->role == Role::Agent ? " (torchrun agent)" : ""));
+    fail.hosts.insert(h.f->proc->host);
+    Finding fd = finding_for(FailureClass::NameResolution, *h.f, h.e->wall_ns);
+    fd.evidence.push_back(h.f->proc->label() + ": " + describe(*h.e) + " at " + rel(c, h.e->wall_ns) + " (" +
+                          std::to_string(h.f->failed_resolves.size()) + " failed lookups, " +
+                          (h.f->connected_ns ? "connected later" : "never reached the store") + ")");
+    out.findings.push_back(fd);
   }
+  fail.name = bounded_string(first->e->rec.u.resolve.host);
+  out.verdict.initiating_rank = rank_of(*first->f);
+  out.verdict.initiating_host = first->f->proc->host;
+  out.verdict.confidence = "high";
+  return fail;
+}
+
+// The lowest rank that printed a lookup failure.
+Failure from_logs(const std::vector<const LogEvent*>& log_hits, Candidate& out) {
+  Failure fail;
+  const LogEvent* first = log_hits.front();
+  for (const LogEvent* e : log_hits) {
+    if (e->rank >= 0) fail.ranks.push_back(e->rank);
+    if (e->rank >= 0 && (first->rank < 0 || e->rank < first->rank)) first = e;
+  }
+  fail.name = first->host;
+  out.verdict.initiating_rank = rank_of(*first);
+  out.verdict.confidence = "medium";
+  out.findings.push_back(log_finding(FailureClass::NameResolution, *first));
+  return fail;
+}
+
+void word_verdict(const Failure& fail, Resolved& resolved, bool traced, Verdict& v) {
+  const std::string& name = fail.name;
   std::string elsewhere;
-  if (auto it = resolved_on.find(name); it != resolved_on.end() && !it->second.empty()) {
+  if (auto it = resolved.on.find(name); it != resolved.on.end() && !it->second.empty()) {
     elsewhere = "; the same name resolved on " + std::to_string(it->second.size()) + " host(s) (ranks " +
-                rank_list(resolved_ranks[name]) + ")";
-  } else if (!hits.empty()) {
+                rank_list(resolved.ranks[name]) + ")";
+  } else if (traced) {
     elsewhere = "; it resolved nowhere";
   }
-  std::string where_failed = bad_ranks.empty() ? std::string() : "rank(s) " + rank_list(bad_ranks);
-  for (const std::string& o : bad_others) where_failed += (where_failed.empty() ? "" : ", ") + o;
+  std::string where_failed = fail.ranks.empty() ? std::string() : "rank(s) " + rank_list(fail.ranks);
+  for (const std::string& o : fail.others) where_failed += (where_failed.empty() ? "" : ", ") + o;
   v.summary = "\"" + name + "\" did not resolve on " + (where_failed.empty() ? std::string("some ranks") : where_failed) +
               elsewhere;
   std::string where = v.initiating_host ? *v.initiating_host : std::string("the failing node");
   v.next_step = "from " + where + ": getent hosts " + (name.empty() ? std::string("<rendezvous host>") : name) +
                 " ; if it prints nothing while the IP works, fix the node's resolver (/etc/hosts, DNS search "
                 "domain) or use the IP in MASTER_ADDR / --rdzv-endpoint; a PyTorch upgrade will not help";
-  out.evidence.unresolved_name = name;
-  out.discriminators["host_name"] = name;
-  out.discriminators["failed_on_ranks"] = bad_ranks;
-  out.discriminators["failed_on_hosts"] = bad_hosts;
-  out.discriminators["resolved_elsewhere"] = resolved_on.count(name) ? resolved_on[name] : std::set<std::string>{};
+}
+
+}  // namespace
+
+std::optional<Candidate> rule_name_resolution(const Context& c) {
+  Resolved resolved = resolved_names(c);
+  const std::vector<Hit> hits = unresolved_lookups(c);
+  // A "failed to connect/validate" retry line (PyTorch >= 2.4) counts only through its reason:
+  // a lookup failure in it also matches GaiError / HostNotFound; a timeout or a refusal does
+  // not make a name-resolution failure.
+  std::vector<const LogEvent*> log_hits = c.logs.of({LogFamily::GaiError, LogFamily::HostNotFound});
+  if (hits.empty() && log_hits.empty()) return std::nullopt;
+
+  Candidate out;
+  out.verdict.cls = FailureClass::NameResolution;
+  const Failure fail = !hits.empty() ? from_traces(c, hits, out) : from_logs(log_hits, out);
+  word_verdict(fail, resolved, !hits.empty(), out.verdict);
+  out.evidence.unresolved_name = fail.name;
+  out.discriminators["host_name"] = fail.name;
+  out.discriminators["failed_on_ranks"] = fail.ranks;
+  out.discriminators["failed_on_hosts"] = fail.hosts;
+  out.discriminators["resolved_elsewhere"] =
+      resolved.on.count(fail.name) ? resolved.on[fail.name] : std::set<std::string>{};
   return out;
 }
 

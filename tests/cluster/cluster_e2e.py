@@ -111,7 +111,7 @@ SCENARIOS = {
               f"rendezvous endpoint (`gai error: -2`) and never joins; the other agents give up "
               f"at their join timeout (RendezvousTimeoutError); no worker starts anywhere"),
     "torchrun_straggler_host": dict(
-        cls="straggler_timeout", pattern="same_host", timeout=3, launch="torchrun", workers_start=True,
+        cls="straggler_timeout", pattern="same_host", timeout=3, launch="torchrun", workers_start=True, runs=3,
         fault="node2's workers sleep 12 s before init_process_group: the others time out at the "
               "init barrier and their agents stop them; node2's agent stops its own"),
     "torchrun_dropped_host": dict(

@@ -131,6 +131,15 @@ SCENARIOS = {
               "timed out after 3s while trying to connect to (127.0.0.1, OTHER_PORT)`; ranks 0 "
               "and 2 time out waiting for it. The analyzer must name rank 1 and both ports, not "
               "`store_not_ready` (a store host that never started)"),
+    "config_mismatch_addr": dict(
+        cls="config_mismatch", rank=1, cause="MASTER_ADDR", log_cls=ANY_FAILURE, log_ranks="any",
+        timeout=3,
+        fault="a 3-rank job over two network namespaces joined by a veth pair (as store_unreachable): "
+              f"ranks 0 and 2 in the store's with MASTER_ADDR={REJECT_NET}.1, rank 1 in the other "
+              f"with MASTER_ADDR={REJECT_NET}.3, an address that resolves (a literal) where no "
+              "host answers: rank 1's connects fail (no ARP answer: EHOSTUNREACH, or a timeout) "
+              "until `The client socket has timed out`, ranks 0 and 2 time out waiting for it. "
+              "The analyzer must name rank 1 and both addresses"),
     "store_unreachable": dict(
         cls="store_unreachable", rank=2, cause="refused", log_cls=ANY_FAILURE, log_ranks="any",
         timeout=4,
@@ -665,6 +674,21 @@ def other_port(run):
     return other
 
 
+def gave_up_connecting(h, run, host, port):
+    """What a client prints when its connects to (host, port) ran out of its timeout: 1.13
+    words it in seconds, 2.x in milliseconds."""
+    t = run.spec["timeout"]
+    return {1: (f"The client socket has timed out after {t}s while trying to connect to ({host}, {port})",),
+            2: (f"The client socket has timed out after {t}000ms while trying to connect to ({host}, {port})",),
+            }[h.torch_major]
+
+
+def connected_to(files, rank, port=None):
+    """Whether `rank`'s trace shows a completed connect (to `port`, when given)."""
+    return any(ev.get("kind") in ("connect", "connect_done") and not ev.get("errno")
+               and (port is None or port_of(ev.get("peer")) == port) for _, ev in events(files, rank=rank))
+
+
 def sc_config_mismatch(h, run):
     other = other_port(run)
     run.notes.append(f"rank 1's MASTER_PORT={other}, the others' {run.port}")
@@ -674,12 +698,7 @@ def sc_config_mismatch(h, run):
     errors = []
     for r in range(3):
         expect_exit(run, f"rank{r}", 1, errors)
-    t = run.spec["timeout"]
-    refused_texts = {1: (f"The client socket has timed out after {t}s while trying to connect to "
-                         f"(127.0.0.1, {other})",),
-                     2: (f"The client socket has timed out after {t}000ms while trying to connect "
-                         f"to (127.0.0.1, {other})",)}[h.torch_major]
-    expect_any_text(run, "rank1", refused_texts, errors)
+    expect_any_text(run, "rank1", gave_up_connecting(h, run, "127.0.0.1", other), errors)
     for r in (0, 2):
         expect(str(other) not in run.by_label(f"rank{r}").text(),
                f"rank{r}: mentions rank 1's port {other}", errors)
@@ -690,9 +709,7 @@ def sc_config_mismatch(h, run):
     expect(any(port_of(ev.get("local")) == run.port and not ev.get("errno")
                for _, ev in events(files, "listen", rank=0)),
            "rank 0's trace shows no listen on MASTER_PORT", errors)
-    expect(any(ev.get("kind") in ("connect", "connect_done") and not ev.get("errno")
-               and port_of(ev.get("peer")) == run.port for _, ev in events(files, rank=2)),
-           "rank 2: no completed store connect to MASTER_PORT in its trace", errors)
+    expect(connected_to(files, 2, run.port), "rank 2: no completed store connect to MASTER_PORT in its trace", errors)
     n = sum(1 for _, ev in events(files, rank=1)
             if ev.get("errno_name") == "ECONNREFUSED" and port_of(ev.get("peer")) == other)
     expect(n >= 2, f"rank 1: {n} refused connects to its own port {other} in its trace", errors)
@@ -709,7 +726,7 @@ def rejecting_netns_pair(run):
     store_ns, node_ns = f"{tag}-s", f"{tag}-n"
     run.netns = (store_ns, node_ns)
 
-    require_netns_tools("store_unreachable")
+    require_netns_tools(run.name)
     delete_orphan_netns("rdzvrj")
     for ns in (store_ns, node_ns):
         subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -744,12 +761,7 @@ def sc_store_unreachable(h, run):
         expect(not os.path.exists(f"/run/netns/{ns}"), f"namespace {ns} still exists", errors)
     for r in range(3):
         expect_exit(run, f"rank{r}", 1, errors)
-    t = run.spec["timeout"]
-    gave_up = {1: (f"The client socket has timed out after {t}s while trying to connect to "
-                   f"({store}, {run.port})",),
-               2: (f"The client socket has timed out after {t}000ms while trying to connect "
-                   f"to ({store}, {run.port})",)}[h.torch_major]
-    expect_any_text(run, "rank2", gave_up, errors)
+    expect_any_text(run, "rank2", gave_up_connecting(h, run, store, run.port), errors)
     files = h.dump(run)
     if files is None:
         return errors
@@ -757,15 +769,31 @@ def sc_store_unreachable(h, run):
     expect(any(port_of(ev.get("local")) == run.port and not ev.get("errno")
                for _, ev in events(files, "listen", rank=0)),
            "rank 0's trace shows no listen on the store port", errors)
-    expect(any(ev.get("kind") in ("connect", "connect_done") and not ev.get("errno")
-               and port_of(ev.get("peer")) == run.port for _, ev in events(files, rank=1)),
-           "rank 1: no completed store connect in its trace", errors)
+    expect(connected_to(files, 1, run.port), "rank 1: no completed store connect in its trace", errors)
     n = sum(1 for _, ev in events(files, rank=2)
             if ev.get("errno_name") == "ECONNREFUSED" and port_of(ev.get("peer")) == run.port)
     expect(n >= 2, f"rank 2: {n} refused store connects in its trace", errors)
-    expect(not any(ev.get("kind") in ("connect", "connect_done") and not ev.get("errno")
-                   and port_of(ev.get("peer")) == run.port for _, ev in events(files, rank=2)),
-           "rank 2 connected to the store after all", errors)
+    expect(not connected_to(files, 2, run.port), "rank 2 connected to the store after all", errors)
+    return errors
+
+
+def sc_config_mismatch_addr(h, run):
+    errors = []
+    store, wrong = f"{REJECT_NET}.1", f"{REJECT_NET}.3"
+    run.notes.append(f"rank 1's MASTER_ADDR={wrong}, the others' {store}")
+    with rejecting_netns_pair(run) as (ins, inn):
+        for r in range(3):
+            h.launch(run, r, world=3, master_addr=wrong if r == 1 else store, prefix=inn if r == 1 else ins)
+        h.wait_all(run)
+    for r in range(3):
+        expect_exit(run, f"rank{r}", 1, errors)
+    expect_any_text(run, "rank1", gave_up_connecting(h, run, wrong, run.port), errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(3), errors)
+    expect(connected_to(files, 2, run.port), "rank 2: no completed store connect in its trace", errors)
+    expect(not connected_to(files, 1), "rank 1 connected somewhere after all", errors)
     return errors
 
 
