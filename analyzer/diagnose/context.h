@@ -93,7 +93,7 @@ struct Candidate {
   bool cause_shown = true;
   Evidence evidence;  // the rule's typed part: late_ranks, unresolved_name
   std::vector<Finding> findings;
-  nlohmann::ordered_json discriminators = nlohmann::ordered_json::object();
+  Discriminators discriminators;  // the rule's own; diagnose() adds the common ones
 };
 
 // "+12.34 s" relative to t0, for evidence lines.

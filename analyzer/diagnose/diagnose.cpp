@@ -10,7 +10,6 @@
 #include "reader/names.h"
 #include "attempts.h"
 #include "class_registry.h"
-#include "rule_discriminators.h"
 #include "rules.h"
 
 namespace rdzvscope {
@@ -161,7 +160,7 @@ void adopt(std::vector<Candidate>& candidates, Diagnosis& d) {
   Candidate& best = candidates.front();
   d.verdict = best.verdict;
   d.findings = best.findings;
-  d.discriminators = discriminators_of_rule(best.discriminators);
+  d.discriminators = best.discriminators;
   d.evidence = best.evidence;
   for (std::size_t i = 1; i < candidates.size(); ++i) {
     // transient_recv means "no other cause": beside another verdict it says nothing.

@@ -4,7 +4,6 @@
 
 #include "context.h"
 #include "diagnosis.h"
-#include "rule_discriminators.h"
 
 namespace rdzvscope {
 
@@ -75,59 +74,5 @@ struct Words {
 }  // namespace
 
 std::string discriminator_words(const DiscriminatorValue& v) { return std::visit(Words{}, v); }
-
-// ---- Until the rules set typed values (rule_discriminators.h) ----
-
-namespace {
-
-using ojson = nlohmann::ordered_json;
-
-std::vector<std::string> strings_of(const ojson& a) {
-  std::vector<std::string> out;
-  for (const ojson& e : a) out.push_back(e.get<std::string>());
-  return out;
-}
-
-std::vector<MismatchedSetting> mismatched_of(const ojson& a) {
-  std::vector<MismatchedSetting> out;
-  for (const ojson& s : a) {
-    MismatchedSetting m{s.at("setting").get<std::string>(), s.at("expected").get<std::string>(), {},
-                        strings_of(s.at("differing"))};
-    for (const auto& [value, who] : s.at("values").items()) m.values.emplace_back(value, strings_of(who));
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
-bool all_of_kind(const ojson& a, bool (ojson::*is)() const noexcept) {
-  for (const ojson& e : a)
-    if (!(e.*is)()) return false;
-  return true;
-}
-
-// An array of rank numbers, of names, or (empty) whichever its name says.
-DiscriminatorValue array_of(std::string_view name, const ojson& a) {
-  if (a.empty()) return name.find("rank") != std::string_view::npos ? DiscriminatorValue(RankSet{}) : NameList{};
-  if (all_of_kind(a, &ojson::is_number_integer)) return RankSet{a.get<std::vector<int>>()};
-  if (all_of_kind(a, &ojson::is_string)) return NameList{strings_of(a)};
-  return mismatched_of(a);
-}
-
-DiscriminatorValue value_of(std::string_view name, const ojson& v) {
-  if (v.is_null()) return NotKnown{};
-  if (v.is_number_integer()) return v.get<std::int64_t>();
-  if (v.is_number_float()) return Seconds{v.get<double>()};
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_array()) return array_of(name, v);
-  return v.dump();  // no rule writes another shape (test_discriminators.cpp holds them to it)
-}
-
-}  // namespace
-
-Discriminators discriminators_of_rule(const nlohmann::ordered_json& rule_json) {
-  Discriminators out;
-  for (const auto& [name, v] : rule_json.items()) out.set(name, value_of(name, v));
-  return out;
-}
 
 }  // namespace rdzvscope

@@ -163,13 +163,13 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
                       ? "check the PyTorch version (python -c 'import torch; print(torch.__version__)'); on 2.7 or older upgrade past 2.8 and rerun before debugging the network"
                       : "rerun on the same allocation: if the same rank fails again, look at that node's network; if it moves, report it to PyTorch with this diagnosis";
   }
-  out.discriminators["failed_ranks"] = [&] {
-    std::vector<int> r;
+  out.discriminators.set("failed_ranks", [&] {
+    RankSet r;
     for (const Hit& h : hits)
-      if (h.f->proc->rank >= 0) r.push_back(h.f->proc->rank);
+      if (h.f->proc->rank >= 0) r.ranks.push_back(h.f->proc->rank);
     return r;
-  }();
-  out.discriminators["pytorch"] = version.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(version);
+  }());
+  out.discriminators.set("pytorch", version.empty() ? DiscriminatorValue(NotKnown{}) : version);
   return out;
 }
 

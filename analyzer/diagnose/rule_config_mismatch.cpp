@@ -253,15 +253,13 @@ std::optional<Candidate> from_logs(const Context& c) {
   v.next_step = "make MASTER_ADDR/MASTER_PORT identical on every rank: find what set port " +
                 std::to_string(deviants.front()->port) + " for rank " + std::to_string(deviants.front()->rank) +
                 " (its job script, environment or profile: `env | grep -E 'MASTER_|WORLD_SIZE|TORCHELASTIC'`)";
-  nlohmann::ordered_json values = nlohmann::ordered_json::object();
+  MismatchedSetting setting{"MASTER_PORT", std::to_string(*expected), {}, names_of(deviants)};
   for (const auto& [port, v_eps] : by_port) {
-    values[std::to_string(port)] = names_of(v_eps);
+    setting.values.emplace_back(std::to_string(port), names_of(v_eps));
     for (const LogEndpoint* ep : v_eps) out.findings.push_back(log_finding(FailureClass::ConfigMismatch, *ep->line));
   }
-  out.discriminators["mismatched_settings"] = nlohmann::ordered_json::array(
-      {{{"setting", "MASTER_PORT"}, {"expected", std::to_string(*expected)}, {"values", values},
-        {"differing", names_of(deviants)}}});
-  out.discriminators["differing_processes"] = names_of(deviants);
+  out.discriminators.set("mismatched_settings", std::vector<MismatchedSetting>{std::move(setting)});
+  out.discriminators.set("differing_processes", NameList{names_of(deviants)});
   return out;
 }
 
@@ -318,21 +316,20 @@ std::optional<Candidate> from_agent_logs(const Context& c) {
                 " (its job script, or PET_* variables in its environment: `env | grep PET_`)";
   Finding fd;
   fd.cls = FailureClass::ConfigMismatch;
-  nlohmann::ordered_json values = nlohmann::ordered_json::object();
+  std::vector<std::string> dev;
+  for (const LaunchConfig* cfg : m->deviants) dev.push_back(cfg->file + ":" + std::to_string(cfg->line));
+  MismatchedSetting setting{m->setting, m->expected, {}, dev};
   for (const auto& [value, cfgs] : m->by_value) {
     std::vector<std::string> who_list;
     for (const LaunchConfig* cfg : cfgs) {
       who_list.push_back(cfg->file + ":" + std::to_string(cfg->line));
       fd.evidence.push_back(m->setting + "=" + value + " in " + source_words(*cfg) + (value == m->expected ? "" : "  <- differs"));
     }
-    values[value] = who_list;
+    setting.values.emplace_back(value, std::move(who_list));
   }
   out.findings.push_back(fd);
-  std::vector<std::string> dev;
-  for (const LaunchConfig* cfg : m->deviants) dev.push_back(cfg->file + ":" + std::to_string(cfg->line));
-  out.discriminators["mismatched_settings"] = nlohmann::ordered_json::array(
-      {{{"setting", m->setting}, {"expected", m->expected}, {"values", values}, {"differing", dev}}});
-  out.discriminators["differing_processes"] = dev;
+  out.discriminators.set("mismatched_settings", std::vector<MismatchedSetting>{std::move(setting)});
+  out.discriminators.set("differing_processes", NameList{std::move(dev)});
   return out;
 }
 
@@ -383,11 +380,11 @@ std::optional<Candidate> rule_config_mismatch(const Context& c) {
   v.initiating_host = first->proc->host;
 
   // Side by side: each setting, each value, who has it (and whether a traced store listens there).
-  nlohmann::ordered_json settings_json = nlohmann::ordered_json::array();
+  std::vector<MismatchedSetting> settings;
   for (const Mismatch& m : found) {
     Finding fd;
     fd.cls = FailureClass::ConfigMismatch;
-    nlohmann::ordered_json values = nlohmann::ordered_json::object();
+    MismatchedSetting setting{m.setting, m.expected, {}, {}};
     for (const auto& [value, ms] : m.by_value) {
       std::string line = m.setting + "=" + value + " on " + processes_words(ms);
       if (m.setting == "MASTER_PORT") {
@@ -399,13 +396,11 @@ std::optional<Candidate> rule_config_mismatch(const Context& c) {
       fd.evidence.push_back(line);
       std::vector<std::string> who_list;
       for (const ProcessFacts* f : ms) who_list.push_back(who(*f));
-      values[value] = who_list;
+      setting.values.emplace_back(value, std::move(who_list));
     }
     out.findings.push_back(fd);
-    std::vector<std::string> dev;
-    for (const ProcessFacts* f : m.deviants) dev.push_back(who(*f));
-    settings_json.push_back(
-        {{"setting", m.setting}, {"expected", m.expected}, {"values", values}, {"differing", dev}});
+    for (const ProcessFacts* f : m.deviants) setting.differing.push_back(who(*f));
+    settings.push_back(std::move(setting));
   }
   for (const ProcessFacts* f : deviants) {
     const std::string ep = endpoint_words(c, *f);
@@ -445,10 +440,10 @@ std::optional<Candidate> rule_config_mismatch(const Context& c) {
       (who(*first) == first->proc->label() ? std::string() : " on " + first->proc->host) +  // a label names it
       " (its job script, environment or profile: `env | grep -E "
       "'MASTER_|WORLD_SIZE|TORCHELASTIC'`)";
-  out.discriminators["mismatched_settings"] = settings_json;
-  std::vector<std::string> dev;
-  for (const ProcessFacts* f : deviants) dev.push_back(who(*f));
-  out.discriminators["differing_processes"] = dev;
+  out.discriminators.set("mismatched_settings", std::move(settings));
+  NameList dev;
+  for (const ProcessFacts* f : deviants) dev.names.push_back(who(*f));
+  out.discriminators.set("differing_processes", std::move(dev));
   return out;
 }
 

@@ -111,8 +111,8 @@ void word_host_local(const TimedOut& t, const ProcessFacts& owner, const Reachab
   v.next_step = "on " + t.first->proc->host + ": nc -vz -w 5 " + owner.proc->host + " " + std::to_string(port) +
                 " ; iptables -S ; ip route get <the store's address> ; compare with " + *reach.reached.begin() +
                 ", which got through";
-  out.discriminators["hosts_timed_out"] = std::vector<std::string>(reach.timed_out.begin(), reach.timed_out.end());
-  out.discriminators["hosts_that_reached_the_store"] = std::vector<std::string>(reach.reached.begin(), reach.reached.end());
+  out.discriminators.set("hosts_timed_out", NameList{{reach.timed_out.begin(), reach.timed_out.end()}});
+  out.discriminators.set("hosts_that_reached_the_store", NameList{{reach.reached.begin(), reach.reached.end()}});
 }
 
 // The store's owner is traced: it initiated it, unless the path from some hosts is to blame.
@@ -180,8 +180,8 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
   if (!t.first && log_hits.empty()) return std::nullopt;
   out.verdict.cls = FailureClass::ConnectTimeout;
   const std::string dest = t.first ? from_traces(c, t, out) : from_logs(log_hits, out);
-  out.discriminators["destination"] = dest;
-  out.discriminators["ranks_timed_out"] = t.ranks;
+  out.discriminators.set("destination", dest);
+  out.discriminators.set("ranks_timed_out", RankSet{t.ranks});
   return out;
 }
 

@@ -130,11 +130,13 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
   const Failure fail = !hits.empty() ? from_traces(c, hits, out) : from_logs(log_hits, out);
   word_verdict(fail, resolved, !hits.empty(), out.verdict);
   out.evidence.unresolved_name = fail.name;
-  out.discriminators["host_name"] = fail.name;
-  out.discriminators["failed_on_ranks"] = fail.ranks;
-  out.discriminators["failed_on_hosts"] = fail.hosts;
-  out.discriminators["resolved_elsewhere"] =
-      resolved.on.count(fail.name) ? resolved.on[fail.name] : std::set<std::string>{};
+  out.discriminators.set("host_name", fail.name);
+  out.discriminators.set("failed_on_ranks", RankSet{fail.ranks});
+  out.discriminators.set("failed_on_hosts", NameList{{fail.hosts.begin(), fail.hosts.end()}});
+  NameList elsewhere;  // empty when the name resolved nowhere
+  if (auto it = resolved.on.find(fail.name); it != resolved.on.end())
+    elsewhere.names.assign(it->second.begin(), it->second.end());
+  out.discriminators.set("resolved_elsewhere", std::move(elsewhere));
   return out;
 }
 

@@ -64,8 +64,8 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
                 " (EADDRINUSE): it is held by " + holder + "; the other ranks then wait for a store that never starts";
     v.next_step = "on " + first->proc->host + ": ss -ltnp 'sport = :" + std::to_string(port) +
                   "' to see who holds the port; derive MASTER_PORT / --rdzv-endpoint from the job id so that two jobs on one node never share it";
-    out.discriminators["port"] = port;
-    out.discriminators["port_holder"] = holder;
+    out.discriminators.set("port", std::int64_t{port});
+    out.discriminators.set("port_holder", holder);
   } else {
     v.initiating_rank = rank_of(*log_hit);
     v.summary = "the store could not bind its port (Address already in use), from the logs";

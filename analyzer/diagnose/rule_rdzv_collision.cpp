@@ -75,8 +75,8 @@ Candidate collision_at(const std::string& ep, const Jobs& jobs) {
                   ? "jobs " + job_list + " joined the same rendezvous endpoint " + ep
                   : "the same rank joined the rendezvous endpoint " + ep + " twice: two launches share it";
   v.next_step = "give each job its own endpoint and id: --rdzv-id=$SLURM_JOB_ID and a port derived from the job id (MASTER_PORT / --rdzv-endpoint)";
-  out.discriminators["endpoint"] = ep;
-  out.discriminators["job_ids"] = jobs.named;
+  out.discriminators.set("endpoint", ep);
+  out.discriminators.set("job_ids", NameList{{jobs.named.begin(), jobs.named.end()}});
   return out;
 }
 

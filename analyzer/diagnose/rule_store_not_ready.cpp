@@ -133,11 +133,12 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
     v.next_step =
         "rerun with rdzvscope run to trace; meanwhile the store host's own log (did it start, and "
         "when?) and `nc -vz HOST PORT` from a failing node tell the three apart";
-    out.discriminators["candidates"] = {"store_not_ready", "straggler_timeout", "connect_timeout"};
+    out.discriminators.set("candidates", NameList{{"store_not_ready", "straggler_timeout", "connect_timeout"}});
     out.findings.push_back(log_finding(FailureClass::StoreNotReady, *e));
   }
-  out.discriminators["refused_connects"] = r.count;
-  out.discriminators["seconds_refused_before_listen"] = r.server && r.count ? seconds(r.first_ns, *r.server->listen_ns) : 0.0;
+  out.discriminators.set("refused_connects", std::int64_t{r.count});
+  out.discriminators.set("seconds_refused_before_listen",
+                         Seconds{r.server && r.count ? seconds(r.first_ns, *r.server->listen_ns) : 0.0});
   return out;
 }
 

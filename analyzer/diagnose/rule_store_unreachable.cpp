@@ -170,17 +170,15 @@ std::optional<Candidate> rule_store_unreachable(const Context& c) {
                   "), `ip route get <that address>`, and `iptables -S` there and on " + store_host +
                   " (a REJECT rule on the store port); compare with " + *through_hosts.begin() +
                   ", which got through";
-    out.discriminators["destination"] = dest;
-    out.discriminators["hosts_refused"] = std::vector<std::string>(failing_hosts.begin(),
-                                                                   failing_hosts.end());
-    out.discriminators["hosts_that_reached_the_store"] = std::vector<std::string>(
-        through_hosts.begin(), through_hosts.end());
+    out.discriminators.set("destination", dest);
+    out.discriminators.set("hosts_refused", NameList{{failing_hosts.begin(), failing_hosts.end()}});
+    out.discriminators.set("hosts_that_reached_the_store", NameList{{through_hosts.begin(), through_hosts.end()}});
     std::vector<int> rs;
     for (const ProcessFacts* f : failing)
       if (f->proc->rank >= 0) rs.push_back(f->proc->rank);
     std::sort(rs.begin(), rs.end());
-    out.discriminators["ranks_refused"] = rs;
-    out.discriminators["failed_connects_while_listening"] = attempts;
+    out.discriminators.set("ranks_refused", RankSet{rs});
+    out.discriminators.set("failed_connects_while_listening", std::int64_t{attempts});
     return out;
   }
   return std::nullopt;

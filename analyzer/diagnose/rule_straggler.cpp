@@ -226,10 +226,10 @@ std::optional<Candidate> from_traces(const Context& c, Arrivals a) {
                           describe(*a.waited.front()->wait_timeouts.front()) + ")");
   out.findings.push_back(fast);
   out.evidence.late_ranks = a.late_ranks;
-  out.discriminators["late_ranks"] = a.late_ranks;
-  out.discriminators["seconds_late"] = std::round(late_s * 100) / 100;
-  out.discriminators["timed_out_ranks"] = a.fast_ranks;
-  out.discriminators["late_rank_activity"] = act;
+  out.discriminators.set("late_ranks", RankSet{a.late_ranks});
+  out.discriminators.set("seconds_late", Seconds{std::round(late_s * 100) / 100});
+  out.discriminators.set("timed_out_ranks", RankSet{a.fast_ranks});
+  out.discriminators.set("late_rank_activity", act);
   return out;
 }
 
@@ -336,9 +336,9 @@ std::optional<Candidate> from_missing_agents(const Context& c) {
                         std::to_string(traced) + " agent(s) traced, no worker");
   for (const ProcessFacts* a : m.agents) fd.evidence.push_back(agent_words(c, *a));
   out.findings.push_back(fd);
-  out.discriminators["nodes_expected"] = m.expected_nodes;
-  out.discriminators["nodes_joined"] = traced;
-  out.discriminators["nodes_missing"] = missing;
+  out.discriminators.set("nodes_expected", std::int64_t{m.expected_nodes});
+  out.discriminators.set("nodes_joined", std::int64_t{traced});
+  out.discriminators.set("nodes_missing", std::int64_t{missing});
   return out;
 }
 

@@ -57,6 +57,10 @@ TEST_CASE(
   CHECK(s[0]["expected"] == "29500");
   CHECK(s[0]["values"]["29501"] == nlohmann::ordered_json::array({"rank 1"}));
   CHECK(s[0]["values"]["29500"] == nlohmann::ordered_json::array({"rank 0", "rank 2"}));
+  const auto* typed = d.discriminators.get<std::vector<MismatchedSetting>>("mismatched_settings");
+  REQUIRE(typed);
+  CHECK(typed->front().differing == std::vector<std::string>{"rank 1"});
+  CHECK(d.discriminators.get<NameList>("differing_processes"));
   // The store_not_ready reading is still there, as a symptom.
   bool also = false;
   for (const auto& f : d.findings) also |= f.cls == FailureClass::StoreNotReady;

@@ -97,6 +97,10 @@ TEST_CASE("straggler stopped by torchrun before its first socket call: named, la
   CHECK(*d.verdict.initiating_rank == 2);
   CHECK(d.verdict.summary.find("never reached the store (still missing 3.") != std::string::npos);
   CHECK(discriminators_json(d.discriminators)["seconds_late"].get<double>() > 3.0);
+  // The rule sets typed values: a duration in seconds, ranks as a rank set.
+  REQUIRE(d.discriminators.get<Seconds>("seconds_late"));
+  CHECK(d.discriminators.get<Seconds>("seconds_late")->s > 3.0);
+  CHECK(d.discriminators.get<RankSet>("timed_out_ranks"));
 }
 
 namespace {
@@ -285,6 +289,8 @@ TEST_CASE("a whole torchrun node never launched: agents only, the node missing f
   CHECK(d.verdict.summary.find("(RendezvousTimeoutError)") != std::string::npos);
   CHECK(d.verdict.next_step.find("SLURM_JOB_NODELIST") != std::string::npos);
   CHECK(discriminators_json(d.discriminators)["nodes_missing"] == 1);
+  REQUIRE(d.discriminators.get<std::int64_t>("nodes_missing"));
+  CHECK(*d.discriminators.get<std::int64_t>("nodes_missing") == 1);
 }
 
 TEST_CASE("torchrun agents only, none of which ever reached the rendezvous store: the missing node hosted it, store_not_ready") {
