@@ -5,6 +5,8 @@
 #include <map>
 #include <system_error>
 
+#include "launcher_options.h"
+
 namespace rdzvscope {
 
 namespace fs = std::filesystem;
@@ -68,21 +70,6 @@ std::string dir_name(const std::string& path) {
   return name.empty() || name == "." || name == ".." ? p : name;
 }
 
-// The value of torchrun's --rdzv-id (also --rdzv_id, "=VALUE") in a command line; "" when
-// absent. The header keeps argv joined by single spaces.
-std::string rdzv_id_option(const std::string& cmdline) {
-  for (const char* opt : {"--rdzv-id", "--rdzv_id"}) {
-    for (std::size_t at = cmdline.find(opt); at != std::string::npos; at = cmdline.find(opt, at + 1)) {
-      std::size_t v = at + std::string(opt).size();
-      if (at > 0 && cmdline[at - 1] != ' ') continue;
-      if (v >= cmdline.size() || (cmdline[v] != ' ' && cmdline[v] != '=')) continue;
-      const std::size_t end = cmdline.find(' ', v + 1);
-      return cmdline.substr(v + 1, end == std::string::npos ? std::string::npos : end - v - 1);
-    }
-  }
-  return "";
-}
-
 // Ids carried by the processes: TORCHELASTIC_RUN_ID / SLURM_JOB_ID (job_key); torchrun agents
 // are not given TORCHELASTIC_RUN_ID (only their workers are), so theirs is the --rdzv-id of
 // their command line.
@@ -90,7 +77,10 @@ std::map<std::string, int> ids_carried(const TraceInputs& traces) {
   std::map<std::string, int> count;
   for (const Process& p : traces.processes) {
     std::string id = p.job_key;
-    if (id.empty() && p.role == Role::Agent) id = rdzv_id_option(p.header.cmdline);
+    if (id.empty() && p.role == Role::Agent) {
+      const auto options = torchrun_options(p.header.cmdline);
+      if (auto it = options.find("rdzv-id"); it != options.end()) id = it->second;
+    }
     if (!id.empty() && id != "none") ++count[id];
   }
   return count;
