@@ -1591,7 +1591,9 @@ def host_sigkill_no_data_lost():
         d = os.path.join(work, f"t{k}")
         out = open(os.path.join(work, f"out{k}"), "w+")
         env = shim_env(d, [port], {"RDZVSCOPE_MAX_MB": "8"})
-        p = subprocess.Popen([exe, str(port)], env=env, stdin=subprocess.DEVNULL, stdout=out,
+        # 8 MiB hold about 43,000 records, two per attempt: 20,000 attempts fit, however late a
+        # loaded machine delivers the kill.
+        p = subprocess.Popen([exe, str(port), "20000"], env=env, stdin=subprocess.DEVNULL, stdout=out,
                              stderr=subprocess.DEVNULL)
         # A timer kills it on time, whatever the checks of earlier runs are doing meanwhile.
         timer = threading.Timer(rng.uniform(0.05, 0.5), os.kill, (p.pid, signal.SIGKILL))
