@@ -11,7 +11,7 @@ namespace {
 // TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1), else a worker.
 Role role_in_own_attempt(const Process& p) {
   for (const Event& e : p.events)
-    if (e.rec.kind == RDZV_EV_LISTEN && e.rec.ret == 0 && (e.rec.flags & RDZV_F_STORE)) return Role::StoreServer;
+    if (e.kind == RDZV_EV_LISTEN && e.ret == 0 && e.on_store_socket()) return Role::StoreServer;
   return Role::Worker;
 }
 

@@ -55,7 +55,7 @@ struct Side {
   int seen = 0;  // more than one: the tuple was reused, the connection is ambiguous
 };
 
-std::int64_t ends(const Event& e) { return e.wall_ns + static_cast<std::int64_t>(e.rec.dur_ns); }
+std::int64_t ends(const Event& e) { return e.wall_ns + static_cast<std::int64_t>(e.dur_ns); }
 
 // Bounds on theta (the server host's clock minus the client host's) from all pairs of one
 // host pair; a window without both ends places nothing.
@@ -81,17 +81,16 @@ void collect_sides(const std::vector<Process>& ps, std::map<std::string, Side>& 
   for (std::size_t i = 0; i < ps.size(); ++i) {
     std::set<std::pair<std::string, std::int64_t>> seen_here;  // a connect recorded twice
     for (const Event& e : ps[i].events) {
-      const rdzv_record& r = e.rec;
       // A connection attach found already open is dated by attach, not by its setup: no bound.
-      if (r.flags & RDZV_F_PREEXISTING) continue;
-      const bool connected = (r.kind == RDZV_EV_CONNECT || r.kind == RDZV_EV_CONNECT_DONE) && r.ret == 0 && r.err == 0;
+      if (e.has(RDZV_F_PREEXISTING)) continue;
+      const bool connected = e.is_connect() && e.succeeded();
       if (connected) {
-        auto key = conn_key(r.u.net.local, r.u.net.peer);
+        auto key = conn_key(e.local(), e.peer());
         if (!key || !seen_here.insert({*key, e.wall_ns}).second) continue;
         Side& s = clients[*key];
         if (s.seen++ == 0) s.proc = i, s.start_ns = e.wall_ns;
-      } else if (r.kind == RDZV_EV_ACCEPT && r.ret >= 0) {
-        auto key = conn_key(r.u.net.peer, r.u.net.local);
+      } else if (e.kind == RDZV_EV_ACCEPT && e.ret >= 0) {
+        auto key = conn_key(e.peer(), e.local());
         if (!key) continue;
         Side& s = servers[*key];
         if (s.seen++ == 0) s.proc = i, s.start_ns = e.wall_ns, s.setup_end_ns = ends(e);
@@ -101,17 +100,16 @@ void collect_sides(const std::vector<Process>& ps, std::map<std::string, Side>& 
   // The first data each way, on each side's own process, after the connection was made.
   for (std::size_t i = 0; i < ps.size(); ++i)
     for (const Event& e : ps[i].events) {
-      const rdzv_record& r = e.rec;
-      if ((r.kind != RDZV_EV_SEND && r.kind != RDZV_EV_RECV) || r.ret <= 0) continue;
+      if ((e.kind != RDZV_EV_SEND && e.kind != RDZV_EV_RECV) || e.ret <= 0) continue;
       for (int as_client = 0; as_client < 2; ++as_client) {
-        auto key = as_client ? conn_key(r.u.net.local, r.u.net.peer) : conn_key(r.u.net.peer, r.u.net.local);
+        auto key = as_client ? conn_key(e.local(), e.peer()) : conn_key(e.peer(), e.local());
         if (!key) break;
         auto& side_map = as_client ? clients : servers;
         auto it = side_map.find(*key);
         if (it == side_map.end() || it->second.proc != i || e.wall_ns < it->second.start_ns) continue;
         Side& s = it->second;
-        if (r.kind == RDZV_EV_SEND && !s.first_send_start) s.first_send_start = e.wall_ns;
-        if (r.kind == RDZV_EV_RECV && !s.first_data_recv_end) s.first_data_recv_end = ends(e);
+        if (e.kind == RDZV_EV_SEND && !s.first_send_start) s.first_send_start = e.wall_ns;
+        if (e.kind == RDZV_EV_RECV && !s.first_data_recv_end) s.first_data_recv_end = ends(e);
       }
     }
 }
@@ -122,7 +120,7 @@ std::optional<std::string> reference_host(const std::vector<Process>& ps) {
   std::optional<std::pair<std::int64_t, std::string>> best;
   for (const Process& p : ps)
     for (const Event& e : p.events)
-      if (e.rec.kind == RDZV_EV_LISTEN && e.rec.ret == 0 && (e.rec.flags & RDZV_F_STORE)) {
+      if (e.kind == RDZV_EV_LISTEN && e.ret == 0 && e.on_store_socket()) {
         if (!best || e.wall_ns < best->first) best = {e.wall_ns, p.host};
         break;
       }

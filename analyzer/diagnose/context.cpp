@@ -126,7 +126,7 @@ void Context::find_absent_nodes() {
 bool Context::gave_up_its_rendezvous(const Process& p) const {
   if (p.role != Role::Agent || p.vanished()) return false;
   const bool spawned = std::any_of(p.events.begin(), p.events.end(), [](const Event& e) {
-    return e.rec.kind == RDZV_EV_SPAWN || e.rec.kind == RDZV_EV_FORK;
+    return e.kind == RDZV_EV_SPAWN || e.kind == RDZV_EV_FORK;
   });
   const bool has_children = std::any_of(traces.processes.begin(), traces.processes.end(), [&](const Process& q) {
     return q.host == p.host && q.header.ppid == p.pid;
@@ -163,7 +163,7 @@ const ProcessFacts* Context::store_server(std::uint16_t port) const {
 }
 
 const ProcessFacts* Context::store_reached(const ProcessFacts& client, const Event& connect) const {
-  const rdzv_sockaddr& dest = connect.rec.u.net.peer;
+  const rdzv_sockaddr& dest = connect.peer();
   if (!is_loopback(dest)) return store_server(dest.port);
   const std::string scope = loopback_scope(*client.proc);
   const ProcessFacts* best = nullptr;
@@ -288,32 +288,31 @@ Finding finding_for(FailureClass cls, const ProcessFacts& f, std::optional<std::
 namespace rdzvscope {
 
 std::string describe(const Event& e) {
-  const rdzv_record& r = e.rec;
-  std::string what = kind_name(r.kind);
-  if (r.kind == RDZV_EV_RESOLVE) {
-    std::string s = "lookup of \"" + bounded_string(r.u.resolve.host) + "\"";
-    if (r.ret != 0) s += " failed: " + resolver_error_name(r.op, r.ret);
+  std::string what = kind_name(e.kind);
+  if (e.kind == RDZV_EV_RESOLVE) {
+    std::string s = "lookup of \"" + e.resolve().host + "\"";
+    if (e.ret != 0) s += " failed: " + resolver_error_name(e.op, e.ret);
     return s;
   }
-  if (r.kind == RDZV_EV_RECV && (r.flags & RDZV_F_ZERO_READ)) what = "recv of 0 bytes (peer closed)";
-  if (r.kind == RDZV_EV_POLL) what = "wait of " + std::to_string(r.u.net.timeout_ms) + " ms timed out";
-  if (r.kind == RDZV_EV_CLOSE && (r.flags & RDZV_F_ABANDONED)) what = "connect given up (closed while SYN_SENT)";
+  if (e.kind == RDZV_EV_RECV && e.has(RDZV_F_ZERO_READ)) what = "recv of 0 bytes (peer closed)";
+  if (e.kind == RDZV_EV_POLL) what = "wait of " + std::to_string(e.socket().timeout_ms) + " ms timed out";
+  if (e.kind == RDZV_EV_CLOSE && e.has(RDZV_F_ABANDONED)) what = "connect given up (closed while SYN_SENT)";
   std::string s;
-  if (r.err) s = errno_name(r.err) + (r.flags & RDZV_F_TIMEOUT ? " (timeout)" : "") + " on " + what;
+  if (e.err) s = errno_name(e.err) + (e.has(RDZV_F_TIMEOUT) ? " (timeout)" : "") + " on " + what;
   else s = what;
-  auto peer = format_sockaddr(r.u.net.peer);
-  auto local = format_sockaddr(r.u.net.local);
-  if (r.kind == RDZV_EV_BIND || r.kind == RDZV_EV_LISTEN) {
+  auto peer = format_sockaddr(e.peer());
+  auto local = format_sockaddr(e.local());
+  if (e.kind == RDZV_EV_BIND || e.kind == RDZV_EV_LISTEN) {
     if (local) s += " " + *local;
   } else if (peer) {
-    s += (r.kind == RDZV_EV_ACCEPT ? " from " : " to ") + *peer;
+    s += (e.kind == RDZV_EV_ACCEPT ? " from " : " to ") + *peer;
   }
   return s;
 }
 
 std::string activity(const ProcessFacts& f) {
   if (!f.arrival_snapshot) return "";
-  const rdzv_ev_snapshot& s = f.arrival_snapshot->rec.u.snap;
+  const rdzv_ev_snapshot& s = f.arrival_snapshot->snapshot();
   const double age = s.since_start_ns / 1e9;
   const double cpu = (s.utime_us + s.stime_us) / 1e6;
   const double read_mb = static_cast<double>(std::max(s.read_bytes, s.rchar)) / 1e6;

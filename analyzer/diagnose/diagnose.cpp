@@ -38,8 +38,8 @@ RankRow row_for(const Context& c, const ProcessFacts& f) {
   r.role = role_name(f.proc->role);
   r.launched_ns = f.proc->launched_ns;
   for (const Event* e : f.resolves)
-    if (e->rec.ret == 0) {
-      r.resolved_ns = e->wall_ns + static_cast<std::int64_t>(e->rec.dur_ns);
+    if (e->ret == 0) {
+      r.resolved_ns = e->wall_ns + static_cast<std::int64_t>(e->dur_ns);
       break;
     }
   r.first_store_connect_ns = f.first_store_attempt_ns;
@@ -447,7 +447,7 @@ InputStats input_stats(const TraceInputs& traces, const LogFacts& logs) {
   for (const Process& p : traces.processes) {
     std::uint64_t n = 0;
     for (const Event& e : p.events)
-      if (e.rec.flags & RDZV_F_INJECTED) ++n;
+      if (e.has(RDZV_F_INJECTED)) ++n;
     if (!n) continue;
     in.counts.add(Stat::InjectedEvents, n);
     in.injected_ranks.push_back(p.rank);

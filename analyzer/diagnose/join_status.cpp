@@ -39,7 +39,7 @@ std::optional<std::int64_t> joined_at(const ProcessFacts& f) {
 }
 
 std::string peer_of(const Event& e) {
-  return format_sockaddr(e.rec.u.net.peer).value_or("the store");
+  return format_sockaddr(e.peer()).value_or("the store");
 }
 
 bool last_lookup_failed(const ProcessFacts& f) {
@@ -48,8 +48,8 @@ bool last_lookup_failed(const ProcessFacts& f) {
 }
 
 std::string lookup_failure(const Event& e) {
-  return fmt::format("lookup of \"{}\" fails with {}", bounded_string(e.rec.u.resolve.host),
-                     resolver_error_name(e.rec.op, e.rec.ret));
+  return fmt::format("lookup of \"{}\" fails with {}", e.resolve().host,
+                     resolver_error_name(e.op, e.ret));
 }
 
 // A state that began with the first of `events`, which were `tries` attempts.

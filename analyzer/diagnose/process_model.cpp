@@ -139,12 +139,11 @@ void finish(Process& p) {
                       : static_cast<std::int64_t>(h.clock_realtime_ns);
   if (is_agent(h.cmdline)) p.role = Role::Agent;
   for (const Event& e : p.events) {
-    const rdzv_record& r = e.rec;
-    if (r.kind == RDZV_EV_LISTEN && r.ret == 0 && (r.flags & RDZV_F_STORE) && p.role != Role::Agent)
+    if (e.kind == RDZV_EV_LISTEN && e.ret == 0 && e.on_store_socket() && p.role != Role::Agent)
       p.role = Role::StoreServer;
-    if (r.kind == RDZV_EV_PROC_EXIT && !p.exit_ns) {
+    if (e.kind == RDZV_EV_PROC_EXIT && !p.exit_ns) {
       p.exit_ns = e.wall_ns;
-      if (!(r.flags & RDZV_F_STATUS_UNKNOWN)) p.exit_status = r.u.proc.status;
+      if (!e.has(RDZV_F_STATUS_UNKNOWN)) p.exit_status = e.process().status;
     }
   }
 }
@@ -160,18 +159,16 @@ void mark_store_sockets(std::map<ProcessKey, Process>& by_key) {
       if (port) ports.insert(port);
   for (auto& [key, p] : by_key)
     for (Event& e : p.events) {
-      rdzv_record& r = e.rec;
       std::uint16_t port = 0;
-      if (r.kind == RDZV_EV_BIND || r.kind == RDZV_EV_LISTEN || r.kind == RDZV_EV_ACCEPT) port = r.u.net.local.port;
-      else if (r.kind == RDZV_EV_CONNECT || r.kind == RDZV_EV_CONNECT_DONE) port = r.u.net.peer.port;
-      if (port && ports.count(port)) r.flags |= RDZV_F_STORE;
+      if (e.kind == RDZV_EV_BIND || e.kind == RDZV_EV_LISTEN || e.kind == RDZV_EV_ACCEPT) port = e.local().port;
+      else if (e.is_connect()) port = e.peer().port;
+      if (port && ports.count(port)) e.flags |= RDZV_F_STORE;
     }
 }
 
 bool touched_store(const Process& p) {
   for (const Event& e : p.events)
-    if ((e.rec.flags & RDZV_F_STORE) &&
-        (e.rec.kind == RDZV_EV_CONNECT || e.rec.kind == RDZV_EV_LISTEN || e.rec.kind == RDZV_EV_BIND))
+    if (e.on_store_socket() && (e.kind == RDZV_EV_CONNECT || e.kind == RDZV_EV_LISTEN || e.kind == RDZV_EV_BIND))
       return true;
   return false;
 }
@@ -245,7 +242,7 @@ FileRead read_trace_file(const std::string& file) {
   for (const auto& r : trace.records) {
     const std::int64_t wall = wall_ns(h, r.raw.ts_ns);
     if (near(static_cast<std::uint64_t>(wall), h.clock_realtime_ns) && r.raw.dur_ns < kPlausibleNs)
-      out.events.push_back(Event{wall, r.raw});
+      out.events.push_back(decode_event(wall, r.raw));
     else
       ++out.implausible;
   }

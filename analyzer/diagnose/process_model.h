@@ -11,6 +11,7 @@
 #include <rdzvscope/trace_format.h>
 
 #include "clock_estimate.h"
+#include "event.h"
 #include "input_stats.h"
 #include "reader/error.h"
 
@@ -22,12 +23,6 @@ namespace rdzvscope {
 // attempt of the same job (TORCHELASTIC_RESTART_COUNT) is the one diagnosed.
 enum class Role { Worker, StoreServer, Agent, Helper, EarlierAttempt };
 const char* role_name(Role r);
-
-// An event with its time on the wall clock (CLOCK_REALTIME ns).
-struct Event {
-  std::int64_t wall_ns;
-  rdzv_record rec;
-};
 
 // What the analysis keeps of a file's header: the identity and settings, without the rest of
 // the 4 KiB block (at 131,072 processes whole headers alone would take 512 MiB).

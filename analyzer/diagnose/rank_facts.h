@@ -70,7 +70,7 @@ inline bool plausible_timeout_ms(std::int64_t ms) { return ms > 0 && ms <= 366LL
 // When an event's call ended (a wait that timed out failed at its end, not its start).
 // Modular arithmetic, like wall_ns(): a damaged record's times must not be UB.
 inline std::int64_t end_ns(const Event& e) {
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(e.wall_ns) + e.rec.dur_ns);
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(e.wall_ns) + e.dur_ns);
 }
 
 // to_ns - from_ns, modular: times from a damaged trace must not be UB.

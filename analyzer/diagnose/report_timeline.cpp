@@ -52,18 +52,17 @@ std::string json_text(const T& v) {
 // Failures worth a red instant: what the rules count as errors, plus the rest of the
 // failed calls (a timeline shows everything; the verdict picks).
 bool is_error(const Event& e) {
-  const rdzv_record& r = e.rec;
-  switch (r.kind) {
-    case RDZV_EV_RESOLVE: return r.ret != 0;
-    case RDZV_EV_CONNECT: return r.err != 0 && r.err != EINPROGRESS && r.err != EINTR;
-    case RDZV_EV_CONNECT_DONE: return r.err != 0;
+  switch (e.kind) {
+    case RDZV_EV_RESOLVE: return e.ret != 0;
+    case RDZV_EV_CONNECT: return e.err != 0 && e.err != EINPROGRESS && e.err != EINTR;
+    case RDZV_EV_CONNECT_DONE: return e.err != 0;
     case RDZV_EV_BIND:
-    case RDZV_EV_LISTEN: return r.ret < 0;
-    case RDZV_EV_ACCEPT: return r.ret < 0 && r.err != EAGAIN && r.err != EINTR;
+    case RDZV_EV_LISTEN: return e.ret < 0;
+    case RDZV_EV_ACCEPT: return e.ret < 0 && e.err != EAGAIN && e.err != EINTR;
     case RDZV_EV_SEND:
-    case RDZV_EV_RECV: return r.ret < 0 || (r.flags & RDZV_F_ZERO_READ);
+    case RDZV_EV_RECV: return e.ret < 0 || e.has(RDZV_F_ZERO_READ);
     case RDZV_EV_POLL: return true;  // only waits that timed out or failed are recorded
-    case RDZV_EV_CLOSE: return r.flags & RDZV_F_ABANDONED;
+    case RDZV_EV_CLOSE: return e.has(RDZV_F_ABANDONED);
     default: return false;
   }
 }
@@ -170,14 +169,13 @@ class TimelineWriter {
 
     for (std::size_t i = 0; i < p.events.size(); ++i) {
       const Event& e = p.events[i];
-      const rdzv_record& r = e.rec;
-      if (r.kind == RDZV_EV_RESOLVE) add_resolve(t, e);
-      else if (r.kind == RDZV_EV_CONNECT) add_connect(t, p, i, end);
-      else if (r.kind == RDZV_EV_LISTEN && r.ret == 0 && (r.flags & RDZV_F_STORE))
-        add_held(t, p, i, end, "store server listening on :" + std::to_string(r.u.net.local.port), e.wall_ns);
+      if (e.kind == RDZV_EV_RESOLVE) add_resolve(t, e);
+      else if (e.kind == RDZV_EV_CONNECT) add_connect(t, p, i, end);
+      else if (e.kind == RDZV_EV_LISTEN && e.ret == 0 && e.has(RDZV_F_STORE))
+        add_held(t, p, i, end, "store server listening on :" + std::to_string(e.local().port), e.wall_ns);
       if (is_error(e))
         instant(t, describe(e), "error", end_ns(e),
-                {{"call", op_name(r.op)}, {"errno", r.err ? ojson(errno_name(r.err)) : ojson(nullptr)}, {"store", bool(r.flags & RDZV_F_STORE)}});
+                {{"call", op_name(e.op)}, {"errno", e.err ? ojson(errno_name(e.err)) : ojson(nullptr)}, {"store", e.has(RDZV_F_STORE)}});
     }
     if (p.exit_ns)
       instant(t, "exit " + (p.exit_status ? std::to_string(*p.exit_status) : std::string("(status unknown)")), "exit", *p.exit_ns, ojson::object());
@@ -192,13 +190,12 @@ class TimelineWriter {
   }
 
   void add_resolve(Track t, const Event& e) {
-    const rdzv_record& r = e.rec;
-    const std::string host = bounded_string(r.u.resolve.host), service = bounded_string(r.u.resolve.service);
-    auto first = format_sockaddr(r.u.resolve.first);
+    const std::string host = e.resolve().host, service = e.resolve().service;
+    auto first = format_sockaddr(e.resolve().first);
     span(t, "resolve " + host + (service.empty() ? "" : ":" + service), "resolve", e.wall_ns, end_ns(e),
-         {{"call", op_name(r.op)},
-          {"result", r.ret == 0 ? std::string("ok") : resolver_error_name(r.op, r.ret)},
-          {"addresses", r.u.resolve.naddrs},
+         {{"call", op_name(e.op)},
+          {"result", e.ret == 0 ? std::string("ok") : resolver_error_name(e.op, e.ret)},
+          {"addresses", e.resolve().addresses},
           {"first", first ? ojson(*first) : ojson(nullptr)}});
   }
 
@@ -206,43 +203,43 @@ class TimelineWriter {
   // the CONNECT_DONE record of the same fd and start, whose duration covers the whole wait.
   void add_connect(Track t, const Process& p, std::size_t i, std::int64_t proc_end) {
     const Event& e = p.events[i];
-    const rdzv_record& r = e.rec;
     const Event* outcome = &e;
-    bool pending = r.err == EINPROGRESS;
+    bool pending = e.err == EINPROGRESS;
     if (pending)
       for (std::size_t j = i + 1; j < p.events.size(); ++j) {
-        const rdzv_record& o = p.events[j].rec;
-        if (o.kind == RDZV_EV_CONNECT_DONE && o.fd == r.fd && o.ts_ns == r.ts_ns) {
+        const Event& o = p.events[j];
+        // the same call: the same fd and start
+        if (o.kind == RDZV_EV_CONNECT_DONE && o.fd == e.fd && o.wall_ns == e.wall_ns) {
           outcome = &p.events[j];
           pending = false;
           break;
         }
       }
-    const rdzv_record& o = outcome->rec;
+    const Event& o = *outcome;
     const bool ok = !pending && o.err == 0 && (o.kind == RDZV_EV_CONNECT_DONE || o.ret == 0);
-    auto peer = format_sockaddr(r.u.net.peer);
+    auto peer = format_sockaddr(e.peer());
     const std::string where = peer ? *peer : "?";
-    span(t, "connect " + where, "connect", e.wall_ns, pending ? e.wall_ns + static_cast<std::int64_t>(r.dur_ns) : end_ns(*outcome),
+    span(t, "connect " + where, "connect", e.wall_ns, pending ? e.wall_ns + static_cast<std::int64_t>(e.dur_ns) : end_ns(*outcome),
          {{"outcome", ok ? std::string("connected") : pending ? std::string("in progress, outcome not seen") : errno_name(o.err)},
           {"errno", !ok && !pending ? ojson(errno_name(o.err)) : ojson(nullptr)},
-          {"store", bool(r.flags & RDZV_F_STORE)},
-          {"nonblocking", bool(r.flags & RDZV_F_NONBLOCK)},
-          {"fd", r.fd}});
-    if (ok && (r.flags & RDZV_F_STORE))
+          {"store", e.has(RDZV_F_STORE)},
+          {"nonblocking", e.has(RDZV_F_NONBLOCK)},
+          {"fd", e.fd}});
+    if (ok && e.has(RDZV_F_STORE))
       add_held(t, p, i, proc_end, "connected to store " + where, end_ns(*outcome));
   }
 
   // A store socket held open: from `from` to the close of its fd, else the process's end.
   void add_held(Track t, const Process& p, std::size_t i, std::int64_t proc_end, const std::string& name, std::int64_t from) {
-    const int fd = p.events[i].rec.fd;
+    const int fd = p.events[i].fd;
     std::int64_t until = proc_end;
     ojson args = {{"fd", fd}, {"ended_by", p.exit_ns ? "exit" : "end of trace"}};
     for (std::size_t j = i + 1; j < p.events.size(); ++j) {
       const Event& c = p.events[j];
-      if (c.rec.kind == RDZV_EV_CLOSE && c.rec.fd == fd && c.wall_ns >= from) {
+      if (c.kind == RDZV_EV_CLOSE && c.fd == fd && c.wall_ns >= from) {
         until = c.wall_ns;
         args = {{"fd", fd}, {"ended_by", "close"},
-                {"bytes_sent", c.rec.u.close.bytes_sent}, {"bytes_recv", c.rec.u.close.bytes_recv}};
+                {"bytes_sent", c.close().bytes_sent}, {"bytes_recv", c.close().bytes_received}};
         break;
       }
     }

@@ -18,15 +18,15 @@ namespace {
 // client (matched by its local port) for a socket the server accepted. Over loopback the
 // other end is in the same network namespace: another namespace's 127.0.0.1 is another host.
 const ProcessFacts* peer_of(const Context& c, const ProcessFacts& self, const Event& e) {
-  const std::uint16_t peer_port = e.rec.u.net.peer.port;
-  const bool over_loopback = is_loopback(e.rec.u.net.peer);
+  const std::uint16_t peer_port = e.peer().port;
+  const bool over_loopback = is_loopback(e.peer());
   for (const auto& f : c.facts) {
     if (&f == &self) continue;
     if (over_loopback && loopback_scope(*f.proc) != loopback_scope(*self.proc)) continue;
     if (f.listens_on(peer_port)) return &f;
     for (const Event& x : f.proc->events)
-      if ((x.rec.kind == RDZV_EV_CONNECT || x.rec.kind == RDZV_EV_CONNECT_DONE) &&
-          x.rec.u.net.local.port == peer_port && x.rec.u.net.peer.port == e.rec.u.net.local.port)
+      if (x.is_connect() &&
+          x.local().port == peer_port && x.peer().port == e.local().port)
         return &f;
   }
   return nullptr;
@@ -61,7 +61,7 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
     if (!f.failed()) continue;  // a pipe that breaks at a clean shutdown is no failure
     const Event* first = nullptr;
     for (const Event* e : f.io_failures)
-      if (e->rec.err == EPIPE || e->rec.err == ECONNRESET) {
+      if (e->err == EPIPE || e->err == ECONNRESET) {
         first = e;
         break;
       }
@@ -103,7 +103,7 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
   // A 0-byte read is a broken pipe only when the other end died; with the store alive it is
   // transient_recv's case. (torch 1.13 prints "Connection reset by peer" for a 0-byte read,
   // so with traces at hand their errno decides, not the log's wording.)
-  const bool real_errno = std::any_of(hits.begin(), hits.end(), [](const Hit& h) { return h.e->rec.err != 0; });
+  const bool real_errno = std::any_of(hits.begin(), hits.end(), [](const Hit& h) { return h.e->err != 0; });
   if (!dead && !real_errno && (c.has_traces() || log_hits.empty())) return std::nullopt;
   const Hit* first = nullptr;
   for (const Hit& h : hits)

@@ -156,7 +156,7 @@ std::string endpoint_words(const Context& c, const ProcessFacts& f) {
   failed.insert(failed.end(), f.connect_other_failures.begin(), f.connect_other_failures.end());
   if (!failed.empty()) {
     const Event* e = failed.front();
-    const std::string dest = format_sockaddr(e->rec.u.net.peer)
+    const std::string dest = format_sockaddr(e->peer())
                                  .value_or("port " + std::to_string(f.store_port));
     out = std::to_string(failed.size()) + " failed store connect(s) to " + dest + " (first " +
           describe(*e) + " at " + rel(c, e->wall_ns) + ")";

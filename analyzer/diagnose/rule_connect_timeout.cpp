@@ -135,8 +135,8 @@ void word_owner(const Context& c, const TimedOut& t, const ProcessFacts& owner, 
 std::string from_traces(const Context& c, const TimedOut& t, Candidate& out) {
   Verdict& v = out.verdict;
   const Event* e = t.first->connect_timeouts.front();
-  std::uint16_t port = e->rec.u.net.peer.port ? e->rec.u.net.peer.port : t.first->store_port;
-  const std::string dest = format_sockaddr(e->rec.u.net.peer).value_or("port " + std::to_string(port));
+  std::uint16_t port = e->peer().port ? e->peer().port : t.first->store_port;
+  const std::string dest = format_sockaddr(e->peer()).value_or("port " + std::to_string(port));
   v.confidence = "high";
   if (const ProcessFacts* owner = c.store_server(port)) {
     word_owner(c, t, *owner, *e, dest, port, out);

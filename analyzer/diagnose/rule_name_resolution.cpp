@@ -20,8 +20,8 @@ Resolved resolved_names(const Context& c) {
   Resolved r;
   for (const auto& f : c.facts)
     for (const Event* e : f.resolves)
-      if (e->rec.ret == 0) {
-        std::string name = bounded_string(e->rec.u.resolve.host);
+      if (e->ret == 0) {
+        std::string name = e->resolve().host;
         r.on[name].insert(f.proc->host);
         if (f.proc->rank >= 0) r.ranks[name].push_back(f.proc->rank);
       }
@@ -39,10 +39,10 @@ std::vector<Hit> unresolved_lookups(const Context& c) {
   std::vector<Hit> hits;
   for (const auto& f : c.facts) {
     for (const Event* e : f.failed_resolves) {
-      std::string name = bounded_string(e->rec.u.resolve.host);
+      std::string name = e->resolve().host;
       bool resolved_here = false;
       for (const Event* ok : f.resolves)
-        resolved_here |= ok->rec.ret == 0 && bounded_string(ok->rec.u.resolve.host) == name;
+        resolved_here |= ok->ret == 0 && ok->resolve().host == name;
       if (resolved_here || !(f.failed() || !f.connected_ns)) continue;
       hits.push_back({&f, e});
       break;
@@ -73,7 +73,7 @@ Failure from_traces(const Context& c, const std::vector<Hit>& hits, Candidate& o
                           (h.f->connected_ns ? "connected later" : "never reached the store") + ")");
     out.findings.push_back(fd);
   }
-  fail.name = bounded_string(first->e->rec.u.resolve.host);
+  fail.name = first->e->resolve().host;
   out.verdict.initiating_rank = rank_of(*first->f);
   out.verdict.initiating_host = first->f->proc->host;
   out.verdict.confidence = "high";

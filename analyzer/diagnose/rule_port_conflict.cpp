@@ -15,7 +15,7 @@ namespace {
 // is for the other rules.
 bool joined_an_agents_store(const Context& c, const ProcessFacts& f) {
   if (f.proc->role != Role::Agent) return false;
-  const std::uint16_t port = f.bind_failure->rec.u.net.local.port;
+  const std::uint16_t port = f.bind_failure->local().port;
   for (const auto& g : c.facts)
     if (&g != &f && g.proc->role == Role::Agent && g.listens_on(port) &&
         loopback_scope(*g.proc) == loopback_scope(*f.proc))
@@ -29,7 +29,7 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
   Candidate out;
   const ProcessFacts* first = nullptr;
   for (const auto& f : c.facts) {
-    if (!f.bind_failure || f.bind_failure->rec.err != EADDRINUSE) continue;
+    if (!f.bind_failure || f.bind_failure->err != EADDRINUSE) continue;
     // torchrun's c10d agent that cannot host the rendezvous store joins the one on that port
     // as a client: when it then ran to a clean end, the bind failure did no harm (two jobs
     // sharing an endpoint under different --rdzv-ids both succeed; seen on 2.13).
@@ -48,7 +48,7 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
   }
   if (!first && !log_hit) return std::nullopt;
 
-  std::uint16_t port = first ? first->bind_failure->rec.u.net.local.port : 0;
+  std::uint16_t port = first ? first->bind_failure->local().port : 0;
   Verdict& v = out.verdict;
   v.cls = FailureClass::PortConflict;
   v.confidence = first ? "high" : "medium";

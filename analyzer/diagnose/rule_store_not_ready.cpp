@@ -40,9 +40,9 @@ Refusals find_refusals(const Context& c) {
   for (const auto& f : c.facts) {
     if (f.refused.empty()) continue;
     const Event& first = *f.refused.front();
-    r.port = first.rec.u.net.peer.port;
+    r.port = first.peer().port;
     const ProcessFacts* server = c.store_reached(f, first);
-    if (!server && is_loopback(first.rec.u.net.peer) && c.store_server(r.port)) {
+    if (!server && is_loopback(first.peer()) && c.store_server(r.port)) {
       r.elsewhere = c.store_server(r.port);
       r.client_scope = loopback_scope(*f.proc);
     }

@@ -48,10 +48,10 @@ std::optional<Candidate> rule_store_unreachable(const Context& c) {
     b.f = &f;
     std::vector<const Event*> failed = f.refused;
     for (const Event* e : f.connect_other_failures)
-      if (unreachable_errno(e->rec.err)) failed.push_back(e);
+      if (unreachable_errno(e->err)) failed.push_back(e);
     std::uint16_t port = 0;
     for (const Event* e : failed) {
-      const std::uint16_t p = e->rec.u.net.peer.port;
+      const std::uint16_t p = e->peer().port;
       const ProcessFacts* server = c.store_reached(f, *e);
       if (!server || server == &f || !store_alive_at(*server, e->wall_ns)) continue;
       if (port && p != port) continue;
@@ -88,7 +88,7 @@ std::optional<Candidate> rule_store_unreachable(const Context& c) {
       failing.push_back(b.f);
       failing_hosts.insert(b.f->proc->host);
       attempts += static_cast<int>(b.attempts.size());
-      for (const Event* e : b.attempts) any_refused |= e->rec.err == ECONNREFUSED;
+      for (const Event* e : b.attempts) any_refused |= e->err == ECONNREFUSED;
     }
     for (const ProcessFacts* f : through) through_hosts.insert(f->proc->host);
     // Hosts of which some processes got through and others not: the failure is per process.
@@ -105,15 +105,15 @@ std::optional<Candidate> rule_store_unreachable(const Context& c) {
     v.initiating_host = first.f->proc->host;
 
     const Event* e0 = first.attempts.front();
-    const std::string dest = format_sockaddr(e0->rec.u.net.peer)
+    const std::string dest = format_sockaddr(e0->peer())
                                  .value_or("port " + std::to_string(port));
     std::string through_dest;
     for (const ProcessFacts* f : through)
       for (const Event& e : f->proc->events)
-        if ((e.rec.kind == RDZV_EV_CONNECT || e.rec.kind == RDZV_EV_CONNECT_DONE) &&
-            e.rec.ret == 0 && e.rec.err == 0 && e.rec.u.net.peer.port == port &&
+        if (e.is_connect() &&
+            e.succeeded() && e.peer().port == port &&
             through_dest.empty())
-          through_dest = format_sockaddr(e.rec.u.net.peer).value_or("");
+          through_dest = format_sockaddr(e.peer()).value_or("");
 
     Finding sfd = finding_for(FailureClass::StoreUnreachable, *server, server->listen_ns);
     sfd.evidence.push_back(server->proc->label() + " listened on port " + std::to_string(port) +
@@ -124,7 +124,7 @@ std::optional<Candidate> rule_store_unreachable(const Context& c) {
       Finding fd = finding_for(FailureClass::StoreUnreachable, *b.f, b.attempts.front()->wall_ns);
       fd.evidence.push_back(
           b.f->proc->label() + ": " + std::to_string(b.attempts.size()) + " connect(s) to " +
-          format_sockaddr(b.attempts.front()->rec.u.net.peer).value_or(dest) + " failed between " +
+          format_sockaddr(b.attempts.front()->peer()).value_or(dest) + " failed between " +
           rel(c, b.attempts.front()->wall_ns) + " and " + rel(c, b.attempts.back()->wall_ns) +
           " (" + describe(*b.attempts.back()) + "), the store listening; never connected");
       out.findings.push_back(fd);

@@ -48,7 +48,7 @@ std::optional<Arrivals> find_arrivals(const Context& c) {
       a.waited.push_back(f);
       // When it gave up: the end of the wait, not its start.
       const Event* w = f->wait_timeouts.front();
-      std::int64_t t = w->wall_ns + static_cast<std::int64_t>(w->rec.dur_ns);
+      std::int64_t t = w->wall_ns + static_cast<std::int64_t>(w->dur_ns);
       if (!a.first_timeout || t < a.first_timeout) a.first_timeout = t;
     }
   if (a.waited.empty()) return std::nullopt;

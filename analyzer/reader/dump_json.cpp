@@ -181,37 +181,13 @@ json event_json(const rdzv_file_header& h, const Record& rec) {
       {"errno", r.err},
       {"errno_name", r.err != 0 ? json(errno_name(r.err)) : json(nullptr)},
   };
-  switch (r.kind) {
-    case RDZV_EV_CONNECT:
-    case RDZV_EV_CONNECT_DONE:
-    case RDZV_EV_BIND:
-    case RDZV_EV_LISTEN:
-    case RDZV_EV_ACCEPT:
-    case RDZV_EV_SEND:
-    case RDZV_EV_RECV:
-    case RDZV_EV_POLL:
-    case RDZV_EV_SOCKOPT:
-    case RDZV_EV_TCP_STATE:
-      add_net(j, r.u.net);
-      break;
-    case RDZV_EV_RESOLVE:
-      add_resolve(j, r);
-      break;
-    case RDZV_EV_CLOSE:
-      add_close(j, r.u.close);
-      break;
-    case RDZV_EV_SNAPSHOT:
-      add_snapshot(j, r);
-      break;
-    case RDZV_EV_PROC_START:
-    case RDZV_EV_PROC_EXIT:
-    case RDZV_EV_FORK:
-    case RDZV_EV_EXEC:
-    case RDZV_EV_SPAWN:
-      add_proc(j, r.u.proc);
-      break;
-    default:  // the reader delivers only known kinds; nothing to add otherwise
-      break;
+  switch (rdzv_payload_of(r.kind)) {
+    case RDZV_PAYLOAD_NET: add_net(j, r.u.net); break;
+    case RDZV_PAYLOAD_RESOLVE: add_resolve(j, r); break;
+    case RDZV_PAYLOAD_CLOSE: add_close(j, r.u.close); break;
+    case RDZV_PAYLOAD_SNAPSHOT: add_snapshot(j, r); break;
+    case RDZV_PAYLOAD_PROC: add_proc(j, r.u.proc); break;
+    case RDZV_PAYLOAD_NONE: break;  // the reader delivers only known kinds
   }
   return j;
 }

@@ -287,6 +287,30 @@ struct rdzv_file_header {
   rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120];
 };
 
+/* Which member of record.u a record of this kind fills (the kinds' comments above say the
+ * same): every reader decodes the union by this, never by a list of its own. */
+enum rdzv_payload {
+  RDZV_PAYLOAD_NONE = 0, /* a kind this header does not know */
+  RDZV_PAYLOAD_NET,
+  RDZV_PAYLOAD_RESOLVE,
+  RDZV_PAYLOAD_CLOSE,
+  RDZV_PAYLOAD_SNAPSHOT,
+  RDZV_PAYLOAD_PROC
+};
+static inline enum rdzv_payload rdzv_payload_of(unsigned kind) {
+  switch (kind) {
+    case RDZV_EV_PROC_START: case RDZV_EV_PROC_EXIT: case RDZV_EV_FORK: case RDZV_EV_EXEC:
+    case RDZV_EV_SPAWN: return RDZV_PAYLOAD_PROC;
+    case RDZV_EV_SNAPSHOT: return RDZV_PAYLOAD_SNAPSHOT;
+    case RDZV_EV_RESOLVE: return RDZV_PAYLOAD_RESOLVE;
+    case RDZV_EV_CLOSE: return RDZV_PAYLOAD_CLOSE;
+    case RDZV_EV_CONNECT: case RDZV_EV_CONNECT_DONE: case RDZV_EV_BIND: case RDZV_EV_LISTEN:
+    case RDZV_EV_ACCEPT: case RDZV_EV_SEND: case RDZV_EV_RECV: case RDZV_EV_POLL:
+    case RDZV_EV_SOCKOPT: case RDZV_EV_TCP_STATE: return RDZV_PAYLOAD_NET;
+    default: return RDZV_PAYLOAD_NONE;
+  }
+}
+
 static inline rdzv_u32 rdzv_seal_for(rdzv_u64 slot) {
   return RDZV_SEAL_BASE ^ (rdzv_u32)(slot * 2654435761u);
 }
