@@ -65,67 +65,101 @@ bool write_report(const std::string& dir, const preflight::Report& r) {
   return true;
 }
 
-int run_preflight_command(const PreflightOptions& opt) {
-  auto endpoint = preflight::choose_endpoint(opt.endpoint, preflight::endpoint_env_from_process());
-  if (!endpoint) return usage_error(endpoint.error().message());
-  std::optional<unsigned> world_size = opt.world_size;
-  std::string world_size_option = "--world-size";
-  if (opt.nnodes) {
-    const auto n = preflight::fixed_nnodes(*opt.nnodes);
-    if (!n)
-      return usage_error(fmt::format(
-          "--nnodes '{}': want the number of nodes, N or N:N (an elastic MIN:MAX range has no "
-          "fixed number of nodes to wait for)",
-          *opt.nnodes));
-    if (world_size && *world_size != *n)
-      return usage_error(fmt::format("--world-size {} but --nnodes {}", *world_size, *n));
-    world_size = n;
-    world_size_option = "--nnodes";
-  }
-  auto set = preflight::node_set(world_size, world_size_option, opt.nodes,
-                                 preflight::node_set_env_from_process());
-  if (!set) return usage_error(set.error().message());
-  if (!set.value().note.empty()) preflight_log()->warn("{}", set.value().note);
-  const unsigned nodes = set.value().world_size;
-  const preflight::RankCount ranks = preflight::rank_count(opt.ranks,
-                                                           preflight::job_size_env_from_process(),
-                                                           nodes);
-  const auto job = preflight::job_key(opt.job_id, preflight::job_key_env_from_process());
-  if (!job) return usage_error(job.error().message());
+// The number of nodes the options give and the option that gave it: --world-size, or --nnodes
+// in its place (fixed, and the same as --world-size when both are given).
+struct PreflightWorldSize {
+  std::optional<unsigned> world_size;
+  std::string option = "--world-size";
+};
+
+Result<PreflightWorldSize> preflight_world_size(const PreflightOptions& opt) {
+  PreflightWorldSize w;
+  w.world_size = opt.world_size;
+  if (!opt.nnodes) return w;
+  const auto n = preflight::fixed_nnodes(*opt.nnodes);
+  if (!n)
+    return Error{"", fmt::format("--nnodes '{}': want the number of nodes, N or N:N (an elastic "
+                                 "MIN:MAX range has no fixed number of nodes to wait for)",
+                                 *opt.nnodes),
+                 std::nullopt};
+  if (w.world_size && *w.world_size != *n)
+    return Error{"", fmt::format("--world-size {} but --nnodes {}", *w.world_size, *n),
+                 std::nullopt};
+  w.world_size = n;
+  w.option = "--nnodes";
+  return w;
+}
+
+preflight::Options preflight_options(const PreflightOptions& opt,
+                                     const preflight::Endpoint& endpoint,
+                                     const preflight::NodeSet& set,
+                                     const preflight::RankCount& ranks,
+                                     const preflight::JobKey& job) {
   const std::string hostname = preflight::this_hostname();
   const preflight::NodeId id =
-      preflight::node_id(preflight::node_id_env_from_process(), hostname, set.value().names);
-
+      preflight::node_id(preflight::node_id_env_from_process(), hostname, set.names);
   preflight::Options o;
-  o.endpoint = endpoint.value();
-  o.world_size = nodes;
-  o.node_names = set.value().names;
+  o.endpoint = endpoint;
+  o.world_size = set.world_size;
+  o.node_names = set.names;
   o.node_rank = id.rank;
   o.node_rank_source = id.source;
-  o.job = job.value().key;
-  o.job_source = job.value().source;
+  o.job = job.key;
+  o.job_source = job.source;
   o.ranks = ranks.count;
   o.ranks_source = ranks.source;
   o.timeout_s = opt.timeout_s;
   o.hostname = hostname;
   o.progress = [](const std::string& what) { preflight_log()->debug("{}", what); };
-  preflight_log()->debug("endpoint {} (from {}), {} node(s) (from {}{}), {} rank(s) (from {}), timeout {} s",
-               o.endpoint.text(), o.endpoint.source, nodes,
-               set.value().world_size_source.empty() ? "nothing" : set.value().world_size_source,
-               set.value().names_source.empty() ? "" : ", names from " + set.value().names_source,
-               ranks.count, ranks.source, opt.timeout_s);
+  return o;
+}
 
-  const preflight::Report report = preflight::run_preflight(o);
-  const std::string out = opt.format == "json"
-                              ? preflight::report_json(report).dump(
-                                    2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                                    "\n"
-                              : preflight::report_text(report);
+// -v: what the preflight will check against, and where each setting came from.
+void log_preflight_settings(const preflight::Options& o, const preflight::NodeSet& set) {
+  preflight_log()->debug("endpoint {} (from {}), {} node(s) (from {}{}), {} rank(s) (from {}), timeout {} s",
+               o.endpoint.text(), o.endpoint.source, o.world_size,
+               set.world_size_source.empty() ? "nothing" : set.world_size_source,
+               set.names_source.empty() ? "" : ", names from " + set.names_source,
+               o.ranks, o.ranks_source, o.timeout_s);
+}
+
+std::string preflight_report_in_format(const preflight::Report& report,
+                                       const std::string& format) {
+  return format == "json" ? preflight::report_json(report).dump(
+                                2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                                "\n"
+                          : preflight::report_text(report);
+}
+
+// Prints the report, writes it to --out: the command's exit code.
+int print_preflight_report(const PreflightOptions& opt, const preflight::Report& report) {
+  const std::string out = preflight_report_in_format(report, opt.format);
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (std::fflush(stdout) != 0)
     return usage_error(fmt::format("writing the report: {}", std::strerror(errno)));
   if (!opt.out.empty() && !write_report(opt.out, report)) return kExitUsage;
   return report.can_rendezvous() ? kExitOk : kExitCannotRendezvous;
+}
+
+int run_preflight_command(const PreflightOptions& opt) {
+  auto endpoint = preflight::choose_endpoint(opt.endpoint, preflight::endpoint_env_from_process());
+  if (!endpoint) return usage_error(endpoint.error().message());
+  const auto world_size = preflight_world_size(opt);
+  if (!world_size) return usage_error(world_size.error().message());
+  auto set = preflight::node_set(world_size.value().world_size, world_size.value().option,
+                                 opt.nodes, preflight::node_set_env_from_process());
+  if (!set) return usage_error(set.error().message());
+  if (!set.value().note.empty()) preflight_log()->warn("{}", set.value().note);
+  const preflight::RankCount ranks = preflight::rank_count(opt.ranks,
+                                                           preflight::job_size_env_from_process(),
+                                                           set.value().world_size);
+  const auto job = preflight::job_key(opt.job_id, preflight::job_key_env_from_process());
+  if (!job) return usage_error(job.error().message());
+
+  const preflight::Options o =
+      preflight_options(opt, endpoint.value(), set.value(), ranks, job.value());
+  log_preflight_settings(o, set.value());
+  return print_preflight_report(opt, preflight::run_preflight(o));
 }
 
 }  // namespace

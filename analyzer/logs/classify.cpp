@@ -272,6 +272,101 @@ int host_rank_at(sv body, size_t p, sv* host, size_t* after) {
   return static_cast<int>(*v);
 }
 
+// One rank prefix found at body[p]: the rank it names (-1 for kubectl's, which names none),
+// the host or pod it names, and where the text after it starts.
+struct RankPrefix {
+  int rank = -1;
+  std::optional<sv> origin;
+  size_t after = 0;
+};
+
+// kubectl's "[pod/NAME/CONTAINER] ": no rank, the pod is the origin.
+std::optional<RankPrefix> kubectl_prefix_at(sv body, size_t p) {
+  size_t after = 0;
+  const sv pod = kubectl_pod_at(body, p, &after);
+  if (pod.empty()) return std::nullopt;
+  return RankPrefix{-1, pod, after};
+}
+
+std::optional<RankPrefix> host_rank_prefix_at(sv body, size_t p) {
+  sv host;
+  size_t after = 0;
+  const int r = host_rank_at(body, p, &host, &after);
+  if (r < 0) return std::nullopt;
+  return RankPrefix{r, host, after};
+}
+
+// torchx's "trainer/0 [1]:": a role/replica word before the "[N]:" prefix.
+std::optional<RankPrefix> torchx_prefix_at(sv body, size_t p) {
+  if (p >= body.size() || body[p] == '[') return std::nullopt;
+  const size_t sp = body.find(' ', p);
+  const sv word = body.substr(p, sp == npos ? npos : sp - p);
+  if (sp == npos || word.find('/') == npos || word.find('[') != npos ||
+      !body.substr(sp + 1).starts_with("["))
+    return std::nullopt;
+  size_t after = 0;
+  auto v = number_at(body, sp + 2, &after);
+  if (!v || *v < 0 || !body.substr(after).starts_with("]:")) return std::nullopt;
+  return RankPrefix{static_cast<int>(*v), std::nullopt, after + 2};
+}
+
+// "[host:N]" (pdsh/clush-style merged output) followed by ':' or a space.
+std::optional<RankPrefix> bracketed_host_rank_at(sv body, size_t p) {
+  if (p >= body.size() || body[p] != '[') return std::nullopt;
+  const size_t close = body.find(']', p);
+  const size_t colon = body.find(':', p);
+  if (close == npos || colon == npos || colon <= p + 1 || colon >= close) return std::nullopt;
+  bool host_ok = true;
+  for (size_t k = p + 1; k < colon && host_ok; ++k)
+    host_ok = is_alnum(body[k]) || body[k] == '.' || body[k] == '-' || body[k] == '_';
+  size_t after = 0;
+  auto v = number_at(body, colon + 1, &after);
+  if (!host_ok || !v || *v < 0 || after != close || close + 1 >= body.size() ||
+      (body[close + 1] != ':' && body[close + 1] != ' '))
+    return std::nullopt;
+  return RankPrefix{static_cast<int>(*v), body.substr(p + 1, colon - p - 1), close + 2};
+}
+
+// "[rank3]:", "[default3]:", "[3]:", "[Rank3]:", "[local_rank3]:", with optional
+// "<stdout>"/"<stderr>" before the colon; body[p] is '['.
+std::optional<RankPrefix> bracketed_rank_at(sv body, size_t p) {
+  size_t q = p + 1;
+  for (sv word : {sv("rank"), sv("default"), sv("Rank"), sv("local_rank")}) {
+    if (body.substr(q).starts_with(word)) { q += word.size(); break; }
+  }
+  size_t after = 0;
+  auto v = number_at(body, q, &after);
+  if (!v || after >= body.size() || body[after] != ']' || *v < 0) return std::nullopt;
+  size_t r = after + 1;
+  for (sv tag : {sv("<stdout>"), sv("<stderr>")})
+    if (body.substr(r).starts_with(tag)) r += tag.size();
+  if (r >= body.size() || body[r] != ':') return std::nullopt;
+  return RankPrefix{static_cast<int>(*v), std::nullopt, r + 1};
+}
+
+// srun -l's "  3: ".
+std::optional<RankPrefix> srun_rank_at(sv body, size_t p) {
+  size_t after = 0;
+  auto v = number_at(body, p, &after);
+  if (!v || *v < 0 || after - p > 6 || after + 1 >= body.size() || body[after] != ':' ||
+      body[after + 1] != ' ')
+    return std::nullopt;
+  return RankPrefix{static_cast<int>(*v), std::nullopt, after + 2};
+}
+
+// The first prefix form that matches at body[p]. A '[' that is neither "[host:N]" nor a
+// "[rankN]:" form ends the prefixes: it is the message's own text.
+std::optional<RankPrefix> rank_prefix_at(sv body, size_t p, bool first_round) {
+  if (auto m = kubectl_prefix_at(body, p)) return m;
+  if (auto m = host_rank_prefix_at(body, p)) return m;
+  if (first_round) {
+    if (auto m = torchx_prefix_at(body, p)) return m;
+  }
+  if (auto m = bracketed_host_rank_at(body, p)) return m;
+  if (p < body.size() && body[p] == '[') return bracketed_rank_at(body, p);
+  return srun_rank_at(body, p);
+}
+
 // Rank prefixes at the start of a line: "[rank3]:", "[default3]:", "[3]:", "[Rank3]:", with
 // optional "<stdout>"/"<stderr>" before the colon, srun -l's "  3: ", "[host:3]", "host:3:",
 // torchx's "role/0 [3]:", and kubectl's "[pod/NAME/CONTAINER] " (no rank: the pod is the
@@ -282,80 +377,11 @@ int strip_rank_prefix(sv& body, std::string* origin = nullptr) {
   for (int round = 0; round < 4; ++round) {
     size_t p = 0;
     while (p < body.size() && body[p] == ' ') ++p;
-    {
-      size_t after = 0;
-      if (sv pod = kubectl_pod_at(body, p, &after); !pod.empty()) {
-        if (origin) origin->assign(pod);
-        body.remove_prefix(after);
-        continue;
-      }
-      sv host;
-      if (int r = host_rank_at(body, p, &host, &after); r >= 0) {
-        if (origin) origin->assign(host);
-        rank = r;
-        body.remove_prefix(after);
-        continue;
-      }
-    }
-    // torchx's "trainer/0 [1]:": a role/replica word before the "[N]:" prefix.
-    if (round == 0 && p < body.size() && body[p] != '[') {
-      const size_t sp = body.find(' ', p);
-      const sv word = body.substr(p, sp == npos ? npos : sp - p);
-      if (sp != npos && word.find('/') != npos && word.find('[') == npos &&
-          body.substr(sp + 1).starts_with("[")) {
-        size_t after = 0;
-        auto v = number_at(body, sp + 2, &after);
-        if (v && *v >= 0 && body.substr(after).starts_with("]:")) {
-          rank = static_cast<int>(*v);
-          body.remove_prefix(after + 2);
-          continue;
-        }
-      }
-    }
-    // "[host:N]" (pdsh/clush-style merged output) followed by ':' or a space.
-    if (p < body.size() && body[p] == '[') {
-      const size_t close = body.find(']', p);
-      const size_t colon = body.find(':', p);
-      if (close != npos && colon != npos && colon > p + 1 && colon < close) {
-        bool host_ok = true;
-        for (size_t k = p + 1; k < colon && host_ok; ++k)
-          host_ok = is_alnum(body[k]) || body[k] == '.' || body[k] == '-' || body[k] == '_';
-        size_t after = 0;
-        auto v = number_at(body, colon + 1, &after);
-        if (host_ok && v && *v >= 0 && after == close && close + 1 < body.size() &&
-            (body[close + 1] == ':' || body[close + 1] == ' ')) {
-          if (origin) origin->assign(body.substr(p + 1, colon - p - 1));
-          rank = static_cast<int>(*v);
-          body.remove_prefix(close + 2);
-          continue;
-        }
-      }
-    }
-    if (p < body.size() && body[p] == '[') {
-      size_t q = p + 1;
-      for (sv word : {sv("rank"), sv("default"), sv("Rank"), sv("local_rank")}) {
-        if (body.substr(q).starts_with(word)) { q += word.size(); break; }
-      }
-      size_t after = 0;
-      auto v = number_at(body, q, &after);
-      if (!v || after >= body.size() || body[after] != ']' || *v < 0) break;
-      size_t r = after + 1;
-      for (sv tag : {sv("<stdout>"), sv("<stderr>")})
-        if (body.substr(r).starts_with(tag)) r += tag.size();
-      if (r >= body.size() || body[r] != ':') break;
-      rank = static_cast<int>(*v);
-      body.remove_prefix(r + 1);
-      continue;
-    }
-    size_t after = 0;
-    auto v = number_at(body, p, &after);
-    if (v && *v >= 0 && after - p <= 6 && after + 1 < body.size() && body[after] == ':' &&
-        body[after + 1] == ' ') {
-      rank = static_cast<int>(*v);
-      body.remove_prefix(after + 2);
-      continue;
-    }
-    break;
+    const auto prefix = rank_prefix_at(body, p, round == 0);
+    if (!prefix) break;
+    if (origin && prefix->origin) origin->assign(*prefix->origin);
+    if (prefix->rank >= 0) rank = prefix->rank;
+    body.remove_prefix(prefix->after);
   }
   return rank;
 }
@@ -632,6 +658,82 @@ bool is_error_line(sv s) {
          (m[q] == ' ' && m.substr(q).find_first_not_of(' ') == npos);
 }
 
+// The JSON string whose body starts at s[q] (just past its opening quote), unescaped as far as
+// a log line needs: "\n", "\t" and "\r" become spaces, "\uXXXX" a '?'.
+std::string json_string_from(sv s, size_t q) {
+  std::string r;
+  for (; q < s.size() && s[q] != '"'; ++q) {
+    if (s[q] != '\\' || q + 1 >= s.size()) {
+      r.push_back(s[q]);
+      continue;
+    }
+    const char e = s[++q];
+    if (e == 'n' || e == 't' || e == 'r')
+      r.push_back(' ');
+    else if (e == 'u' && q + 4 < s.size()) {
+      r.push_back('?');
+      q += 4;
+    } else {
+      r.push_back(e);  // \" \\ \/
+    }
+  }
+  return r;
+}
+
+// The message of a JSON-lines record from a log collector ({"log": "...", ...} / "message" /
+// "msg" / "MESSAGE"); empty when `s` is no such record.
+std::string json_log_message(sv s) {
+  size_t p = 0;
+  while (p < s.size() && s[p] == ' ') ++p;
+  if (p >= s.size() || s[p] != '{') return {};
+  for (sv key : {sv("\"log\":"), sv("\"message\":"), sv("\"msg\":"), sv("\"MESSAGE\":")}) {
+    size_t k = s.find(key);
+    if (k == npos) continue;
+    size_t q = k + key.size();
+    while (q < s.size() && s[q] == ' ') ++q;
+    if (q >= s.size() || s[q] != '"') continue;
+    return json_string_from(s, q + 1);
+  }
+  return {};
+}
+
+// Where the ANSI CSI sequence (ESC '[' ... final byte) at s[i] ends; npos when none starts there.
+size_t ansi_sequence_end(sv s, size_t i) {
+  if (s[i] != 0x1b || i + 1 >= s.size() || s[i + 1] != '[') return npos;
+  size_t j = i + 2;
+  while (j < s.size() && static_cast<unsigned char>(s[j]) >= 0x20 &&
+         static_cast<unsigned char>(s[j]) < 0x40)
+    ++j;
+  return j < s.size() ? j + 1 : j;
+}
+
+// Where the "[0m" / "[1;31m" remnant at s[i] ends: what a paste leaves of a colour sequence
+// once the ESC byte is lost. npos when none starts there.
+size_t colour_remnant_end(sv s, size_t i) {
+  if (s[i] != '[' || i + 2 >= s.size() || !is_digit(s[i + 1])) return npos;
+  size_t j = i + 1;
+  while (j < s.size() && j - i < 9 && (is_digit(s[j]) || s[j] == ';')) ++j;
+  if (j < s.size() && s[j] == 'm' && (j + 1 == s.size() || !is_alnum(s[j + 1]))) return j + 1;
+  return npos;
+}
+
+// `s` without its ANSI colour sequences and their remnants; sets *dropped when there were any.
+std::string without_colour_codes(sv s, bool* dropped) {
+  std::string r;
+  r.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t end = ansi_sequence_end(s, i);
+    if (end == npos) end = colour_remnant_end(s, i);
+    if (end != npos) {
+      i = end;
+      *dropped = true;
+      continue;
+    }
+    r.push_back(s[i++]);
+  }
+  return r;
+}
+
 // What pasting and log pipelines do to a line, undone: a JSON-lines record from a log collector
 // ({"log": "...", ...} / "message" / "msg") becomes its message; ANSI colour sequences, and the
 // "[0m" remnants a paste leaves of them once the ESC byte is lost, are dropped; a trailing '\r'
@@ -639,63 +741,10 @@ bool is_error_line(sv s) {
 bool normalize(sv line, std::string& out) {
   sv s = line;
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
-  std::string json_msg;
-  {
-    size_t p = 0;
-    while (p < s.size() && s[p] == ' ') ++p;
-    if (p < s.size() && s[p] == '{') {
-      for (sv key : {sv("\"log\":"), sv("\"message\":"), sv("\"msg\":"), sv("\"MESSAGE\":")}) {
-        size_t k = s.find(key);
-        if (k == npos) continue;
-        size_t q = k + key.size();
-        while (q < s.size() && s[q] == ' ') ++q;
-        if (q >= s.size() || s[q] != '"') continue;
-        for (++q; q < s.size() && s[q] != '"'; ++q) {
-          if (s[q] != '\\' || q + 1 >= s.size()) {
-            json_msg.push_back(s[q]);
-            continue;
-          }
-          const char e = s[++q];
-          if (e == 'n' || e == 't' || e == 'r')
-            json_msg.push_back(' ');
-          else if (e == 'u' && q + 4 < s.size()) {
-            json_msg.push_back('?');
-            q += 4;
-          } else {
-            json_msg.push_back(e);  // \" \\ \/
-          }
-        }
-        break;
-      }
-    }
-  }
+  const std::string json_msg = json_log_message(s);
   if (!json_msg.empty()) s = json_msg;
-  std::string r;
-  r.reserve(s.size());
   bool changed = !json_msg.empty() || s.size() != line.size();
-  for (size_t i = 0; i < s.size();) {
-    const char c = s[i];
-    if (c == 0x1b && i + 1 < s.size() && s[i + 1] == '[') {  // CSI ... final byte
-      size_t j = i + 2;
-      while (j < s.size() && static_cast<unsigned char>(s[j]) >= 0x20 &&
-             static_cast<unsigned char>(s[j]) < 0x40)
-        ++j;
-      i = j < s.size() ? j + 1 : j;
-      changed = true;
-      continue;
-    }
-    if (c == '[' && i + 2 < s.size() && is_digit(s[i + 1])) {  // "[0m", "[1;31m" remnants
-      size_t j = i + 1;
-      while (j < s.size() && j - i < 9 && (is_digit(s[j]) || s[j] == ';')) ++j;
-      if (j < s.size() && s[j] == 'm' && (j + 1 == s.size() || !is_alnum(s[j + 1]))) {
-        i = j + 1;
-        changed = true;
-        continue;
-      }
-    }
-    r.push_back(c);
-    ++i;
-  }
+  std::string r = without_colour_codes(s, &changed);
   if (!changed) return false;
   out = std::move(r);
   return true;
@@ -795,35 +844,29 @@ bool find_launch_setting(sv body, LogEvent& ev) {
   return false;
 }
 
-std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeContext& tc) {
-  std::string normalized;
-  sv body = normalize(line, normalized) ? sv(normalized) : line;
-  std::string origin;
-  const int prefix_rank = strip_rank_prefix(body, &origin);
-  LogEvent ev;
+namespace {
+
+// The families of `body` (see detect). A hard-wrapped line is tried with its inner runs of
+// spaces collapsed, then removed, when that finds a family the line as it is did not (an error
+// line alone is no better); then `body` views the unwrapped text, kept in `unwrapped`.
+bool detect_unwrapping(sv& body, std::string& unwrapped, LogEvent& ev) {
   bool found = detect(body, ev);
-  // A hard-wrapped line: try it with its inner runs of spaces collapsed, then removed, when
-  // that finds a family the line as it is did not (an error line alone is no better).
-  std::string unwrapped;
-  if ((!found || ev.family == Family::ErrorLine) && has_inner_space_run(body)) {
-    for (bool collapse : {true, false}) {
-      std::string u = unwrap(body, collapse);
-      LogEvent e2;
-      if (detect(u, e2) && e2.family != Family::ErrorLine) {
-        unwrapped = std::move(u);
-        body = unwrapped;
-        ev = e2;
-        found = true;
-        break;
-      }
+  if ((found && ev.family != Family::ErrorLine) || !has_inner_space_run(body)) return found;
+  for (bool collapse : {true, false}) {
+    std::string u = unwrap(body, collapse);
+    LogEvent e2;
+    if (detect(u, e2) && e2.family != Family::ErrorLine) {
+      unwrapped = std::move(u);
+      body = unwrapped;
+      ev = e2;
+      return true;
     }
   }
-  if (!found && !find_launch_setting(body, ev)) return std::nullopt;
+  return found;
+}
 
-  const int text_rank = rank_in_text(body);
-  ev.rank = prefix_rank >= 0 ? prefix_rank : text_rank >= 0 ? text_rank : default_rank;
-  ev.text = clean_text(body, 500);
-  ev.origin = std::move(origin);
+// The values any family's line may carry: timeout, errno, getaddrinfo code, host:port, time.
+void find_common_values(sv body, const TimeContext& tc, LogEvent& ev) {
   ev.timeout_ms = find_timeout(body);
   ev.err = find_errno(body);
   if (auto g = number_after(body, "gai error: ")) ev.gai_code = static_cast<int>(*g);
@@ -832,7 +875,59 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
   }
   find_host_port(body, ev.host, ev.port);
   ev.wall_time = find_wall_time(body, tc);
+}
 
+// "N/M" right after the "seconds waiting for clients. " at body[p]: the clients joined of
+// expected.
+void find_clients_waited_for(sv body, size_t p, LogEvent& ev) {
+  size_t after = 0;
+  auto n = number_at(body, p + 29, &after);
+  if (n && after < body.size() && body[after] == '/') {
+    auto m = number_at(body, after + 1);
+    ev.joined = static_cast<int>(*n);
+    if (m) ev.expected = static_cast<int>(*m);
+  }
+}
+
+// "16/32 clients joined" ending at body[q], without the "waiting for clients" before it.
+void find_clients_joined_at(sv body, size_t q, LogEvent& ev) {
+  size_t b = q;
+  while (b > 0 && (is_digit(body[b - 1]) || body[b - 1] == '/')) --b;
+  size_t after = 0;
+  auto n = number_at(body, b, &after);
+  if (n && after < q && body[after] == '/') {
+    size_t end = 0;
+    auto m = number_at(body, after + 1, &end);
+    if (m && end == q) {
+      ev.joined = static_cast<int>(*n);
+      ev.expected = static_cast<int>(*m);
+    }
+  }
+}
+
+void find_clients_joined(sv body, LogEvent& ev) {
+  if (size_t p = body.find("seconds waiting for clients. "); p != npos)
+    find_clients_waited_for(body, p, ev);
+  else if (size_t q = body.find(" clients joined"); q != npos)
+    find_clients_joined_at(body, q, ev);
+}
+
+// The rank a store wait was for: the number ending the first key in "keys: /.../N".
+void find_awaited_rank(sv body, LogEvent& ev) {
+  size_t p = body.find("keys: /");
+  if (p == npos) return;
+  size_t end = body.find_first_of(", \t", p + 7);
+  sv key = body.substr(p + 6, end == npos ? npos : end - (p + 6));
+  if (size_t slash = key.rfind('/'); slash != npos && slash + 1 < key.size()) {
+    size_t after = 0;
+    auto r = number_at(key, slash + 1, &after);
+    if (r && *r >= 0 && after == key.size()) ev.awaited_rank = static_cast<int>(*r);
+  }
+}
+
+// The values only some families' lines carry: the reason after the family's own words, the
+// clients joined of expected, the rank awaited.
+void find_family_values(sv body, LogEvent& ev) {
   switch (ev.family) {
     case Family::SendRecvFailed:
       if (size_t p = body.find("): "); p != npos) ev.reason = reason_after(body, p + 3);
@@ -844,40 +939,11 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
     case Family::NcclUniqueIdStoreError:
       if (size_t p = body.find("got error: "); p != npos) ev.reason = reason_after(body, p + 11);
       break;
-    case Family::ClientsJoinTimeout: {
-      size_t after = 0;
-      if (size_t p = body.find("seconds waiting for clients. "); p != npos) {
-        auto n = number_at(body, p + 29, &after);
-        if (n && after < body.size() && body[after] == '/') {
-          auto m = number_at(body, after + 1);
-          ev.joined = static_cast<int>(*n);
-          if (m) ev.expected = static_cast<int>(*m);
-        }
-      } else if (size_t q = body.find(" clients joined"); q != npos) {  // "16/32 clients joined"
-        size_t b = q;
-        while (b > 0 && (is_digit(body[b - 1]) || body[b - 1] == '/')) --b;
-        auto n = number_at(body, b, &after);
-        if (n && after < q && body[after] == '/') {
-          size_t end = 0;
-          auto m = number_at(body, after + 1, &end);
-          if (m && end == q) {
-            ev.joined = static_cast<int>(*n);
-            ev.expected = static_cast<int>(*m);
-          }
-        }
-      }
+    case Family::ClientsJoinTimeout:
+      find_clients_joined(body, ev);
       break;
-    }
     case Family::WaitTimeout:
-      if (size_t p = body.find("keys: /"); p != npos) {
-        size_t end = body.find_first_of(", \t", p + 7);
-        sv key = body.substr(p + 6, end == npos ? npos : end - (p + 6));
-        if (size_t slash = key.rfind('/'); slash != npos && slash + 1 < key.size()) {
-          size_t after = 0;
-          auto r = number_at(key, slash + 1, &after);
-          if (r && *r >= 0 && after == key.size()) ev.awaited_rank = static_cast<int>(*r);
-        }
-      }
+      find_awaited_rank(body, ev);
       break;
     case Family::StoreBarrierTimeout:
       if (auto w = number_after(body, "world_size=")) ev.expected = static_cast<int>(*w);
@@ -887,6 +953,26 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
       if (size_t p = body.find("with error: "); p != npos) ev.reason = reason_after(body, p + 12);
       break;
   }
+}
+
+}  // namespace
+
+std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeContext& tc) {
+  std::string normalized;
+  sv body = normalize(line, normalized) ? sv(normalized) : line;
+  std::string origin;
+  const int prefix_rank = strip_rank_prefix(body, &origin);
+  LogEvent ev;
+  std::string unwrapped;
+  const bool found = detect_unwrapping(body, unwrapped, ev);
+  if (!found && !find_launch_setting(body, ev)) return std::nullopt;
+
+  const int text_rank = rank_in_text(body);
+  ev.rank = prefix_rank >= 0 ? prefix_rank : text_rank >= 0 ? text_rank : default_rank;
+  ev.text = clean_text(body, 500);
+  ev.origin = std::move(origin);
+  find_common_values(body, tc, ev);
+  find_family_values(body, ev);
   return ev;
 }
 

@@ -328,74 +328,99 @@ std::optional<Check> other_jobs_check(const Meeting& m, const std::string& job) 
       kTwoJobsFix, {{"job", job}, {"other_jobs", data}});
 }
 
-}  // namespace
-
-std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
-                                  const std::string& self_host,
-                                  const std::vector<std::string>& node_names, double timeout_s,
-                                  const std::string& job) {
-  std::vector<Check> out;
-  std::set<std::string> came{self_host};
+// Who came to the meeting: every host that said hello (and this one), the addresses each
+// said it from, and the names of the node list that none of them matches.
+struct Attendance {
+  std::set<std::string> came;
   std::map<std::string, std::vector<std::string>> addresses_of;
-  for (const Peer& p : m.peers) {
-    came.insert(p.host);
-    addresses_of[p.host].push_back(p.address);
-  }
-  const std::size_t reported = came.size();
   std::vector<std::string> missing;
-  // A name of the list (Slurm's are short) stands for a host that said its full name too.
-  auto short_of = [](const std::string& h) {
-    std::string s = h.substr(0, h.find('.'));
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
+};
+
+// A name of the list (Slurm's are short) stands for a host that said its full name too.
+std::string short_host_name(const std::string& h) {
+  std::string s = h.substr(0, h.find('.'));
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<std::string> missing_nodes(const std::set<std::string>& came,
+                                       const std::vector<std::string>& node_names) {
   std::set<std::string> came_short;
-  for (const std::string& h : came) came_short.insert(short_of(h));
+  for (const std::string& h : came) came_short.insert(short_host_name(h));
+  std::vector<std::string> missing;
   for (const std::string& n : node_names) {
-    if (!came.count(n) && !came_short.count(short_of(n))) missing.push_back(n);
+    if (!came.count(n) && !came_short.count(short_host_name(n))) missing.push_back(n);
   }
-  nlohmann::json peers = nlohmann::json::array();
+  return missing;
+}
+
+Attendance attendance_of(const Meeting& m, const std::string& self_host,
+                         const std::vector<std::string>& node_names) {
+  Attendance a;
+  a.came.insert(self_host);
   for (const Peer& p : m.peers) {
-    nlohmann::json failed = nlohmann::json::array();
-    for (const Check& c : p.checks) {
-      if (c.verdict != Verdict::Ok) failed.push_back(c.name);
-    }
-    peers.push_back({{"host", p.host},
-                     {"address", p.address},
-                     {"node_ahead_ms",
-                      p.clock ? nlohmann::json(-p.clock->offset_ms()) : nlohmann::json(nullptr)},
-                     {"uncertainty_ms", p.clock ? nlohmann::json(p.clock->uncertainty_ms())
-                                                : nlohmann::json(nullptr)},
-                     {"not_ok", failed},
-                     {"node_rank", p.node_rank ? nlohmann::json(*p.node_rank) : nlohmann::json(nullptr)}});
+    a.came.insert(p.host);
+    a.addresses_of[p.host].push_back(p.address);
   }
-  nlohmann::json data = {{"expected", expected_nodes},
-                         {"peers", peers},
-                         {"reported", std::vector<std::string>(came.begin(), came.end())},
-                         {"missing", missing},
-                         {"waited_s", m.waited_s}};
-  if (reported < expected_nodes) {
-    const std::size_t absent = expected_nodes - reported;
-    const std::string names = missing.empty()
-                                  ? fmt::format("{} node(s) (give --nodes to have them named)",
-                                                absent)
-                                  : fmt::format("{}", fmt::join(missing, ", "));
-    out.push_back(fail_check(
-        "nodes",
-        fmt::format("{} of {} node(s) reported within {:.0f} s ({}); never showed up: {}", reported,
-                    expected_nodes, timeout_s, fmt::join(came, ", "), names),
-        "look at those nodes' own preflight output: a node that cannot resolve or reach the "
-        "endpoint says why; a "
-        "node with no output never started (scheduler, container, script); the job would wait for "
-        "it the same way",
-        std::move(data)));
-  } else {
-    out.push_back(
-        ok_check("nodes",
-                 fmt::format("all {} node(s) reported ({})", expected_nodes, fmt::join(came, ", ")),
-                 std::move(data)));
+  a.missing = missing_nodes(a.came, node_names);
+  return a;
+}
+
+nlohmann::json peer_json(const Peer& p) {
+  nlohmann::json failed = nlohmann::json::array();
+  for (const Check& c : p.checks) {
+    if (c.verdict != Verdict::Ok) failed.push_back(c.name);
   }
-  for (const auto& [host, addrs] : addresses_of) {
+  return {{"host", p.host},
+          {"address", p.address},
+          {"node_ahead_ms",
+           p.clock ? nlohmann::json(-p.clock->offset_ms()) : nlohmann::json(nullptr)},
+          {"uncertainty_ms",
+           p.clock ? nlohmann::json(p.clock->uncertainty_ms()) : nlohmann::json(nullptr)},
+          {"not_ok", failed},
+          {"node_rank", p.node_rank ? nlohmann::json(*p.node_rank) : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json nodes_json(const Meeting& m, const Attendance& a, unsigned expected_nodes) {
+  nlohmann::json peers = nlohmann::json::array();
+  for (const Peer& p : m.peers) peers.push_back(peer_json(p));
+  return {{"expected", expected_nodes},
+          {"peers", peers},
+          {"reported", std::vector<std::string>(a.came.begin(), a.came.end())},
+          {"missing", a.missing},
+          {"waited_s", m.waited_s}};
+}
+
+// Did every node come: ok, or fail naming the ones that never showed up.
+Check nodes_check(const Meeting& m, const Attendance& a, unsigned expected_nodes,
+                  double timeout_s) {
+  nlohmann::json data = nodes_json(m, a, expected_nodes);
+  const std::size_t reported = a.came.size();
+  if (reported >= expected_nodes) {
+    return ok_check(
+        "nodes", fmt::format("all {} node(s) reported ({})", expected_nodes, fmt::join(a.came, ", ")),
+        std::move(data));
+  }
+  const std::size_t absent = expected_nodes - reported;
+  const std::string names =
+      a.missing.empty()
+          ? fmt::format("{} node(s) (give --nodes to have them named)", absent)
+          : fmt::format("{}", fmt::join(a.missing, ", "));
+  return fail_check(
+      "nodes",
+      fmt::format("{} of {} node(s) reported within {:.0f} s ({}); never showed up: {}", reported,
+                  expected_nodes, timeout_s, fmt::join(a.came, ", "), names),
+      "look at those nodes' own preflight output: a node that cannot resolve or reach the "
+      "endpoint says why; a "
+      "node with no output never started (scheduler, container, script); the job would wait for "
+      "it the same way",
+      std::move(data));
+}
+
+// A warning for each host name that more than one node said (this node's included).
+void add_shared_host_name_checks(const Attendance& a, const std::string& self_host,
+                                 std::vector<Check>& out) {
+  for (const auto& [host, addrs] : a.addresses_of) {
     if (addrs.size() > 1 || host == self_host) {
       out.push_back(warn_check(
           "nodes",
@@ -406,28 +431,32 @@ std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
           {{"host", host}, {"addresses", addrs}}));
     }
   }
-  for (const Peer& p : m.peers) {
-    if (p.world_size && p.world_size != expected_nodes) {
-      out.push_back(
-          fail_check("nodes",
-                     fmt::format("{} was started with --world-size {}, this node with {}", p.host,
-                                 p.world_size, expected_nodes),
-                     "give every node's preflight the same --world-size (the job's --nnodes)"));
-    }
-    for (const Check& c : p.checks) {
-      if (c.verdict == Verdict::Ok) continue;
-      Check peer = c;
-      peer.name = p.host + ":" + c.name;
-      out.push_back(std::move(peer));
-    }
-    if (p.clock) {
-      Check c = clock_check(p.host, *p.clock, true);
-      if (c.verdict != Verdict::Ok) c.name = p.host + ":clock";
-      if (c.verdict != Verdict::Ok) out.push_back(std::move(c));
-    }
+}
+
+// What a node brought that is not ok: another --world-size, its own checks, its clock.
+void add_peer_checks(const Peer& p, unsigned expected_nodes, std::vector<Check>& out) {
+  if (p.world_size && p.world_size != expected_nodes) {
+    out.push_back(
+        fail_check("nodes",
+                   fmt::format("{} was started with --world-size {}, this node with {}", p.host,
+                               p.world_size, expected_nodes),
+                   "give every node's preflight the same --world-size (the job's --nnodes)"));
   }
-  if (auto c = other_jobs_check(m, job)) out.push_back(std::move(*c));
-  // One line each, at most kShownProblems: a port scanner must not bury the report.
+  for (const Check& c : p.checks) {
+    if (c.verdict == Verdict::Ok) continue;
+    Check peer = c;
+    peer.name = p.host + ":" + c.name;
+    out.push_back(std::move(peer));
+  }
+  if (p.clock) {
+    Check c = clock_check(p.host, *p.clock, true);
+    if (c.verdict != Verdict::Ok) c.name = p.host + ":clock";
+    if (c.verdict != Verdict::Ok) out.push_back(std::move(c));
+  }
+}
+
+// One line each, at most kShownProblems: a port scanner must not bury the report.
+void add_problem_checks(const Meeting& m, std::vector<Check>& out) {
   constexpr std::size_t kShownProblems = 10;
   for (std::size_t i = 0; i < m.problems.size() && i < kShownProblems; ++i) {
     out.push_back(warn_check(
@@ -441,6 +470,21 @@ std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
                                          m.problems.size() - kShownProblems),
                              "see above"));
   }
+}
+
+}  // namespace
+
+std::vector<Check> meeting_checks(const Meeting& m, unsigned expected_nodes,
+                                  const std::string& self_host,
+                                  const std::vector<std::string>& node_names, double timeout_s,
+                                  const std::string& job) {
+  const Attendance attendance = attendance_of(m, self_host, node_names);
+  std::vector<Check> out;
+  out.push_back(nodes_check(m, attendance, expected_nodes, timeout_s));
+  add_shared_host_name_checks(attendance, self_host, out);
+  for (const Peer& p : m.peers) add_peer_checks(p, expected_nodes, out);
+  if (auto c = other_jobs_check(m, job)) out.push_back(std::move(*c));
+  add_problem_checks(m, out);
   return out;
 }
 
