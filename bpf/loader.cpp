@@ -226,54 +226,63 @@ AttachResult fail(std::string msg) {
 struct SkelDeleter {
   void operator()(rdzv_bpf* s) const { rdzv_bpf::destroy(s); }
 };
+using Skel = std::unique_ptr<rdzv_bpf, SkelDeleter>;
 
-}  // namespace
+// The steps of attach_and_record, in its order. Each returns the error that stops attach (the
+// message of its AttachResult), or an empty string when attach goes on.
 
-AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomic_t* stop,
-                               void (*on_ready)(const AttachResult&, const AttachOptions&),
-                               void (*on_progress)(const AttachProgress&)) {
-  if (geteuid() != 0) return fail("needs root (CAP_BPF and CAP_PERFMON): run it as root");
+// Root, BTF, --max-mb and the trace directory, checked before anything else. The trace files
+// and their directory as the shim makes them: RDZVSCOPE_GROUP_READ=1 (in attach's own
+// environment) gives the group read access.
+std::string check_host(const AttachOptions& opt, bool* group_read) {
+  if (geteuid() != 0) return "needs root (CAP_BPF and CAP_PERFMON): run it as root";
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-    return fail("no BPF support here: the kernel has no BTF (/sys/kernel/btf/vmlinux)");
+    return "no BPF support here: the kernel has no BTF (/sys/kernel/btf/vmlinux)";
   if (opt.max_bytes > (std::uint64_t{RDZV_TRACE_MAX_MB} << 20))
-    return fail("a trace file is at most " + std::to_string(RDZV_TRACE_MAX_MB) +
-                " MiB, as the shim's (--max-mb)");
-  // The trace files and their directory as the shim makes them: RDZVSCOPE_GROUP_READ=1 (in
-  // attach's own environment) gives the group read access.
-  const bool group_read = rdzv_env_flag(rdzv_env_self(nullptr, "RDZVSCOPE_GROUP_READ")) != 0;
-  if (rdzv_trace_dir_ensure(opt.out_dir.c_str(), group_read) != 0)
-    return fail("trace directory unusable: " + opt.out_dir + ": " + std::strerror(errno));
+    return "a trace file is at most " + std::to_string(RDZV_TRACE_MAX_MB) +
+           " MiB, as the shim's (--max-mb)";
+  *group_read = rdzv_env_flag(rdzv_env_self(nullptr, "RDZVSCOPE_GROUP_READ")) != 0;
+  if (rdzv_trace_dir_ensure(opt.out_dir.c_str(), *group_read) != 0)
+    return "trace directory unusable: " + opt.out_dir + ": " + std::strerror(errno);
+  return {};
+}
 
-  // The targets, found before anything is loaded: their ports go into the programs.
-  std::vector<int> pids;
+// The targets, found before anything is loaded (their ports go into the programs): --pid's,
+// and those running now under a --comm name (those that exec later are followed by the kernel
+// side), sorted, once each, never attach itself.
+std::string choose_targets(const AttachOptions& opt, std::vector<int>* pids) {
   for (int pid : opt.pids) {
-    if (!process_exists(pid)) return fail("no such process: " + std::to_string(pid));
-    pids.push_back(pid);
+    if (!process_exists(pid)) return "no such process: " + std::to_string(pid);
+    pids->push_back(pid);
   }
   if (opt.comms.size() > RDZV_BPF_MAX_COMMS)
-    return fail("at most " + std::to_string(RDZV_BPF_MAX_COMMS) + " --comm names");
-  // Those running now; those that exec later are followed by the kernel side (comms).
+    return "at most " + std::to_string(RDZV_BPF_MAX_COMMS) + " --comm names";
   for (const auto& comm : opt.comms) {
     auto found = pids_with_comm(comm);
-    pids.insert(pids.end(), found.begin(), found.end());
+    pids->insert(pids->end(), found.begin(), found.end());
   }
-  std::sort(pids.begin(), pids.end());
-  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-  pids.erase(std::remove(pids.begin(), pids.end(), static_cast<int>(getpid())), pids.end());
-  if (pids.empty() && !opt.all && opt.comms.empty()) return fail("no process to attach to");
+  std::sort(pids->begin(), pids->end());
+  pids->erase(std::unique(pids->begin(), pids->end()), pids->end());
+  pids->erase(std::remove(pids->begin(), pids->end(), static_cast<int>(getpid())), pids->end());
+  if (pids->empty() && !opt.all && opt.comms.empty()) return "no process to attach to";
+  return {};
+}
 
+// The store ports the programs watch: the targets' (their environment's), with --all attach's
+// own, with --port exactly those (the filter); at most RDZV_BPF_MAX_PORTS.
+std::vector<std::uint16_t> choose_ports(const AttachOptions& opt, const std::vector<int>& pids) {
   std::vector<std::uint16_t> ports;
   for (int pid : pids)
     for (auto p : store_ports_of(pid, opt.ports))
       if (std::find(ports.begin(), ports.end(), p) == ports.end()) ports.push_back(p);
   if (opt.all) ports = store_ports_of(getpid(), opt.ports);
-  if (!opt.ports.empty()) ports = opt.ports;  // --port: exactly these (the filter)
+  if (!opt.ports.empty()) ports = opt.ports;
   if (ports.size() > RDZV_BPF_MAX_PORTS) ports.resize(RDZV_BPF_MAX_PORTS);
+  return ports;
+}
 
-  g_log = opt.log;
-  libbpf_set_print(libbpf_print);
-  std::unique_ptr<rdzv_bpf, SkelDeleter> skel(rdzv_bpf::open());
-  if (!skel) return fail("no BPF support here: cannot open the BPF object: " + g_last_libbpf_error);
+// The programs' read-only configuration, set between open and load.
+void configure(rdzv_bpf* skel, const AttachOptions& opt, const std::vector<std::uint16_t>& ports) {
   skel->rodata->trace_all = opt.all;
   skel->rodata->filter_ports = !opt.ports.empty();
   skel->rodata->self_tgid = static_cast<std::uint32_t>(getpid());
@@ -283,27 +292,43 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
     const std::string name = opt.comms[i].substr(0, RDZV_BPF_COMM_LEN - 1);  // the kernel's cut
     std::memcpy(const_cast<char*>(skel->rodata->comms[i]), name.c_str(), name.size() + 1);
   }
-  if (int err = rdzv_bpf::load(skel.get()); err != 0)
-    return fail("no BPF support here: loading the probes failed (" + std::string(std::strerror(-err)) +
-                "): " + g_last_libbpf_error);
+}
 
+// open, configure, load: libbpf's messages go to opt.log from here on.
+std::string open_and_load(const AttachOptions& opt, const std::vector<std::uint16_t>& ports,
+                          Skel* skel) {
+  g_log = opt.log;
+  libbpf_set_print(libbpf_print);
+  skel->reset(rdzv_bpf::open());
+  if (!*skel) return "no BPF support here: cannot open the BPF object: " + g_last_libbpf_error;
+  configure(skel->get(), opt, ports);
+  if (int err = rdzv_bpf::load(skel->get()); err != 0)
+    return "no BPF support here: loading the probes failed (" + std::string(std::strerror(-err)) +
+           "): " + g_last_libbpf_error;
+  return {};
+}
+
+// The explicit targets in the kernel's map, then their files, so that their PROC_START sorts
+// before any event.
+std::string add_targets(rdzv_bpf* skel, Recorder& recorder, const std::vector<int>& pids) {
   for (int pid : pids) {
-    if (!add_target(skel.get(), pid)) return fail("cannot add pid " + std::to_string(pid) + " to the target map");
+    if (!add_target(skel, pid))
+      return "cannot add pid " + std::to_string(pid) + " to the target map";
   }
-
-  // Files for the explicit targets first, so that their PROC_START sorts before any event.
-  Recorder recorder;
-  recorder.opt = &opt;
-  recorder.group_read = group_read;
-  recorder.skel = skel.get();
   for (int pid : pids)
-    if (!recorder.file_for(pid)) return fail("cannot create the trace file of pid " + std::to_string(pid));
+    if (!recorder.file_for(pid))
+      return "cannot create the trace file of pid " + std::to_string(pid);
+  return {};
+}
 
-  if (int err = rdzv_bpf::attach(skel.get()); err != 0)
-    return fail("attaching the probes failed (" + std::string(std::strerror(-err)) + "): " + g_last_libbpf_error);
+void destroy_links(const std::vector<bpf_link*>& links) {
+  for (auto* l : links) bpf_link__destroy(l);
+}
 
-  // getaddrinfo: one uprobe pair per libc the targets use (uprobes sit on the file; the
-  // programs filter by tgid).
+// getaddrinfo: one uprobe pair per libc the targets use (uprobes sit on the file; the
+// programs filter by tgid), into *links. Should one fail, none is left attached.
+std::string attach_getaddrinfo(rdzv_bpf* skel, const AttachOptions& opt,
+                               const std::vector<int>& pids, std::vector<bpf_link*>* links) {
   std::set<std::string> libcs;
   for (int pid : pids) {
     std::string path = libc_path_of(pid);
@@ -311,7 +336,6 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   }
   // --all and --comm: processes not running yet use, most likely, this machine's own libc.
   if (opt.all || !opt.comms.empty()) libcs.insert(libc_path_of(0));
-  std::vector<bpf_link*> links;
   for (const auto& path : libcs) {
     LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = false, .func_name = "getaddrinfo");
     bpf_link* in = bpf_program__attach_uprobe_opts(skel->progs.rdzv_gai_enter, -1, path.c_str(), 0, &uo);
@@ -319,28 +343,21 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
     bpf_link* out = in ? bpf_program__attach_uprobe_opts(skel->progs.rdzv_gai_exit, -1, path.c_str(), 0, &ro) : nullptr;
     if (!in || !out) {
       if (in) bpf_link__destroy(in);
-      for (auto* l : links) bpf_link__destroy(l);
-      return fail("cannot attach the getaddrinfo uprobe to " + path + ": " + g_last_libbpf_error);
+      destroy_links(*links);
+      return "cannot attach the getaddrinfo uprobe to " + path + ": " + g_last_libbpf_error;
     }
-    links.push_back(in);
-    links.push_back(out);
+    links->push_back(in);
+    links->push_back(out);
   }
+  return {};
+}
 
-  // Store sockets opened before attach: without them a hung rank's connections stay unseen.
-  const std::uint64_t found_ns = mono_ns();
-  for (int pid : opt.all ? all_pids() : pids) seed_process(recorder, pid, ports, found_ns);
-  identify_found(skel.get());
-
-  ring_buffer* rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &recorder, nullptr);
-  if (!rb) {
-    for (auto* l : links) bpf_link__destroy(l);
-    return fail("cannot open the ring buffer: " + std::string(std::strerror(errno)));
-  }
-
-  AttachResult result;
-  for (int pid : pids) result.per_pid.push_back({pid, 0, recorder.files[pid]->path()});
-  if (on_ready) on_ready(result, opt);
-
+// The ring buffer polled until *stop or --duration; every half second the files learn the
+// kernel's lost count, every second on_progress is told. A failed poll ends it with an error
+// in *result.
+void poll_until_stopped(ring_buffer* rb, Recorder& recorder, const AttachOptions& opt,
+                        volatile std::sig_atomic_t* stop,
+                        void (*on_progress)(const AttachProgress&), AttachResult* result) {
   const std::uint64_t deadline = opt.duration_s > 0 ? mono_ns() + static_cast<std::uint64_t>(opt.duration_s * 1e9) : 0;
   std::uint64_t last_lost_update = 0, last_progress = mono_ns();
   while (!*stop && (!deadline || mono_ns() < deadline)) {
@@ -349,8 +366,8 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
     int n = ring_buffer__poll(rb, RDZV_BPF_POLL_MS);
     if (n == 0) n = ring_buffer__consume(rb);
     if (n < 0 && n != -EINTR) {
-      result.error = "ring buffer poll failed: " + std::string(std::strerror(-n));
-      result.exit_code = 2;
+      result->error = "ring buffer poll failed: " + std::string(std::strerror(-n));
+      result->exit_code = 2;
       break;
     }
     if (mono_ns() - last_lost_update > 500'000'000ull) {
@@ -363,20 +380,69 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
       last_progress = mono_ns();
     }
   }
+}
+
+// The summary, once the ring buffer is drained: the lost count, and each file's events, closed.
+void summarize(Recorder& recorder, AttachResult* result) {
+  result->lost = recorder.lost();
+  result->per_pid.clear();
+  for (auto& [pid, f] : recorder.files) {
+    f->set_lost(result->lost);
+    result->per_pid.push_back({pid, f->events(), f->path()});
+    f->close();
+  }
+}
+
+}  // namespace
+
+// open -> configure (read-only data) -> load -> attach, as libbpf-tools do, each step
+// checked; then the store sockets that were there before, the ring buffer polled, a summary.
+AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomic_t* stop,
+                               void (*on_ready)(const AttachResult&, const AttachOptions&),
+                               void (*on_progress)(const AttachProgress&)) {
+  bool group_read = false;
+  if (std::string err = check_host(opt, &group_read); !err.empty()) return fail(std::move(err));
+  std::vector<int> pids;
+  if (std::string err = choose_targets(opt, &pids); !err.empty()) return fail(std::move(err));
+  const std::vector<std::uint16_t> ports = choose_ports(opt, pids);
+
+  Skel skel;
+  if (std::string err = open_and_load(opt, ports, &skel); !err.empty()) return fail(std::move(err));
+  Recorder recorder;
+  recorder.opt = &opt;
+  recorder.group_read = group_read;
+  recorder.skel = skel.get();
+  if (std::string err = add_targets(skel.get(), recorder, pids); !err.empty())
+    return fail(std::move(err));
+  if (int err = rdzv_bpf::attach(skel.get()); err != 0)
+    return fail("attaching the probes failed (" + std::string(std::strerror(-err)) +
+                "): " + g_last_libbpf_error);
+  std::vector<bpf_link*> links;
+  if (std::string err = attach_getaddrinfo(skel.get(), opt, pids, &links); !err.empty())
+    return fail(std::move(err));
+
+  // Store sockets opened before attach: without them a hung rank's connections stay unseen.
+  const std::uint64_t found_ns = mono_ns();
+  for (int pid : opt.all ? all_pids() : pids) seed_process(recorder, pid, ports, found_ns);
+  identify_found(skel.get());
+
+  ring_buffer* rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &recorder, nullptr);
+  if (!rb) {
+    destroy_links(links);
+    return fail("cannot open the ring buffer: " + std::string(std::strerror(errno)));
+  }
+  AttachResult result;
+  for (int pid : pids) result.per_pid.push_back({pid, 0, recorder.files[pid]->path()});
+  if (on_ready) on_ready(result, opt);
+
+  poll_until_stopped(rb, recorder, opt, stop, on_progress, &result);
   // Stop the probes first, then drain what they left in the ring buffer: nothing is lost
   // between the last poll and the exit.
-  for (auto* l : links) bpf_link__destroy(l);
+  destroy_links(links);
   rdzv_bpf::detach(skel.get());
   ring_buffer__consume(rb);
   ring_buffer__free(rb);
-
-  result.lost = recorder.lost();
-  result.per_pid.clear();
-  for (auto& [pid, f] : recorder.files) {
-    f->set_lost(result.lost);
-    result.per_pid.push_back({pid, f->events(), f->path()});
-    f->close();
-  }
+  summarize(recorder, &result);
   return result;
 }
 

@@ -35,9 +35,98 @@ size_t iov_bytes(const struct iovec* iov, long n) {
 
 inline uint64_t coarse_ns() { return clock_ns(CLOCK_MONOTONIC_COARSE); }
 
-// Once a socket's detailed events are spent, the start of a call is read from the coarse
-// clock (a few instructions instead of a TSC read); only failures are recorded then, and for
-// those a resolution of a few milliseconds is plenty (they block for seconds).
+// How a call on a store socket ended, as its record tells it.
+struct IoOutcome {
+  bool failure = false;
+  bool timeout = false;   // the socket's timeout expired (EAGAIN on a blocking socket)
+  bool zero = false;      // a read that returned 0 (the peer closed)
+  bool nonblock = false;  // the call could not block (MSG_DONTWAIT or a non-blocking fd)
+};
+
+// The steps of note_io, each forced inline into it (no call more on this path). Like note_io:
+// libc only, no allocation, and errno as the real call left it (note_io's RecordScope).
+
+// The outcome of a call that returned r (errno err), or false when it is not recorded: EINTR
+// (the caller calls again), EAGAIN on a socket that cannot block.
+__attribute__((always_inline)) inline bool io_outcome(int fd, uint16_t info, bool is_send,
+                                                      size_t asked, bool dontwait, ssize_t r,
+                                                      int err, IoOutcome* o) {
+  o->nonblock = dontwait || (info & kFdNonblock);
+  if (r < 0) {
+    if (err == EINTR) return false;
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      if (!o->nonblock && is_nonblocking(fd)) {  // set by ioctl(FIONBIO) or before we saw it
+        fd_info_update(fd, kFdNonblock, 0);
+        o->nonblock = true;
+      }
+      if (o->nonblock) return false;  // routine for event-loop servers (libuv)
+      o->timeout = true;              // SO_RCVTIMEO/SO_SNDTIMEO expired: c10d's "Socket Timeout"
+    }
+    o->failure = true;
+  } else if (r == 0 && !is_send && asked > 0) {
+    o->zero = true;
+  }
+  return true;
+}
+
+// Whether the call is recorded, within the socket's limits: every call while its detailed
+// events last (*detail is cleared once they are spent), then failures and 0-byte reads up to
+// their own limit; a call with extra_flags (an injected reset) always.
+__attribute__((always_inline)) inline bool io_within_limits(ConnSlot* slot, bool* detail,
+                                                            uint16_t extra_flags,
+                                                            const IoOutcome& o) {
+  if (*detail)
+    *detail = __atomic_fetch_add(&slot->events_recorded, 1, __ATOMIC_RELAXED) <
+              kDetailedEventsPerSocket;
+  if (*detail || extra_flags) return true;
+  if (!o.failure && !o.zero) return false;
+  return slot && __atomic_fetch_add(&slot->failures_recorded, 1, __ATOMIC_RELAXED) <
+                     kFailureEventsPerSocket;
+}
+
+// The head of the call's record. Once a socket's detailed events are spent, the start of a
+// call is read from the coarse clock (a few instructions instead of a TSC read); only failures
+// are recorded then, and for those a resolution of a few milliseconds is plenty (they block
+// for seconds).
+__attribute__((always_inline)) inline EventHead io_head(rdzv_kind kind, rdzv_op op, int fd,
+                                                        bool detail, uint64_t t0, ssize_t r,
+                                                        int err, const IoOutcome& o,
+                                                        uint16_t extra_flags) {
+  EventHead head{static_cast<uint8_t>(kind), static_cast<uint8_t>(op)};
+  head.flags = static_cast<uint16_t>(RDZV_F_STORE | (o.nonblock ? RDZV_F_NONBLOCK : 0) |
+                                     (o.timeout ? RDZV_F_TIMEOUT : 0) |
+                                     (o.zero ? RDZV_F_ZERO_READ : 0) | extra_flags);
+  head.fd = fd;
+  uint64_t now = mono_ns();
+  if (detail) {
+    head.ts_ns = t0;
+    head.dur_ns = now - t0;
+  } else {
+    uint64_t c = coarse_ns();
+    head.dur_ns = c > t0 ? c - t0 : 0;
+    head.ts_ns = now - head.dur_ns;
+  }
+  head.ret = r;
+  head.err = r < 0 ? err : 0;
+  return head;
+}
+
+// The socket part of the call's record: the connection's addresses and the timeout that
+// applied to the call.
+__attribute__((always_inline)) inline rdzv_ev_net io_net(const ConnSlot* slot, bool is_send,
+                                                         size_t asked) {
+  rdzv_ev_net net = net_fields();
+  net.peer = slot->peer;
+  net.local = slot->local;
+  net.timeout_ms = is_send ? slot->sndtimeo_ms : slot->rcvtimeo_ms;
+  if (net.timeout_ms < 0) net.timeout_ms = -1;
+  net.size = asked;
+  return net;
+}
+
+// A call on a store socket outside the steady state (traced_io): counted in the socket's
+// totals, and recorded (with a snapshot after a failure) when io_outcome and io_within_limits
+// say so.
 __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info,
                                        size_t asked, bool dontwait, bool detail, uint64_t t0,
                                        ssize_t r, int err, uint16_t extra_flags) {
@@ -55,56 +144,12 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
       __atomic_fetch_add(is_send ? &slot->bytes_sent : &slot->bytes_recv,
                          static_cast<uint64_t>(r), __ATOMIC_RELAXED);
   }
-  bool failure = false, timeout = false, zero = false;
-  bool nonblock = dontwait || (info & kFdNonblock);
-  if (r < 0) {
-    if (err == EINTR) return;
-    if (err == EAGAIN || err == EWOULDBLOCK) {
-      if (!nonblock && is_nonblocking(fd)) {  // set by ioctl(FIONBIO) or before we saw it
-        fd_info_update(fd, kFdNonblock, 0);
-        nonblock = true;
-      }
-      if (nonblock) return;  // routine for event-loop servers (libuv)
-      timeout = true;        // SO_RCVTIMEO/SO_SNDTIMEO expired: c10d's "Socket Timeout"
-    }
-    failure = true;
-  } else if (r == 0 && !is_send && asked > 0) {
-    zero = true;
-  }
-  if (detail)
-    detail = __atomic_fetch_add(&slot->events_recorded, 1, __ATOMIC_RELAXED) <
-             kDetailedEventsPerSocket;
-  if (!detail && !extra_flags) {
-    if (!failure && !zero) return;
-    if (!slot || __atomic_fetch_add(&slot->failures_recorded, 1, __ATOMIC_RELAXED) >=
-                     kFailureEventsPerSocket)
-      return;
-  }
-
-  EventHead head{static_cast<uint8_t>(kind), static_cast<uint8_t>(op)};
-  head.flags = static_cast<uint16_t>(RDZV_F_STORE | (nonblock ? RDZV_F_NONBLOCK : 0) |
-                                     (timeout ? RDZV_F_TIMEOUT : 0) |
-                                     (zero ? RDZV_F_ZERO_READ : 0) | extra_flags);
-  head.fd = fd;
-  uint64_t now = mono_ns();
-  if (detail) {
-    head.ts_ns = t0;
-    head.dur_ns = now - t0;
-  } else {
-    uint64_t c = coarse_ns();
-    head.dur_ns = c > t0 ? c - t0 : 0;
-    head.ts_ns = now - head.dur_ns;
-  }
-  head.ret = r;
-  head.err = r < 0 ? err : 0;
-  rdzv_ev_net net = net_fields();
-  net.peer = slot->peer;
-  net.local = slot->local;
-  net.timeout_ms = is_send ? slot->sndtimeo_ms : slot->rcvtimeo_ms;
-  if (net.timeout_ms < 0) net.timeout_ms = -1;
-  net.size = asked;
-  record_net(head, net);
-  if (failure || zero) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
+  IoOutcome o;
+  if (!io_outcome(fd, info, is_send, asked, dontwait, r, err, &o)) return;
+  if (!io_within_limits(slot, &detail, extra_flags, o)) return;
+  const EventHead head = io_head(kind, op, fd, detail, t0, r, err, o, extra_flags);
+  record_net(head, io_net(slot, is_send, asked));
+  if (o.failure || o.zero) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
 
 // Rehearsal (inject.h), only with injection on: store-reset's point reached on this connection.
