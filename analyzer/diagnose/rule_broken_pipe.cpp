@@ -48,45 +48,59 @@ bool older_or_equal(const std::string& version, int major, int minor) {
   return a < major || (a == major && b <= minor);
 }
 
-}  // namespace
+// A failed rank's first broken store connection, and the process at its other end.
+struct PipeHit {
+  const ProcessFacts* f;
+  const Event* e;
+  const ProcessFacts* peer;
+};
 
-std::optional<Candidate> rule_broken_pipe(const Context& c) {
-  struct Hit {
-    const ProcessFacts* f;
-    const Event* e;
-    const ProcessFacts* peer;
-  };
-  std::vector<Hit> hits;
+// The broken store connections, traced and logged, and the other end that died first.
+struct BrokenPipes {
+  std::vector<PipeHit> hits;
+  std::vector<const LogEvent*> log_hits;
+  const ProcessFacts* dead = nullptr;  // the earliest unexplained death at the other end
+  std::int64_t died_at = 0;
+};
+
+std::optional<PipeHit> first_pipe_failure(const Context& c, const ProcessFacts& f) {
+  const Event* first = nullptr;
+  for (const Event* e : f.io_failures)
+    if (e->err == EPIPE || e->err == ECONNRESET) {
+      first = e;
+      break;
+    }
+  for (const Event* e : f.zero_reads)
+    if (!first || e->wall_ns < first->wall_ns) {
+      first = e;
+      break;
+    }
+  if (!first) return std::nullopt;
+  return PipeHit{&f, first, peer_of(c, f, *first)};
+}
+
+std::vector<PipeHit> find_pipe_hits(const Context& c) {
+  std::vector<PipeHit> hits;
   for (const auto& f : c.facts) {
     if (!f.failed()) continue;  // a pipe that breaks at a clean shutdown is no failure
-    const Event* first = nullptr;
-    for (const Event* e : f.io_failures)
-      if (e->err == EPIPE || e->err == ECONNRESET) {
-        first = e;
-        break;
-      }
-    for (const Event* e : f.zero_reads)
-      if (!first || e->wall_ns < first->wall_ns) {
-        first = e;
-        break;
-      }
-    if (first) hits.push_back({&f, first, peer_of(c, f, *first)});
+    if (auto h = first_pipe_failure(c, f)) hits.push_back(*h);
   }
+  return hits;
+}
+
+std::vector<const LogEvent*> find_pipe_log_lines(const Context& c) {
   auto log_hits = c.logs.of({LogFamily::BrokenPipe, LogFamily::ConnectionReset, LogFamily::SendRecvFailed});
   // A send/recv failure counts when its reason is a broken pipe or a reset, not a 0-byte read.
   std::erase_if(log_hits, [](const LogEvent* e) {
     return !e->has(LogFamily::BrokenPipe) && !e->has(LogFamily::ConnectionReset) &&
            !(e->err && (*e->err == EPIPE || *e->err == ECONNRESET));
   });
-  if (hits.empty() && log_hits.empty()) return std::nullopt;
+  return log_hits;
+}
 
-  Candidate out;
-  Verdict& v = out.verdict;
-  v.cls = FailureClass::BrokenPipe;
-  // Did the other end die first? The earliest such death is where the problem started.
-  const ProcessFacts* dead = nullptr;
-  std::int64_t died_at = 0;
-  for (const Hit& h : hits) {
+// Did the other end die first? The earliest such death is where the problem started.
+void find_dead_peer(const Context& c, BrokenPipes& b) {
+  for (const PipeHit& h : b.hits) {
     if (!h.peer) continue;
     const Process& p = *h.peer->proc;
     std::int64_t end = p.exit_ns ? *p.exit_ns : p.last_event_ns();
@@ -95,80 +109,119 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
     const bool unexplained =
         (p.vanished() || (h.peer->failed() && !h.peer->first_error)) && !c.gave_up_its_rendezvous(p);
     bool ended_first = unexplained && end <= h.e->wall_ns + 50'000'000;
-    if (ended_first && (!dead || end < died_at)) {
-      dead = h.peer;
-      died_at = end;
+    if (ended_first && (!b.dead || end < b.died_at)) {
+      b.dead = h.peer;
+      b.died_at = end;
     }
   }
+}
+
+std::optional<BrokenPipes> find_broken_pipes(const Context& c) {
+  BrokenPipes b;
+  b.hits = find_pipe_hits(c);
+  b.log_hits = find_pipe_log_lines(c);
+  if (b.hits.empty() && b.log_hits.empty()) return std::nullopt;
+  find_dead_peer(c, b);
   // A 0-byte read is a broken pipe only when the other end died; with the store alive it is
   // transient_recv's case. (torch 1.13 prints "Connection reset by peer" for a 0-byte read,
   // so with traces at hand their errno decides, not the log's wording.)
-  const bool real_errno = std::any_of(hits.begin(), hits.end(), [](const Hit& h) { return h.e->err != 0; });
-  if (!dead && !real_errno && (c.has_traces() || log_hits.empty())) return std::nullopt;
-  const Hit* first = nullptr;
-  for (const Hit& h : hits)
+  const bool real_errno = std::any_of(b.hits.begin(), b.hits.end(), [](const PipeHit& h) { return h.e->err != 0; });
+  if (!b.dead && !real_errno && (c.has_traces() || b.log_hits.empty())) return std::nullopt;
+  return b;
+}
+
+const PipeHit* earliest_pipe_hit(const std::vector<PipeHit>& hits) {
+  const PipeHit* first = nullptr;
+  for (const PipeHit& h : hits)
     if (!first || h.e->wall_ns < first->e->wall_ns) first = &h;
-  for (const Hit& h : hits) {
+  return first;
+}
+
+void word_peer_died(const Context& c, const BrokenPipes& b, const PipeHit* first, Candidate& out) {
+  Verdict& v = out.verdict;
+  v.cause = "peer_died";
+  v.initiating_rank = rank_of(*b.dead);
+  v.initiating_host = b.dead->proc->host;
+  v.confidence = "high";
+  const Process& p = *b.dead->proc;
+  std::string how = p.vanished() ? "vanished without an exit (killed by a signal, OOM killer?)"
+                                 : "exited with status " + std::to_string(p.exit_status.value_or(-1));
+  v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " " + how + " at " +
+              rel(c, b.died_at) + "; " + std::to_string(b.hits.size()) +
+              " rank(s) then saw their store connection break";
+  v.next_step = "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
+                p.host + " around " + iso8601_utc(b.died_at);
+  Finding fd = finding_for(FailureClass::BrokenPipe, *b.dead, b.died_at);
+  fd.evidence.push_back(p.label() + " " + how + " at " + rel(c, b.died_at) +
+                        (first ? death_before_pipe_words(c, b.died_at, first->e->wall_ns) : std::string()));
+  out.findings.insert(out.findings.begin(), fd);
+}
+
+// Logs alone cannot say whether the other end died, and this PyTorch is past the bug.
+void word_pipe_past_the_bug(const std::string& version, const BrokenPipes& b, Candidate& out) {
+  Verdict& v = out.verdict;
+  out.cause_shown = false;
+  v.confidence = "low";
+  const LogEvent* e = b.log_hits.front();
+  out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
+  v.summary = "a store connection broke (PyTorch " + version +
+              ", past the TCPStore bug of 2.7 and older): the store host or a peer most likely died or "
+              "closed it; the logs do not say which";
+  v.next_step = "look at the store host's log (rank 0, or the torchrun agent of the first node) for its "
+                "end; rerun under rdzvscope run to see which process went first";
+}
+
+void word_tcpstore_bug(const std::string& version, const BrokenPipes& b, const PipeHit* first, Candidate& out) {
+  Verdict& v = out.verdict;
+  out.cause_shown = false;
+  v.cause = "tcpstore_bug_suspected";
+  v.confidence = (!version.empty() && older_or_equal(version, 2, 7)) ? "medium" : "low";
+  if (first) {
+    v.initiating_rank = rank_of(*first->f);
+    v.initiating_host = first->f->proc->host;
+  } else {
+    const LogEvent* e = b.log_hits.front();
+    for (const LogEvent* x : b.log_hits)
+      if (x->rank >= 0 && (e->rank < 0 || x->rank < e->rank)) e = x;
+    v.initiating_rank = rank_of(*e);
+    out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
+  }
+  v.summary = "a store connection broke while the store stayed up" +
+              std::string(version.empty() ? "" : " (PyTorch " + version + ")") +
+              ": the c10d TCPStore bug of PyTorch 2.7 and older matches this when the failing rank changes from run to run";
+  v.next_step = version.empty() || older_or_equal(version, 2, 7)
+                    ? "check the PyTorch version (python -c 'import torch; print(torch.__version__)'); on 2.7 or older upgrade past 2.8 and rerun before debugging the network"
+                    : "rerun on the same allocation: if the same rank fails again, look at that node's network; if it moves, report it to PyTorch with this diagnosis";
+}
+
+RankSet pipe_failed_ranks(const std::vector<PipeHit>& hits) {
+  RankSet r;
+  for (const PipeHit& h : hits)
+    if (h.f->proc->rank >= 0) r.ranks.push_back(h.f->proc->rank);
+  return r;
+}
+
+}  // namespace
+
+std::optional<Candidate> rule_broken_pipe(const Context& c) {
+  const std::optional<BrokenPipes> b = find_broken_pipes(c);
+  if (!b) return std::nullopt;
+  const PipeHit* first = earliest_pipe_hit(b->hits);
+  Candidate out;
+  out.verdict.cls = FailureClass::BrokenPipe;
+  for (const PipeHit& h : b->hits) {
     Finding fd = finding_for(FailureClass::BrokenPipe, *h.f, h.e->wall_ns);
     fd.evidence.push_back(h.f->proc->label() + ": " + describe(*h.e) + " at " + rel(c, h.e->wall_ns));
     out.findings.push_back(fd);
   }
   const std::string version = c.logs.torch_version;
-  if (dead) {
-    v.cause = "peer_died";
-    v.initiating_rank = rank_of(*dead);
-    v.initiating_host = dead->proc->host;
-    v.confidence = "high";
-    const Process& p = *dead->proc;
-    std::string how = p.vanished() ? "vanished without an exit (killed by a signal, OOM killer?)"
-                                   : "exited with status " + std::to_string(p.exit_status.value_or(-1));
-    v.summary = p.label() + (dead->listen_ns ? ", the store host," : "") + " " + how + " at " +
-                rel(c, died_at) + "; " + std::to_string(hits.size()) +
-                " rank(s) then saw their store connection break";
-    v.next_step = "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
-                  p.host + " around " + iso8601_utc(died_at);
-    Finding fd = finding_for(FailureClass::BrokenPipe, *dead, died_at);
-    fd.evidence.push_back(p.label() + " " + how + " at " + rel(c, died_at) +
-                          (first ? death_before_pipe_words(c, died_at, first->e->wall_ns) : std::string()));
-    out.findings.insert(out.findings.begin(), fd);
-  } else if (!c.has_traces() && !version.empty() && !older_or_equal(version, 2, 7)) {
-    // Logs alone cannot say whether the other end died, and this PyTorch is past the bug.
-    out.cause_shown = false;
-    v.confidence = "low";
-    const LogEvent* e = log_hits.front();
-    out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
-    v.summary = "a store connection broke (PyTorch " + version +
-                ", past the TCPStore bug of 2.7 and older): the store host or a peer most likely died or "
-                "closed it; the logs do not say which";
-    v.next_step = "look at the store host's log (rank 0, or the torchrun agent of the first node) for its "
-                  "end; rerun under rdzvscope run to see which process went first";
-  } else {
-    out.cause_shown = false;
-    v.cause = "tcpstore_bug_suspected";
-    v.confidence = (!version.empty() && older_or_equal(version, 2, 7)) ? "medium" : "low";
-    if (first) {
-      v.initiating_rank = rank_of(*first->f);
-      v.initiating_host = first->f->proc->host;
-    } else {
-      const LogEvent* e = log_hits.front();
-      for (const LogEvent* x : log_hits)
-        if (x->rank >= 0 && (e->rank < 0 || x->rank < e->rank)) e = x;
-      v.initiating_rank = rank_of(*e);
-      out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
-    }
-    v.summary = "a store connection broke while the store stayed up" +
-                std::string(version.empty() ? "" : " (PyTorch " + version + ")") +
-                ": the c10d TCPStore bug of PyTorch 2.7 and older matches this when the failing rank changes from run to run";
-    v.next_step = version.empty() || older_or_equal(version, 2, 7)
-                      ? "check the PyTorch version (python -c 'import torch; print(torch.__version__)'); on 2.7 or older upgrade past 2.8 and rerun before debugging the network"
-                      : "rerun on the same allocation: if the same rank fails again, look at that node's network; if it moves, report it to PyTorch with this diagnosis";
-  }
-  out.discriminators.set("failed_ranks", [&] {
-    RankSet r;
-    for (const Hit& h : hits)
-      if (h.f->proc->rank >= 0) r.ranks.push_back(h.f->proc->rank);
-    return r;
-  }());
+  if (b->dead)
+    word_peer_died(c, *b, first, out);
+  else if (!c.has_traces() && !version.empty() && !older_or_equal(version, 2, 7))
+    word_pipe_past_the_bug(version, *b, out);
+  else
+    word_tcpstore_bug(version, *b, first, out);
+  out.discriminators.set("failed_ranks", pipe_failed_ranks(b->hits));
   out.discriminators.set("pytorch", version.empty() ? DiscriminatorValue(NotKnown{}) : version);
   return out;
 }

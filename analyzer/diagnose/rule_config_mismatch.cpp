@@ -37,9 +37,11 @@ std::map<std::string, std::string> rank_settings(const Process& p) {
   return out;
 }
 
+// A rank, not a torchrun agent: named "rank N" rather than by its label.
+bool is_worker_rank(const ProcessFacts& f) { return f.proc->rank >= 0 && f.proc->role != Role::Agent; }
+
 std::string who(const ProcessFacts& f) {
-  return f.proc->rank >= 0 && f.proc->role != Role::Agent ? "rank " + std::to_string(f.proc->rank)
-                                                          : f.proc->label();
+  return is_worker_rank(f) ? "rank " + std::to_string(f.proc->rank) : f.proc->label();
 }
 
 // A setting on which the members disagree, and who is wrong.
@@ -333,53 +335,62 @@ std::optional<Candidate> from_agent_logs(const Context& c) {
   return out;
 }
 
-}  // namespace
+// What config_mismatch found among the traced processes: the settings they disagree on (that
+// did harm), and the processes that disagree with the job.
+struct TracedMismatches {
+  std::vector<Mismatch> found;
+  std::vector<const ProcessFacts*> deviants;  // on any setting, ranks in rank order, then agents
+};
 
-std::optional<Candidate> rule_config_mismatch(const Context& c) {
-  if (!c.has_traces()) {
-    if (auto agents = from_agent_logs(c)) return agents;
-    return from_logs(c);
-  }
-  if (!job_failed(c)) return std::nullopt;
-  std::vector<Member> ranks, agents;
+// The ranks' settings, when they are the ranks of one job.
+std::vector<Member> rank_members(const Context& c) {
+  std::vector<Member> ranks;
   // One rank twice is two launches (rdzv_collision), not one job whose ranks disagree.
   std::set<int> seen;
   bool one_job = true;
   for (const ProcessFacts* f : c.ranks()) one_job &= seen.insert(f->proc->rank).second;
   if (one_job)
     for (const ProcessFacts* f : c.ranks()) ranks.push_back({f, rank_settings(*f->proc)});
+  return ranks;
+}
+
+std::vector<Member> agent_members(const Context& c) {
+  std::vector<Member> agents;
   for (const auto& f : c.facts)
     if (f.proc->role == Role::Agent) agents.push_back({&f, torchrun_options(f.proc->header.cmdline)});
+  return agents;
+}
 
-  std::vector<Mismatch> found = mismatches_among(c, ranks);
-  for (Mismatch& m : mismatches_among(c, agents)) found.push_back(std::move(m));
-  std::erase_if(found, [&](const Mismatch& m) { return !did_harm(c, m); });
-  if (found.empty()) return std::nullopt;
-
-  // The processes that disagree on any setting, in rank order (agents after ranks).
+// The processes that disagree on any setting, in rank order (agents after ranks).
+std::vector<const ProcessFacts*> deviants_in_rank_order(const std::vector<Mismatch>& found) {
   std::vector<const ProcessFacts*> deviants;
   for (const Mismatch& m : found)
     for (const ProcessFacts* f : m.deviants)
       if (std::find(deviants.begin(), deviants.end(), f) == deviants.end()) deviants.push_back(f);
   std::stable_sort(deviants.begin(), deviants.end(),
                    [](const ProcessFacts* a, const ProcessFacts* b) {
-                     const bool ra = a->proc->rank >= 0 && a->proc->role != Role::Agent;
-                     const bool rb = b->proc->rank >= 0 && b->proc->role != Role::Agent;
+                     const bool ra = is_worker_rank(*a);
+                     const bool rb = is_worker_rank(*b);
                      if (ra != rb) return ra;
                      return a->proc->rank < b->proc->rank;
                    });
-  const ProcessFacts* first = deviants.front();
+  return deviants;
+}
 
-  Candidate out;
-  Verdict& v = out.verdict;
-  v.cls = FailureClass::ConfigMismatch;
-  v.confidence = "high";
-  v.cause = found.front().setting;
-  if (first->proc->rank >= 0 && first->proc->role != Role::Agent)
-    v.initiating_rank = first->proc->rank;
-  v.initiating_host = first->proc->host;
+std::optional<TracedMismatches> find_traced_mismatches(const Context& c) {
+  if (!job_failed(c)) return std::nullopt;
+  TracedMismatches t;
+  t.found = mismatches_among(c, rank_members(c));
+  for (Mismatch& m : mismatches_among(c, agent_members(c))) t.found.push_back(std::move(m));
+  std::erase_if(t.found, [&](const Mismatch& m) { return !did_harm(c, m); });
+  if (t.found.empty()) return std::nullopt;
+  t.deviants = deviants_in_rank_order(t.found);
+  return t;
+}
 
-  // Side by side: each setting, each value, who has it (and whether a traced store listens there).
+// Side by side: each setting, each value, who has it (and whether a traced store listens there).
+std::vector<MismatchedSetting> word_settings_side_by_side(const Context& c, const std::vector<Mismatch>& found,
+                                                          Candidate& out) {
   std::vector<MismatchedSetting> settings;
   for (const Mismatch& m : found) {
     Finding fd;
@@ -402,6 +413,11 @@ std::optional<Candidate> rule_config_mismatch(const Context& c) {
     for (const ProcessFacts* f : m.deviants) setting.differing.push_back(who(*f));
     settings.push_back(std::move(setting));
   }
+  return settings;
+}
+
+// What each differing process's endpoint did, where it shows.
+void word_deviant_endpoints(const Context& c, const std::vector<const ProcessFacts*>& deviants, Candidate& out) {
   for (const ProcessFacts* f : deviants) {
     const std::string ep = endpoint_words(c, *f);
     if (ep.empty()) continue;
@@ -411,38 +427,71 @@ std::optional<Candidate> rule_config_mismatch(const Context& c) {
     fd.evidence.push_back(f->proc->label() + ": " + ep);
     out.findings.push_back(fd);
   }
+}
 
+// The values of a setting other than the one the job agrees on: "29501, 29502".
+std::string differing_values(const Mismatch& m) {
+  std::string values;
+  for (const auto& [value, ms] : m.by_value)
+    if (value != m.expected) values += (values.empty() ? "" : ", ") + value;
+  return values;
+}
+
+std::string mismatch_summary(const std::vector<Mismatch>& found, const ProcessFacts& first) {
   const Mismatch& m0 = found.front();
-  std::string values_of_first;
-  for (const auto& [value, ms] : m0.by_value)
-    if (value != m0.expected) values_of_first += (values_of_first.empty() ? "" : ", ") + value;
-  std::vector<const ProcessFacts*> agreeing = m0.by_value.at(m0.expected);
-  v.summary = processes_words(m0.deviants) + " ha" + (m0.deviants.size() == 1 ? "s " : "ve ") +
-              m0.setting + "=" + values_of_first + " where " + processes_words(agreeing) + " ha" +
-              (agreeing.size() == 1 ? "s " : "ve ") + m0.expected +
-              (first->proc->role == Role::Agent
-                   ? ": the torchrun agents of one job must agree on it"
-                   : ": the ranks of one job must agree on it");
+  const std::vector<const ProcessFacts*>& agreeing = m0.by_value.at(m0.expected);
+  std::string summary = processes_words(m0.deviants) + " ha" + (m0.deviants.size() == 1 ? "s " : "ve ") +
+                        m0.setting + "=" + differing_values(m0) + " where " + processes_words(agreeing) + " ha" +
+                        (agreeing.size() == 1 ? "s " : "ve ") + m0.expected +
+                        (first.proc->role == Role::Agent
+                             ? ": the torchrun agents of one job must agree on it"
+                             : ": the ranks of one job must agree on it");
   if (found.size() > 1) {
     std::string more;
     for (std::size_t i = 1; i < found.size(); ++i)
       more += (more.empty() ? "" : ", ") + found[i].setting;
-    v.summary += " (also different: " + more + ")";
+    summary += " (also different: " + more + ")";
   }
   if (m0.setting == "MASTER_PORT" || m0.setting == "MASTER_ADDR" || m0.setting == "rdzv-endpoint" ||
       m0.setting == "master-addr" || m0.setting == "master-port")
-    v.summary += "; " + who(*first) +
-                 " looked for the store elsewhere and the others waited for it";
-  v.next_step =
-      "make the rendezvous settings identical on every rank (MASTER_ADDR/MASTER_PORT, WORLD_SIZE; "
-      "torchrun: --rdzv-endpoint, --rdzv-id, --nnodes): find what set " +
-      m0.setting + "=" + values_of_first + " for " + who(*first) +
-      (who(*first) == first->proc->label() ? std::string() : " on " + first->proc->host) +  // a label names it
-      " (its job script, environment or profile: `env | grep -E "
-      "'MASTER_|WORLD_SIZE|TORCHELASTIC'`)";
+    summary += "; " + who(first) +
+               " looked for the store elsewhere and the others waited for it";
+  return summary;
+}
+
+std::string mismatch_next_step(const Mismatch& m0, const ProcessFacts& first) {
+  return "make the rendezvous settings identical on every rank (MASTER_ADDR/MASTER_PORT, WORLD_SIZE; "
+         "torchrun: --rdzv-endpoint, --rdzv-id, --nnodes): find what set " +
+         m0.setting + "=" + differing_values(m0) + " for " + who(first) +
+         (who(first) == first.proc->label() ? std::string() : " on " + first.proc->host) +  // a label names it
+         " (its job script, environment or profile: `env | grep -E "
+         "'MASTER_|WORLD_SIZE|TORCHELASTIC'`)";
+}
+
+}  // namespace
+
+std::optional<Candidate> rule_config_mismatch(const Context& c) {
+  if (!c.has_traces()) {
+    if (auto agents = from_agent_logs(c)) return agents;
+    return from_logs(c);
+  }
+  const std::optional<TracedMismatches> t = find_traced_mismatches(c);
+  if (!t) return std::nullopt;
+  const ProcessFacts& first = *t->deviants.front();
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::ConfigMismatch;
+  v.confidence = "high";
+  v.cause = t->found.front().setting;
+  if (is_worker_rank(first)) v.initiating_rank = first.proc->rank;
+  v.initiating_host = first.proc->host;
+  std::vector<MismatchedSetting> settings = word_settings_side_by_side(c, t->found, out);
+  word_deviant_endpoints(c, t->deviants, out);
+  v.summary = mismatch_summary(t->found, first);
+  v.next_step = mismatch_next_step(t->found.front(), first);
   out.discriminators.set("mismatched_settings", std::move(settings));
   NameList dev;
-  for (const ProcessFacts* f : deviants) dev.names.push_back(who(*f));
+  for (const ProcessFacts* f : t->deviants) dev.names.push_back(who(*f));
   out.discriminators.set("differing_processes", std::move(dev));
   return out;
 }

@@ -21,7 +21,22 @@ bool unreachable_errno(int err) { return err == EHOSTUNREACH || err == ENETUNREA
 // was listening and alive.
 struct Blocked {
   const ProcessFacts* f = nullptr;
+  std::uint16_t port = 0;
   std::vector<const Event*> attempts;  // refused / unreachable, store listening
+};
+
+// One store port that some processes never got through to while others did.
+struct UnreachableStore {
+  std::uint16_t port = 0;
+  const ProcessFacts* server = nullptr;
+  std::vector<Blocked> blocked;  // by their first failed attempt; front() initiated it
+  std::vector<const ProcessFacts*> failing, through;
+  std::set<std::string> failing_hosts, through_hosts;
+  int attempts = 0;          // failed connects while the store listened, all blocked together
+  bool any_refused = false;  // else all were unreachable (no route)
+  bool per_host = true;      // no host has processes on both sides
+  std::string dest;          // where the first blocked process connected
+  std::string through_dest;  // where the first process that got through connected; may be empty
 };
 
 bool store_alive_at(const ProcessFacts& server, std::int64_t t) {
@@ -37,151 +52,190 @@ std::string join(const std::set<std::string>& xs) {
   return out;
 }
 
-}  // namespace
+// The failed connects of a process that never connected, to one store port while that store
+// was listening and alive; nullopt when they do not amount to its whole wait.
+std::optional<Blocked> find_blocked_process(const Context& c, const ProcessFacts& f) {
+  Blocked b;
+  b.f = &f;
+  std::vector<const Event*> failed = f.refused;
+  for (const Event* e : f.connect_other_failures)
+    if (unreachable_errno(e->err)) failed.push_back(e);
+  for (const Event* e : failed) {
+    const std::uint16_t p = e->peer().port;
+    const ProcessFacts* server = c.store_reached(f, *e);
+    if (!server || server == &f || !store_alive_at(*server, e->wall_ns)) continue;
+    if (b.port && p != b.port) continue;
+    b.port = p;
+    b.attempts.push_back(e);
+  }
+  if (b.attempts.empty()) return std::nullopt;
+  // One refused connect is the start-up race or a retry; the whole wait is several, or the
+  // end of the process.
+  if (b.attempts.size() < 2 && !f.failed()) return std::nullopt;
+  std::sort(b.attempts.begin(), b.attempts.end(),
+            [](const Event* a, const Event* x) { return a->wall_ns < x->wall_ns; });
+  return b;
+}
 
-std::optional<Candidate> rule_store_unreachable(const Context& c) {
-  // By store port: who never got through although the store listened, who got through.
+// By store port: who never got through although the store listened.
+std::map<std::uint16_t, std::vector<Blocked>> find_blocked_by_port(const Context& c) {
   std::map<std::uint16_t, std::vector<Blocked>> blocked;
   for (const auto& f : c.facts) {
     if (f.proc->role == Role::Helper || f.connected_ns) continue;
-    Blocked b;
-    b.f = &f;
-    std::vector<const Event*> failed = f.refused;
-    for (const Event* e : f.connect_other_failures)
-      if (unreachable_errno(e->err)) failed.push_back(e);
-    std::uint16_t port = 0;
-    for (const Event* e : failed) {
-      const std::uint16_t p = e->peer().port;
-      const ProcessFacts* server = c.store_reached(f, *e);
-      if (!server || server == &f || !store_alive_at(*server, e->wall_ns)) continue;
-      if (port && p != port) continue;
-      port = p;
-      b.attempts.push_back(e);
-    }
-    if (b.attempts.empty()) continue;
-    // One refused connect is the start-up race or a retry; the whole wait is several, or the
-    // end of the process.
-    if (b.attempts.size() < 2 && !f.failed()) continue;
-    std::sort(b.attempts.begin(), b.attempts.end(),
-              [](const Event* a, const Event* x) { return a->wall_ns < x->wall_ns; });
-    blocked[port].push_back(b);
+    if (auto b = find_blocked_process(c, f)) blocked[b->port].push_back(std::move(*b));
   }
-  for (auto& [port, bs] : blocked) {
-    const ProcessFacts* server = c.store_server(port);
-    // Those that connected to the same store: the store host's own client counts too (the
-    // store answered), but a host is "through" only when a process of it connected.
-    std::vector<const ProcessFacts*> through;
-    for (const auto& f : c.facts)
-      if (f.connected_ns && f.store_port == port && f.proc->role != Role::Helper)
-        through.push_back(&f);
+  return blocked;
+}
+
+// Those that connected to the same store: the store host's own client counts too (the store
+// answered), but a host is "through" only when a process of it connected.
+std::vector<const ProcessFacts*> processes_through_to(const Context& c, std::uint16_t port) {
+  std::vector<const ProcessFacts*> through;
+  for (const auto& f : c.facts)
+    if (f.connected_ns && f.store_port == port && f.proc->role != Role::Helper)
+      through.push_back(&f);
+  return through;
+}
+
+// Where the first of those that got through connected to, "" when no connect shows it.
+std::string through_destination(const std::vector<const ProcessFacts*>& through, std::uint16_t port) {
+  std::string through_dest;
+  for (const ProcessFacts* f : through)
+    for (const Event& e : f->proc->events)
+      if (e.is_connect() && e.succeeded() && e.peer().port == port && through_dest.empty())
+        through_dest = format_sockaddr(e.peer()).value_or("");
+  return through_dest;
+}
+
+// The processes and hosts on each side of one store port, and how they failed.
+UnreachableStore sides_of_store(const Context& c, std::uint16_t port, std::vector<Blocked> bs,
+                                std::vector<const ProcessFacts*> through) {
+  UnreachableStore s;
+  s.port = port;
+  s.server = c.store_server(port);
+  std::sort(bs.begin(), bs.end(), [](const Blocked& a, const Blocked& b) {
+    return a.attempts.front()->wall_ns < b.attempts.front()->wall_ns;
+  });
+  for (const Blocked& b : bs) {
+    s.failing.push_back(b.f);
+    s.failing_hosts.insert(b.f->proc->host);
+    s.attempts += static_cast<int>(b.attempts.size());
+    for (const Event* e : b.attempts) s.any_refused |= e->err == ECONNREFUSED;
+  }
+  for (const ProcessFacts* f : through) s.through_hosts.insert(f->proc->host);
+  // Hosts of which some processes got through and others not: the failure is per process.
+  for (const auto& h : s.failing_hosts)
+    if (s.through_hosts.count(h)) s.per_host = false;
+  s.dest = format_sockaddr(bs.front().attempts.front()->peer())
+               .value_or("port " + std::to_string(port));
+  s.through_dest = through_destination(through, port);
+  s.blocked = std::move(bs);
+  s.through = std::move(through);
+  return s;
+}
+
+// The first store port (in port order) that some never got through to while others did.
+std::optional<UnreachableStore> find_unreachable_store(const Context& c) {
+  for (auto& [port, bs] : find_blocked_by_port(c)) {
+    std::vector<const ProcessFacts*> through = processes_through_to(c, port);
     if (through.empty()) continue;
-
-    std::sort(bs.begin(), bs.end(), [](const Blocked& a, const Blocked& b) {
-      return a.attempts.front()->wall_ns < b.attempts.front()->wall_ns;
-    });
-    const Blocked& first = bs.front();
-    bool any_refused = false;
-    std::vector<const ProcessFacts*> failing;
-    std::set<std::string> failing_hosts, through_hosts;
-    int attempts = 0;
-    for (const Blocked& b : bs) {
-      failing.push_back(b.f);
-      failing_hosts.insert(b.f->proc->host);
-      attempts += static_cast<int>(b.attempts.size());
-      for (const Event* e : b.attempts) any_refused |= e->err == ECONNREFUSED;
-    }
-    for (const ProcessFacts* f : through) through_hosts.insert(f->proc->host);
-    // Hosts of which some processes got through and others not: the failure is per process.
-    std::set<std::string> mixed;
-    for (const auto& h : failing_hosts)
-      if (through_hosts.count(h)) mixed.insert(h);
-
-    Candidate out;
-    Verdict& v = out.verdict;
-    v.cls = FailureClass::StoreUnreachable;
-    v.cause = any_refused ? "refused" : "unreachable";
-    v.confidence = "high";
-    v.initiating_rank = rank_of(*first.f);
-    v.initiating_host = first.f->proc->host;
-
-    const Event* e0 = first.attempts.front();
-    const std::string dest = format_sockaddr(e0->peer())
-                                 .value_or("port " + std::to_string(port));
-    std::string through_dest;
-    for (const ProcessFacts* f : through)
-      for (const Event& e : f->proc->events)
-        if (e.is_connect() &&
-            e.succeeded() && e.peer().port == port &&
-            through_dest.empty())
-          through_dest = format_sockaddr(e.peer()).value_or("");
-
-    Finding sfd = finding_for(FailureClass::StoreUnreachable, *server, server->listen_ns);
-    sfd.evidence.push_back(server->proc->label() + " listened on port " + std::to_string(port) +
-                           " from " + rel(c, *server->listen_ns) + " and accepted " +
-                           std::to_string(server->accepts) + " connection(s)");
-    out.findings.push_back(sfd);
-    for (const Blocked& b : bs) {
-      Finding fd = finding_for(FailureClass::StoreUnreachable, *b.f, b.attempts.front()->wall_ns);
-      fd.evidence.push_back(
-          b.f->proc->label() + ": " + std::to_string(b.attempts.size()) + " connect(s) to " +
-          format_sockaddr(b.attempts.front()->peer()).value_or(dest) + " failed between " +
-          rel(c, b.attempts.front()->wall_ns) + " and " + rel(c, b.attempts.back()->wall_ns) +
-          " (" + describe(*b.attempts.back()) + "), the store listening; never connected");
-      out.findings.push_back(fd);
-    }
-    Finding tfd;
-    tfd.cls = FailureClass::StoreUnreachable;
-    tfd.evidence.push_back("got through: " + processes_words(through) + " on " +
-                           join(through_hosts) +
-                           (through_dest.empty() ? "" : " (to " + through_dest + ")") +
-                           "; did not: " + processes_words(failing) + " on " + join(failing_hosts) +
-                           " (to " + dest + ")");
-    out.findings.push_back(tfd);
-
-    const std::string what = any_refused ? "refused" : "unreachable (no route)";
-    const std::string store_host = server->proc->host;
-    // The name the failing process was told (MASTER_ADDR), else the store's host name.
-    std::string store_name = bounded_string(first.f->proc->header.ident.master_addr);
-    if (store_name.empty()) store_name = store_host;
-    const bool one = bs.size() == 1;
-    const bool per_host = mixed.empty();
-    if (per_host) {
-      v.summary = "connects to " + dest + ", the store of " + server->proc->label() + ", were " +
-                  what + " from " + join(failing_hosts) + " (" + processes_words(failing) +
-                  ") for " + (one ? "its" : "their") + " whole wait (" + std::to_string(attempts) +
-                  " attempt(s)) while " + join(through_hosts) + " (" + processes_words(through) +
-                  ") connected to it: something between " + join(failing_hosts) + " and " +
-                  store_host +
-                  " rejects the connections (a firewall REJECT rule, a route), or the store's name "
-                  "resolves to another address there";
-    } else {
-      v.summary = "connects to " + dest + ", the store of " + server->proc->label() + ", were " +
-                  what + " for " + processes_words(failing) + " for " + (one ? "its" : "their") +
-                  " whole wait (" + std::to_string(attempts) + " attempt(s)) while " +
-                  processes_words(through) +
-                  " on the same host connected to it: a rule that rejects these processes' "
-                  "connections "
-                  "(by owner, cgroup or source port), or a store address that differs for them";
-    }
-    v.next_step = "on " + first.f->proc->host + ": `nc -vz " + store_name + " " +
-                  std::to_string(port) + "`, `getent hosts " + store_name +
-                  "` (compare with the address the others reached" +
-                  (through_dest.empty() ? std::string() : ": " + through_dest) +
-                  "), `ip route get <that address>`, and `iptables -S` there and on " + store_host +
-                  " (a REJECT rule on the store port); compare with " + *through_hosts.begin() +
-                  ", which got through";
-    out.discriminators.set("destination", dest);
-    out.discriminators.set("hosts_refused", NameList{{failing_hosts.begin(), failing_hosts.end()}});
-    out.discriminators.set("hosts_that_reached_the_store", NameList{{through_hosts.begin(), through_hosts.end()}});
-    std::vector<int> rs;
-    for (const ProcessFacts* f : failing)
-      if (f->proc->rank >= 0) rs.push_back(f->proc->rank);
-    std::sort(rs.begin(), rs.end());
-    out.discriminators.set("ranks_refused", RankSet{rs});
-    out.discriminators.set("failed_connects_while_listening", std::int64_t{attempts});
-    return out;
+    return sides_of_store(c, port, std::move(bs), std::move(through));
   }
   return std::nullopt;
+}
+
+// The store listening, each blocked process's failed connects, and the two sides.
+void unreachable_findings(const Context& c, const UnreachableStore& s, Candidate& out) {
+  const ProcessFacts& server = *s.server;
+  Finding sfd = finding_for(FailureClass::StoreUnreachable, server, server.listen_ns);
+  sfd.evidence.push_back(server.proc->label() + " listened on port " + std::to_string(s.port) +
+                         " from " + rel(c, *server.listen_ns) + " and accepted " +
+                         std::to_string(server.accepts) + " connection(s)");
+  out.findings.push_back(sfd);
+  for (const Blocked& b : s.blocked) {
+    Finding fd = finding_for(FailureClass::StoreUnreachable, *b.f, b.attempts.front()->wall_ns);
+    fd.evidence.push_back(
+        b.f->proc->label() + ": " + std::to_string(b.attempts.size()) + " connect(s) to " +
+        format_sockaddr(b.attempts.front()->peer()).value_or(s.dest) + " failed between " +
+        rel(c, b.attempts.front()->wall_ns) + " and " + rel(c, b.attempts.back()->wall_ns) +
+        " (" + describe(*b.attempts.back()) + "), the store listening; never connected");
+    out.findings.push_back(fd);
+  }
+  Finding tfd;
+  tfd.cls = FailureClass::StoreUnreachable;
+  tfd.evidence.push_back("got through: " + processes_words(s.through) + " on " +
+                         join(s.through_hosts) +
+                         (s.through_dest.empty() ? "" : " (to " + s.through_dest + ")") +
+                         "; did not: " + processes_words(s.failing) + " on " + join(s.failing_hosts) +
+                         " (to " + s.dest + ")");
+  out.findings.push_back(tfd);
+}
+
+std::string unreachable_summary(const UnreachableStore& s) {
+  const std::string what = s.any_refused ? "refused" : "unreachable (no route)";
+  const bool one = s.blocked.size() == 1;
+  if (s.per_host)
+    return "connects to " + s.dest + ", the store of " + s.server->proc->label() + ", were " +
+           what + " from " + join(s.failing_hosts) + " (" + processes_words(s.failing) +
+           ") for " + (one ? "its" : "their") + " whole wait (" + std::to_string(s.attempts) +
+           " attempt(s)) while " + join(s.through_hosts) + " (" + processes_words(s.through) +
+           ") connected to it: something between " + join(s.failing_hosts) + " and " +
+           s.server->proc->host +
+           " rejects the connections (a firewall REJECT rule, a route), or the store's name "
+           "resolves to another address there";
+  return "connects to " + s.dest + ", the store of " + s.server->proc->label() + ", were " +
+         what + " for " + processes_words(s.failing) + " for " + (one ? "its" : "their") +
+         " whole wait (" + std::to_string(s.attempts) + " attempt(s)) while " +
+         processes_words(s.through) +
+         " on the same host connected to it: a rule that rejects these processes' "
+         "connections "
+         "(by owner, cgroup or source port), or a store address that differs for them";
+}
+
+std::string unreachable_next_step(const UnreachableStore& s) {
+  const Process& first = *s.blocked.front().f->proc;
+  // The name the failing process was told (MASTER_ADDR), else the store's host name.
+  std::string store_name = bounded_string(first.header.ident.master_addr);
+  if (store_name.empty()) store_name = s.server->proc->host;
+  return "on " + first.host + ": `nc -vz " + store_name + " " +
+         std::to_string(s.port) + "`, `getent hosts " + store_name +
+         "` (compare with the address the others reached" +
+         (s.through_dest.empty() ? std::string() : ": " + s.through_dest) +
+         "), `ip route get <that address>`, and `iptables -S` there and on " + s.server->proc->host +
+         " (a REJECT rule on the store port); compare with " + *s.through_hosts.begin() +
+         ", which got through";
+}
+
+void unreachable_discriminators(const UnreachableStore& s, Candidate& out) {
+  out.discriminators.set("destination", s.dest);
+  out.discriminators.set("hosts_refused", NameList{{s.failing_hosts.begin(), s.failing_hosts.end()}});
+  out.discriminators.set("hosts_that_reached_the_store", NameList{{s.through_hosts.begin(), s.through_hosts.end()}});
+  std::vector<int> rs;
+  for (const ProcessFacts* f : s.failing)
+    if (f->proc->rank >= 0) rs.push_back(f->proc->rank);
+  std::sort(rs.begin(), rs.end());
+  out.discriminators.set("ranks_refused", RankSet{rs});
+  out.discriminators.set("failed_connects_while_listening", std::int64_t{s.attempts});
+}
+
+}  // namespace
+
+std::optional<Candidate> rule_store_unreachable(const Context& c) {
+  const std::optional<UnreachableStore> s = find_unreachable_store(c);
+  if (!s) return std::nullopt;
+  const ProcessFacts& first = *s->blocked.front().f;
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::StoreUnreachable;
+  v.cause = s->any_refused ? "refused" : "unreachable";
+  v.confidence = "high";
+  v.initiating_rank = rank_of(first);
+  v.initiating_host = first.proc->host;
+  unreachable_findings(c, *s, out);
+  v.summary = unreachable_summary(*s);
+  v.next_step = unreachable_next_step(*s);
+  unreachable_discriminators(*s, out);
+  return out;
 }
 
 }  // namespace rdzvscope
