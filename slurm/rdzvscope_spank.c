@@ -234,24 +234,40 @@ static int enabled(void) {
   return conf_default[0] != '\0';
 }
 
+/* The job's program is on the site's exclude list (a step that must not be traced). */
+static int excluded(spank_t sp) {
+  if (!conf_exclude[0]) return 0;
+  int argc = 0;
+  char **argv = NULL;
+  if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc <= 0 || !argv ||
+      !argv[0])
+    return 0;
+  const char *base = strrchr(argv[0], '/');
+  base = base ? base + 1 : argv[0];
+  if (!in_list(conf_exclude, base)) return 0;
+  slurm_verbose("rdzvscope: %s is excluded: not traced", base);
+  return 1;
+}
+
+/* Containers: the same inside, the shim and the trace directory bound in. */
+static void set_container_env(spank_t sp, const char *dir, const char *base) {
+  static const char *const env_prefix[] = {"APPTAINERENV_", "SINGULARITYENV_"};
+  static const char *const bind_var[] = {"APPTAINER_BIND", "SINGULARITY_BIND"};
+  for (int i = 0; i < 2; i++) {
+    char var[64];
+    snprintf(var, sizeof var, "%sLD_PRELOAD", env_prefix[i]);
+    prepend_env(sp, var, conf_shim, ':', 1);
+    snprintf(var, sizeof var, "%sRDZVSCOPE_DIR", env_prefix[i]);
+    if (spank_setenv(sp, var, dir, 1) != ESPANK_SUCCESS) slurm_error("rdzvscope: cannot set %s", var);
+    prepend_env(sp, bind_var[i], base, ',', 0);
+    prepend_env(sp, bind_var[i], conf_shim, ',', 0);
+  }
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
-  if (!spank_remote(sp) || !enabled()) return 0;
-
-  if (conf_exclude[0]) {
-    int argc = 0;
-    char **argv = NULL;
-    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS && argc > 0 && argv &&
-        argv[0]) {
-      const char *base = strrchr(argv[0], '/');
-      base = base ? base + 1 : argv[0];
-      if (in_list(conf_exclude, base)) {
-        slurm_verbose("rdzvscope: %s is excluded: not traced", base);
-        return 0;
-      }
-    }
-  }
+  if (!spank_remote(sp) || !enabled() || excluded(sp)) return 0;
   if (access(conf_shim, R_OK) != 0) {
     slurm_error("rdzvscope: shim %s not readable (%s): task not traced", conf_shim,
                 strerror(errno));
@@ -279,19 +295,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
     return 0;
   }
   prepend_env(sp, "LD_PRELOAD", conf_shim, ':', 1);
-
-  /* Containers: the same inside, the shim and the trace directory bound in. */
-  static const char *const env_prefix[] = {"APPTAINERENV_", "SINGULARITYENV_"};
-  static const char *const bind_var[] = {"APPTAINER_BIND", "SINGULARITY_BIND"};
-  for (int i = 0; i < 2; i++) {
-    char var[64];
-    snprintf(var, sizeof var, "%sLD_PRELOAD", env_prefix[i]);
-    prepend_env(sp, var, conf_shim, ':', 1);
-    snprintf(var, sizeof var, "%sRDZVSCOPE_DIR", env_prefix[i]);
-    if (spank_setenv(sp, var, dir, 1) != ESPANK_SUCCESS) slurm_error("rdzvscope: cannot set %s", var);
-    prepend_env(sp, bind_var[i], base, ',', 0);
-    prepend_env(sp, bind_var[i], conf_shim, ',', 0);
-  }
+  set_container_env(sp, dir, base);
   slurm_verbose("rdzvscope: tracing into %s (shim %s)", dir, conf_shim);
   return 0;
 }
