@@ -9,7 +9,7 @@ namespace rdzvscope {
 namespace {
 
 // Kept in enum order; a test checks that every enumerator has its name (test_rules.cpp).
-constexpr std::array<std::pair<FailureClass, std::string_view>, 12> kNames{{
+constexpr std::array<std::pair<FailureClass, std::string_view>, 13> kNames{{
     {FailureClass::Healthy, "healthy"},
     {FailureClass::Unknown, "unknown"},
     {FailureClass::RdzvCollision, "rdzv_collision"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<FailureClass, std::string_view>, 12> kNames{{
     {FailureClass::TransientRecv, "transient_recv"},
     {FailureClass::ConfigMismatch, "config_mismatch"},
     {FailureClass::StoreUnreachable, "store_unreachable"},
+    {FailureClass::StalePeerAddress, "stale_peer_address"},
 }};
 
 }  // namespace

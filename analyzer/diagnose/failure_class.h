@@ -23,6 +23,7 @@ enum class FailureClass {
   TransientRecv,
   ConfigMismatch,
   StoreUnreachable,
+  StalePeerAddress,
 };
 
 // "straggler_timeout": the name in reports and in rdzvscope.diagnosis/1.

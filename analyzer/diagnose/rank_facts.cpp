@@ -56,6 +56,7 @@ void note_resolve(ProcessFacts& f, const Event& e) {
 void note_connect(ProcessFacts& f, const Event& e) {
   if (!e.on_store_socket()) {
     if (e.succeeded()) note_peer_connection(f, e);
+    else if (e.err == ECONNREFUSED) f.peer_refused.push_back(&e);
     return;
   }
   // Found already connected by attach: connected by then, but not an attempt made then (its

@@ -27,6 +27,9 @@ struct ProcessFacts {
   std::vector<const Event*> refused;   // ECONNREFUSED on a store connect
   std::vector<const Event*> connect_timeouts; // ETIMEDOUT, or given up while SYN_SENT
   std::vector<const Event*> connect_other_failures;
+  // Connects to peers outside the store refused (a process group's own connections): not
+  // errors of the rendezvous by themselves, evidence for the rule that explains them.
+  std::vector<const Event*> peer_refused;
 
   // Store server side.
   std::optional<std::int64_t> listen_ns;   // its first store listen

@@ -94,6 +94,20 @@ class Proc {
     r.u.net.local = ipv4(10, 0, 0, 2, 41000);
     return add(r);
   }
+  // A process group's own listening socket (gloo's), at 10.0.0.2:port: not a store socket.
+  Proc& peer_listen(double t, std::uint16_t port) {
+    rdzv_record r = make_record(RDZV_EV_LISTEN, RDZV_OP_LISTEN, t);
+    r.u.net.local = ipv4(10, 0, 0, 2, port);
+    return add(r);
+  }
+  // A connection to a peer at 10.0.0.2:peer_port that was refused (nothing listened there).
+  Proc& peer_refused(double t, std::uint16_t peer_port) {
+    rdzv_record r = make_record(RDZV_EV_CONNECT, RDZV_OP_CONNECT, t);
+    r.ret = -1;
+    r.err = ECONNREFUSED;
+    r.u.net.peer = ipv4(10, 0, 0, 2, peer_port);
+    return add(r);
+  }
   Proc& bind(double t, int err, std::uint16_t port = kPort) {
     rdzv_record r = make_record(RDZV_EV_BIND, RDZV_OP_BIND, t);
     r.flags = RDZV_F_STORE;

@@ -563,6 +563,62 @@ TEST_CASE("torchrun --max-restarts: two attempts in one directory are not one ra
   CHECK(d.ranks.size() == 4);
 }
 
+namespace {
+
+// Two attempts of a 2-worker torchrun job (--max-restarts 1). Attempt 1: worker 0 publishes its
+// gloo address (listens on 37000) and times out waiting for worker 1, which is late and
+// stopped. Attempt 2: worker 1 connects to `refused_port` and is refused; worker 0 is late.
+// `earlier_ends`: when attempt 1's worker 0 is last seen (it exits then).
+void restarted_job(Job& job, std::uint16_t refused_port, double earlier_ends = 4.1) {
+  Proc& w0 = job.proc(0, 1000, "node0", "job-7");
+  w0.header().ident.restart_count = 0;
+  w0.header().ident.world_size = 2;
+  w0.connect(1.0, 0, kPort, 0.001, 40000).rcvtimeo(1.01, 3000).peer_listen(1.02, 37000);
+  w0.io(RDZV_EV_RECV, 1.03, -1, EAGAIN, RDZV_F_TIMEOUT, 40000).exit(earlier_ends, 1);
+  Proc& w1 = job.proc(1, 1001, "node0", "job-7");
+  w1.header().ident.restart_count = 0;
+  w1.header().ident.world_size = 2;
+  Proc& v0 = job.proc(0, 1010, "node0", "job-7");
+  v0.header().ident.restart_count = 1;
+  v0.header().ident.world_size = 2;
+  Proc& v1 = job.proc(1, 1011, "node0", "job-7");
+  v1.header().ident.restart_count = 1;
+  v1.header().ident.world_size = 2;
+  v1.connect(5.0, 0, kPort, 0.001, 40011).peer_listen(5.01, 37011).peer_refused(5.02, refused_port).exit(5.5, 1);
+}
+
+}  // namespace
+
+TEST_CASE("torchrun --max-restarts: a worker of the new attempt refused at an address of the earlier attempt is stale_peer_address") {
+  Job job;
+  restarted_job(job, 37000);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StalePeerAddress);
+  CHECK_FALSE(d.verdict.initiating_rank);
+  CHECK(d.verdict.confidence == "high");
+  CHECK(d.verdict.summary.find("rank 1 (node0 pid 1011) was refused at 10.0.0.2:37000") != std::string::npos);
+  CHECK(d.verdict.summary.find("rank 0 (node0 pid 1000) of attempt 1") != std::string::npos);
+  REQUIRE(d.discriminators.get<RankSet>("refused_ranks"));
+  CHECK(d.discriminators.get<RankSet>("refused_ranks")->ranks == std::vector<int>{1});
+  REQUIRE(d.discriminators.get<std::int64_t>("attempt"));
+  CHECK(*d.discriminators.get<std::int64_t>("attempt") == 2);
+}
+
+TEST_CASE("a refused peer connect is not stale_peer_address when no earlier attempt listened there") {
+  Job job;
+  restarted_job(job, 37999);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls != FailureClass::StalePeerAddress);
+}
+
+TEST_CASE("a refused peer connect is not stale_peer_address while the earlier attempt's worker still ran") {
+  // Attempt 1's worker 0 is seen until after the refusal: the address was not a dead one.
+  Job job;
+  restarted_job(job, 37000, 6.0);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls != FailureClass::StalePeerAddress);
+}
+
 TEST_CASE("torchrun --max-restarts: a job whose second attempt succeeded is healthy, and names the first attempt's failure") {
   Job job;
   for (int attempt = 0; attempt < 2; ++attempt) {
