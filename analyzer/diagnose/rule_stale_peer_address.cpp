@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <sys/socket.h>
 
 #include <fmt/format.h>
@@ -40,17 +41,36 @@ bool listened_at(const rdzv_sockaddr& local, const rdzv_sockaddr& dest) {
   return l == kAny || l == kMappedAny || l == as_ipv6(dest);
 }
 
-// A worker of an earlier attempt of the client's job that listened at `dest` (outside the
-// store) and had ended before the refused connect.
-const Process* earlier_listener(const Context& c, const Process& client, const Event& refused) {
-  const rdzv_sockaddr& dest = refused.peer();
+// Where workers of earlier attempts listened outside the store, by port: gathered once, so
+// that a job with many refused connects is not a scan of every process for each.
+struct EarlierListen {
+  const Process* proc;
+  rdzv_sockaddr local;
+};
+using EarlierListens = std::multimap<std::uint16_t, EarlierListen>;
+
+EarlierListens earlier_listens(const Context& c) {
+  EarlierListens out;
   for (const Process& p : c.traces.processes) {
-    if (p.role != Role::EarlierAttempt || p.job_key != client.job_key) continue;
+    if (p.role != Role::EarlierAttempt) continue;
+    for (const Event& e : p.events)
+      if (e.kind == RDZV_EV_LISTEN && e.ret == 0 && !e.on_store_socket())
+        out.emplace(e.local().port, EarlierListen{&p, e.local()});
+  }
+  return out;
+}
+
+// A worker of an earlier attempt of the client's job that listened at the refused connect's
+// destination and had ended before it.
+const Process* earlier_listener(const EarlierListens& listens, const Process& client, const Event& refused) {
+  const rdzv_sockaddr& dest = refused.peer();
+  auto [from, to] = listens.equal_range(dest.port);
+  for (auto it = from; it != to; ++it) {
+    const Process& p = *it->second.proc;
+    if (p.job_key != client.job_key || !listened_at(it->second.local, dest)) continue;
     if (is_loopback(dest) && loopback_scope(p) != loopback_scope(client)) continue;
     if (p.last_event_ns() > refused.wall_ns) continue;  // still alive then: not a dead address
-    for (const Event& e : p.events)
-      if (e.kind == RDZV_EV_LISTEN && e.ret == 0 && !e.on_store_socket() && listened_at(e.local(), dest))
-        return &p;
+    return &p;
   }
   return nullptr;
 }
@@ -65,10 +85,12 @@ struct StaleConnect {
 // address.
 std::vector<StaleConnect> find_stale_connects(const Context& c) {
   std::vector<StaleConnect> out;
+  const EarlierListens listens = earlier_listens(c);
+  if (listens.empty()) return out;
   for (const auto& f : c.facts) {
     if (f.proc->rank < 0 || f.proc->restart_count <= 0) continue;
     for (const Event* e : f.peer_refused)
-      if (const Process* p = earlier_listener(c, *f.proc, *e)) {
+      if (const Process* p = earlier_listener(listens, *f.proc, *e)) {
         out.push_back({&f, e, p});
         break;
       }
