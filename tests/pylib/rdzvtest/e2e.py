@@ -1127,9 +1127,12 @@ TORCHRUN_SCENARIOS = {
         fault="torchrun runs in a network namespace that drops SYNs to the store port: the "
               "agent listens, but its own store client's connects time out"),
     # refused connects are retried silently: the logs say nothing (as by hand)
+    # Logs alone: nothing, or (a race at the end) node 1's agent failing to shut the rendezvous
+    # down after node 0's agent, the store host, exited first: its last store call logs
+    # "Failed to recv, got 0 bytes", which reads as transient_recv (low). Seen once in CI.
     "store_late": dict(
-        cls="store_not_ready", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks="any",
-        timeout=5,
+        cls="store_not_ready", rank=None, cause=None, log_cls=("healthy", "unknown", "transient_recv"),
+        log_ranks="any", timeout=5,
         fault="two nodes (agents, one worker each); node 0's agent, which hosts the store, starts "
               "1.5 s after node 1's first connect to the endpoint was refused (retried silently, "
               "with backoff): the rendezvous then completes and both workers finish"),
