@@ -1,6 +1,8 @@
 // Everything the rules look at: the processes with their facts, and the log evidence.
 #pragma once
 
+#include <array>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -108,6 +110,9 @@ Finding log_finding(FailureClass cls, const LogEvent& e);
 std::optional<int> rank_of(const ProcessFacts& f);
 // 127.0.0.0/8, ::1, ::ffff:127.x.
 bool is_loopback(const rdzv_sockaddr& a);
+// The address as 16 bytes, an IPv4 address in its IPv6-mapped form (::ffff:a.b.c.d), so that
+// one host's address compares equal however a socket spelled it; all zero for none.
+std::array<std::uint8_t, 16> ipv6_form(const rdzv_sockaddr& a);
 // A MASTER_ADDR that names loopback: "localhost", "127.0.0.1", "::1".
 bool is_loopback_name(const std::string& addr);
 // Where a process's loopback addresses lead: its network namespace (the boot and the netns

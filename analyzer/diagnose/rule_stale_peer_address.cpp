@@ -19,26 +19,14 @@ namespace rdzvscope {
 
 namespace {
 
-// The address as 16 bytes, an IPv4 address in its IPv6-mapped form; all zero for none.
-std::array<std::uint8_t, 16> as_ipv6(const rdzv_sockaddr& a) {
-  std::array<std::uint8_t, 16> out{};
-  if (a.family == AF_INET) {
-    out[10] = out[11] = 0xff;
-    std::memcpy(out.data() + 12, a.addr, 4);
-  } else if (a.family == AF_INET6) {
-    std::memcpy(out.data(), a.addr, 16);
-  }
-  return out;
-}
-
 // A listener on `local` takes connections to `dest`: the same port, and its own address or
 // any address (a wildcard bind).
 bool listened_at(const rdzv_sockaddr& local, const rdzv_sockaddr& dest) {
   if (local.port != dest.port) return false;
-  const auto l = as_ipv6(local);
+  const auto l = ipv6_form(local);
   static const std::array<std::uint8_t, 16> kAny{};
   static const std::array<std::uint8_t, 16> kMappedAny{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0};
-  return l == kAny || l == kMappedAny || l == as_ipv6(dest);
+  return l == kAny || l == kMappedAny || l == ipv6_form(dest);
 }
 
 // Where workers of earlier attempts listened outside the store, by port: gathered once, so
