@@ -52,7 +52,56 @@ void settle_nnodes(LogFacts::LaunchConfig& c) {
   c.settings.erase("max-nodes");
 }
 
+bool is_store_io_error(const LogEvent& e) {
+  return e.has(LogFamily::RecvZero) || e.has(LogFamily::BrokenPipe) || e.has(LogFamily::SendRecvFailed) ||
+         e.has(LogFamily::ConnectionReset);
+}
+
+bool is_failed_shutdown(const LogEvent& e) {
+  return e.has(LogFamily::RendezvousClosed) && e.text.find("failed to shutdown the rendezvous") != std::string::npos;
+}
+
+// The agent's report of a failed shutdown spans the C++ warning of the failed store call and
+// its backtrace above the line, and the Python traceback below it (about 40 and 20 lines in
+// PyTorch 2.13): store errors of the same file within that reach, with nothing else logged
+// between, are part of it.
+constexpr std::uint64_t kShutdownReportLines = 64;
+
+// Marks, in one file's events (file order), the store errors around each failed shutdown.
+void mark_shutdown_errors(const std::vector<LogEvent>& events, std::size_t begin, std::size_t end,
+                          std::vector<bool>& part) {
+  auto near = [&](std::size_t j, std::size_t shutdown) {  // and of the same host, in a merged log
+    const std::uint64_t a = events[j].line, b = events[shutdown].line;
+    return (a > b ? a - b : b - a) <= kShutdownReportLines && events[j].origin == events[shutdown].origin;
+  };
+  for (std::size_t i = begin; i < end; ++i) {
+    if (!is_failed_shutdown(events[i])) continue;
+    for (std::size_t j = i; j > begin && is_store_io_error(events[j - 1]) && near(j - 1, i); --j) part[j - 1] = true;
+    for (std::size_t j = i + 1; j < end && is_store_io_error(events[j]) && near(j, i); ++j) part[j] = true;
+  }
+}
+
+void set_aside_shutdown_errors(std::vector<LogEvent>& events) {
+  std::vector<bool> part(events.size(), false);
+  for (std::size_t begin = 0, end = 0; begin < events.size(); begin = end) {
+    for (end = begin; end < events.size() && events[end].file == events[begin].file;) ++end;
+    mark_shutdown_errors(events, begin, end, part);
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (part[i]) continue;
+    if (kept != i) events[kept] = std::move(events[i]);  // never onto itself: that empties a string
+    ++kept;
+  }
+  events.resize(kept);
+}
+
 }  // namespace
+
+void settle_log_facts(LogFacts& facts) {
+  for (auto& c : facts.launch_configs) settle_nnodes(c);
+  set_aside_shutdown_errors(facts.events);
+}
 
 LogFacts load_logs(const std::vector<std::string>& paths) {
   LogFacts facts;
@@ -78,7 +127,7 @@ LogFacts load_logs(const std::vector<std::string>& paths) {
         facts.events.push_back(std::move(e));
     }
   }
-  for (auto& c : facts.launch_configs) settle_nnodes(c);
+  settle_log_facts(facts);
   return facts;
 }
 

@@ -43,6 +43,14 @@ struct LogFacts {
   bool any(std::initializer_list<LogFamily> families) const { return !of(families).empty(); }
 };
 
+// Reads the logs and settles what needs all of them (settle_log_facts).
 LogFacts load_logs(const std::vector<std::string>& paths);
+
+// What is derived once the events are in: torchrun's --nnodes from min/max nodes, and the store
+// errors an agent logged while failing to shut its rendezvous down are set aside (at the end
+// of every torchrun run the agents close the rendezvous through the store; when the agent that
+// hosts the store exited first, the others' last store call reads 0 bytes or hits a broken
+// pipe: the job was already ending, so those lines say nothing of why it failed).
+void settle_log_facts(LogFacts& facts);
 
 }  // namespace rdzvscope

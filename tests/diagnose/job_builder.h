@@ -190,10 +190,12 @@ class Job {
   // A log line of rank `rank` (-1: none), classified as the log reader would.
   Job& log_line(const std::string& text, int rank = -1) {
     auto ev = rdzv::logs::classify_line(text, rank, 2026);
+    ++log_lines_;
     if (ev) {
       ev->file = "job.log";
-      ev->line = ++log_lines_;
-      logs_.events.push_back(*ev);
+      ev->line = log_lines_;
+      // As load_logs: lines that say nothing about the store are kept apart.
+      (rdzv::logs::is_other_error(ev->family) ? logs_.other_errors : logs_.events).push_back(*ev);
     }
     logs_.stats.add(Stat::LogLines);
     return *this;
@@ -214,7 +216,11 @@ class Job {
     traces_ = load_traces({dir_.path()});
     return traces_;
   }
-  Diagnosis diagnose_it() { return diagnose(load_it(), logs_); }
+  // As `analyze`: the log facts settled (settle_log_facts) once every line is in.
+  Diagnosis diagnose_it() {
+    settle_log_facts(logs_);
+    return diagnose(load_it(), logs_);
+  }
   const TraceInputs& traces() const { return traces_; }
   const LogFacts& logs() const { return logs_; }
 

@@ -938,6 +938,47 @@ TEST_CASE("a 0-byte read with the store alive and nothing else: transient_recv")
   CHECK(d.verdict.initiating_rank == 1);
 }
 
+// torchrun's agents close the rendezvous through the store at the end of every run; an agent
+// whose store host exited first fails to, and logs the failed store call around its warning
+// (PyTorch 2.13, seen in the store_late scenario): the end of a run, not a transient close.
+TEST_CASE("logs: an agent's failed rendezvous shutdown is not a transient_recv or a broken pipe") {
+  auto agent_shutdown = [](Job& job, int gap) {
+    job.log_line("[W1202 08:24:59.147822021 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=3, "
+                 "addr=[::ffff:127.0.0.1]:58062, remote=[::ffff:127.0.0.1]:56845): Broken pipe");
+    for (int i = 0; i < gap; ++i) job.log_line("frame #" + std::to_string(i) + ": <unknown function> + 0x6747a52");
+    job.log_line("W1202 08:24:59.873000 19941 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1298] The "
+                 "node 'localhost_19941_0' has failed to shutdown the rendezvous 'e2e-store_late' due to an error "
+                 "of type RendezvousConnectionError.");
+    job.log_line("Traceback (most recent call last):");
+    job.log_line("torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. "
+                 "Did the remote server shutdown or crash?");
+  };
+  SECTION("the whole report is set aside") {
+    Job job;
+    agent_shutdown(job, 32);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls != FailureClass::TransientRecv);
+    CHECK(d.verdict.cls != FailureClass::BrokenPipe);
+    CHECK(job.logs().events.size() == 1);  // the shutdown warning itself stays
+  }
+  SECTION("a store error far above the warning is not part of it") {
+    Job job;
+    agent_shutdown(job, 80);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::BrokenPipe);
+    // What stays keeps its text (a kept line was once moved onto itself, which emptied it).
+    REQUIRE(job.logs().events.size() == 2);
+    CHECK(job.logs().events[0].text.find("Broken pipe") != std::string::npos);
+    CHECK(job.logs().events[1].text.find("failed to shutdown the rendezvous") != std::string::npos);
+  }
+  SECTION("the same 0-byte read without the shutdown warning is still a transient close") {
+    Job job;
+    job.log_line("torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. "
+                 "Did the remote server shutdown or crash?");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::TransientRecv);
+  }
+}
+
 TEST_CASE("a failed rank without any rendezvous evidence: unknown, saying what is missing") {
   Job job;
   healthy_rank(job, 0);
