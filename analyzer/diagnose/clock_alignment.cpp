@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "address.h"
+
 namespace rdzvscope {
 
 namespace {
@@ -19,24 +21,11 @@ namespace {
 // addresses. IPv4-mapped IPv6 addresses count as their IPv4 address (a dual-stack server
 // sees [::ffff:10.0.0.2] where an IPv4 client saw 10.0.0.2).
 std::optional<std::string> endpoint(const rdzv_sockaddr& a) {
-  if (a.port == 0) return std::nullopt;
-  std::string bytes;
-  if (a.family == AF_INET) {
-    bytes.assign(reinterpret_cast<const char*>(a.addr), 4);
-  } else if (a.family == AF_INET6) {
-    static const std::uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (std::equal(a.addr, a.addr + 12, kMapped)) bytes.assign(reinterpret_cast<const char*>(a.addr + 12), 4);
-    else bytes.assign(reinterpret_cast<const char*>(a.addr), 16);
-  } else {
+  if (a.port == 0 || (a.family != AF_INET && a.family != AF_INET6) || is_unspecified(a) || is_loopback(a))
     return std::nullopt;
-  }
-  if (bytes.size() == 4 && (static_cast<std::uint8_t>(bytes[0]) == 127 || bytes == std::string(4, '\0')))
-    return std::nullopt;
-  if (bytes.size() == 16) {
-    const std::string zero(15, '\0');
-    if (bytes.compare(0, 15, zero) == 0 && (bytes[15] == 0 || bytes[15] == 1)) return std::nullopt;  // :: and ::1
-  }
-  return bytes + static_cast<char>(a.port >> 8) + static_cast<char>(a.port & 0xff);
+  const auto v6 = ipv6_form(a);
+  std::string key(v6.begin(), v6.end());
+  return key + static_cast<char>(a.port >> 8) + static_cast<char>(a.port & 0xff);
 }
 
 // "client endpoint | server endpoint": one TCP connection seen from either side.

@@ -174,26 +174,6 @@ const ProcessFacts* Context::store_reached(const ProcessFacts& client, const Eve
   return best;
 }
 
-std::array<std::uint8_t, 16> ipv6_form(const rdzv_sockaddr& a) {
-  std::array<std::uint8_t, 16> out{};
-  if (a.family == AF_INET) {
-    out[10] = out[11] = 0xff;
-    std::copy(a.addr, a.addr + 4, out.begin() + 12);
-  } else if (a.family == AF_INET6) {
-    std::copy(a.addr, a.addr + 16, out.begin());
-  }
-  return out;
-}
-
-bool is_loopback(const rdzv_sockaddr& a) {
-  static constexpr std::array<std::uint8_t, 16> kV6Loopback{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-  if (a.family != AF_INET && a.family != AF_INET6) return false;
-  const auto v6 = ipv6_form(a);
-  const bool mapped = v6[10] == 0xff && v6[11] == 0xff &&
-                      std::all_of(v6.begin(), v6.begin() + 10, [](std::uint8_t b) { return b == 0; });
-  return mapped ? v6[12] == 127 : v6 == kV6Loopback;
-}
-
 bool is_loopback_name(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
 }

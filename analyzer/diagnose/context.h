@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "address.h"
 #include "diagnosis.h"
 #include "log_facts.h"
 #include "rank_facts.h"
@@ -108,11 +109,6 @@ Finding finding_for(FailureClass cls, const ProcessFacts& f, std::optional<std::
 // A finding whose evidence is one log line ("FILE:LINE: text"), for the log-only paths.
 Finding log_finding(FailureClass cls, const LogEvent& e);
 std::optional<int> rank_of(const ProcessFacts& f);
-// 127.0.0.0/8, ::1, ::ffff:127.x.
-bool is_loopback(const rdzv_sockaddr& a);
-// The address as 16 bytes, an IPv4 address in its IPv6-mapped form (::ffff:a.b.c.d), so that
-// one host's address compares equal however a socket spelled it; all zero for none.
-std::array<std::uint8_t, 16> ipv6_form(const rdzv_sockaddr& a);
 // A MASTER_ADDR that names loopback: "localhost", "127.0.0.1", "::1".
 bool is_loopback_name(const std::string& addr);
 // Where a process's loopback addresses lead: its network namespace (the boot and the netns

@@ -1,0 +1,19 @@
+// The forms in which the analyzer compares socket addresses of the trace format.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "rdzvscope/trace_format.h"
+
+namespace rdzvscope {
+
+// The address as 16 bytes, an IPv4 address in its IPv6-mapped form (::ffff:a.b.c.d), so that
+// one host's address compares equal however a socket spelled it; all zero for none.
+std::array<std::uint8_t, 16> ipv6_form(const rdzv_sockaddr& a);
+// 127.0.0.0/8, ::1, ::ffff:127.x.
+bool is_loopback(const rdzv_sockaddr& a);
+// 0.0.0.0, ::, ::ffff:0.0.0.0: a wildcard bind, no host.
+bool is_unspecified(const rdzv_sockaddr& a);
+
+}  // namespace rdzvscope
