@@ -5,14 +5,23 @@ Per send, wall clock and the sender's CPU time (user + system: the probes run in
 syscalls; far steadier than wall time on a shared machine), interleaved rounds, medians,
 ratios against no probe:
   bare   no attach running
+  floor  no attach; the kernel's syscall tracepoint on for a syscall nobody makes (see below)
   other  attach running on ANOTHER pid (a sleeping process): the filtered case, every
          syscall of the sender costs the tgid lookup only
   self   attach on the sender itself, its connection a store socket (--port): every send
          goes through the store-socket table (first 32 recorded, then totals only, as the shim)
   every  as self with --io-events 0: every send is a trace record through the ring buffer
-Syscall cost: the cheapest syscall loop there is (write() to /dev/null, `send_loop null`), with
-no attach and with attach on ANOTHER pid, interleaved: what every syscall of the machine pays
-for the syscall tracepoints, in ns per call (the send loop's own cost hides it in its noise).
+Syscall cost: what every syscall of the machine pays, in a process attach does not follow, in
+ns per call (wall and CPU) over two loops, `send_loop null` (write() to /dev/null: the probes
+look at every write, for the caller's pid) and `send_loop getppid` (a syscall they never look
+at), in three interleaved modes:
+  bare   no syscall tracepoint on
+  floor  the kernel's own syscall tracepoint switched on for a syscall nobody makes (tracefs,
+         syscalls/sys_enter_acct): no BPF at all, only the kernel's traced syscall path that
+         any syscall tracepoint puts every task of the machine on
+  other  attach running on another (sleeping) pid
+'other' minus 'floor' is what attach's own programs add; 'floor' minus 'bare' is what no
+design built on syscall tracepoints can avoid on this kernel.
 Throughput: a sender paced at --rate sends/s (default 50,000) for --seconds, attached with
 --io-events 0: the trace's lost counter must be 0 and its send records must number the sends.
 
@@ -56,6 +65,28 @@ def stop_attach(a):
     return summary.strip(), int(m.group(1)) if m else None
 
 
+class SyscallTracepointFloor:
+    """The kernel's syscall tracepoint on for acct(2), which nothing calls: no BPF program runs,
+    but every task of the machine now takes the traced syscall path."""
+    TRACEFS = "/sys/kernel/tracing"
+    ENABLE = TRACEFS + "/events/syscalls/sys_enter_acct/enable"
+
+    def __enter__(self):
+        self.mounted = False
+        if not os.path.exists(self.ENABLE):
+            subprocess.run(["mount", "-t", "tracefs", "nodev", self.TRACEFS], check=True)
+            self.mounted = True
+        with open(self.ENABLE, "w") as f:
+            f.write("1")
+        return self
+
+    def __exit__(self, *exc):
+        with open(self.ENABLE, "w") as f:
+            f.write("0")
+        if self.mounted:
+            subprocess.run(["umount", self.TRACEFS], check=True)
+
+
 def one_run(args, mode, n, rate, work):
     """Returns ((wall, cpu) ns per send, attach summary line or None, lost or None, trace dir)."""
     port = free_port()
@@ -71,11 +102,13 @@ def one_run(args, mode, n, rate, work):
     sender = subprocess.Popen([args.sender, str(port), str(n), str(args.size), str(rate)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               preexec_fn=pin(cpus[0]))
-    idle = attach = None
+    idle = attach = floor = None
     try:
         if sink.stdout.readline().strip() != "ready" or sender.stdout.readline().strip() != "ready":
             sys.exit("attach_overhead: the sink or the sender did not start")
-        if mode == "other":
+        if mode == "floor":
+            floor = SyscallTracepointFloor().__enter__()
+        elif mode == "other":
             idle = subprocess.Popen(["sleep", "600"])
             attach = start_attach(args, idle.pid, port, out_dir)
         elif mode in ("self", "every"):
@@ -91,6 +124,8 @@ def one_run(args, mode, n, rate, work):
         m = re.search(r"([0-9.]+) ns/send ([0-9.]+) cpu-ns/send", out)
         return (float(m.group(1)), float(m.group(2))), summary, lost, out_dir
     finally:
+        if floor:
+            floor.__exit__(None, None, None)
         for p in (idle, attach, sender):
             if p and p.poll() is None:
                 p.kill()
@@ -99,7 +134,7 @@ def one_run(args, mode, n, rate, work):
 
 
 def wall_clock(args, work):
-    modes = ("bare", "other", "self", "every")
+    modes = ("bare", "floor", "other", "self", "every")
     wall, cpu = {m: [] for m in modes}, {m: [] for m in modes}
     for r in range(args.rounds):
         for m in modes:
@@ -114,30 +149,54 @@ def wall_clock(args, work):
                 "cpu_ratio": mc[m] / mc["bare"], "wall_samples": wall[m], "cpu_samples": cpu[m]} for m in modes}
 
 
+def one_syscall_loop(args, loop, mode, work, cpu0):
+    """(wall, cpu) ns per call of `send_loop LOOP` in one mode."""
+    idle = attach = floor = None
+    try:
+        if mode == "other":
+            idle = subprocess.Popen(["sleep", "600"])
+            attach = start_attach(args, idle.pid, free_port(), tempfile.mkdtemp(dir=work))
+        elif mode == "floor":
+            floor = SyscallTracepointFloor().__enter__()
+        out = subprocess.run([args.send_loop, loop, str(args.null_calls)], capture_output=True, text=True,
+                             check=True, preexec_fn=lambda: os.sched_setaffinity(0, {cpu0})).stdout
+        m = re.search(r"([0-9.]+) ns/call ([0-9.]+) cpu-ns/call", out)
+        if attach:
+            stop_attach(attach)
+        return float(m.group(1)), float(m.group(2))
+    finally:
+        if floor:
+            floor.__exit__(None, None, None)
+        for p in (idle, attach):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def syscall_cost(args, work):
-    """ns per write() to /dev/null without attach and with attach on a sleeping pid."""
+    """ns per call of the two syscall loops in the three modes, interleaved rounds, medians."""
     cpu0 = min(os.sched_getaffinity(0))
-    samples = {"bare": [], "other": []}
+    loops, modes = ("null", "getppid"), ("bare", "floor", "other")
+    samples = {l: {m: {"wall": [], "cpu": []} for m in modes} for l in loops}
     for r in range(args.rounds):
-        for mode in samples:
-            idle = attach = None
-            try:
-                if mode == "other":
-                    idle = subprocess.Popen(["sleep", "600"])
-                    attach = start_attach(args, idle.pid, free_port(), os.path.join(work, "null-%d" % r))
-                out = subprocess.run([args.send_loop, "null", str(args.null_calls)], capture_output=True, text=True,
-                                     check=True, preexec_fn=lambda: os.sched_setaffinity(0, {cpu0})).stdout
-                samples[mode].append(float(out.split()[0]))
-                if attach:
-                    stop_attach(attach)
-            finally:
-                for p in (idle, attach):
-                    if p and p.poll() is None:
-                        p.kill()
-                        p.wait()
-    med = {m: statistics.median(v) for m, v in samples.items()}
-    return {"calls": args.null_calls, "median_ns": med, "added_ns": med["other"] - med["bare"],
-            "ratio": med["other"] / med["bare"], "samples": samples}
+        for loop in loops:
+            for mode in modes:
+                w, c = one_syscall_loop(args, loop, mode, work, cpu0)
+                samples[loop][mode]["wall"].append(w)
+                samples[loop][mode]["cpu"].append(c)
+        print("  syscall round %d/%d: %s" % (r + 1, args.rounds, "; ".join(
+            "%s %s" % (l, " ".join("%s %.0f" % (m, samples[l][m]["cpu"][-1]) for m in modes)) for l in loops)),
+            file=sys.stderr)
+    out = {"calls": args.null_calls}
+    for loop in loops:
+        med = {m: {k: statistics.median(v) for k, v in samples[loop][m].items()} for m in modes}
+        out[loop] = {"median_ns": med, "samples": samples[loop],
+                     "floor_added_cpu_ns": med["floor"]["cpu"] - med["bare"]["cpu"],
+                     "attach_added_cpu_ns": med["other"]["cpu"] - med["bare"]["cpu"],
+                     "floor_ratio_cpu": med["floor"]["cpu"] / med["bare"]["cpu"],
+                     "attach_ratio_cpu": med["other"]["cpu"] / med["bare"]["cpu"],
+                     "attach_ratio_wall": med["other"]["wall"] / med["bare"]["wall"]}
+    return out
 
 
 def throughput(args, work):
@@ -166,18 +225,24 @@ def main():
     ap.add_argument("--rate", type=int, default=50000)
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--null-calls", type=int, default=2000000)
-    ap.add_argument("--skip-wall-clock", action="store_true")
+    ap.add_argument("--parts", default="send,syscall,throughput",
+                    help="which measurements, comma-separated (default: all three)")
     ap.add_argument("--json")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("attach_overhead: attach needs root")
 
+    parts = set(args.parts.split(","))
+    if not parts or parts - {"send", "syscall", "throughput"}:
+        sys.exit("attach_overhead: --parts takes send, syscall and throughput, comma-separated")
     result = {"size": args.size}
     with tempfile.TemporaryDirectory() as work:
-        if not args.skip_wall_clock:
+        if "send" in parts:
             result["wall_clock"] = wall_clock(args, work)
+        if "syscall" in parts:
             result["syscall"] = syscall_cost(args, work)
-        result["throughput"] = throughput(args, work)
+        if "throughput" in parts:
+            result["throughput"] = throughput(args, work)
 
     if "wall_clock" in result:
         print("%d-byte loopback send loop, %d sends, median of %d interleaved rounds (wall | sender CPU):"
@@ -187,14 +252,21 @@ def main():
                                                                       v["median_cpu_ns"], v["cpu_ratio"]))
     if "syscall" in result:
         s = result["syscall"]
-        print("write() to /dev/null, %d calls, median of %d interleaved rounds: %.0f ns/call bare, %.0f with attach "
-              "on another pid: +%.0f ns per syscall (x%.2f)" % (s["calls"], args.rounds, s["median_ns"]["bare"],
-                                                               s["median_ns"]["other"], s["added_ns"], s["ratio"]))
-    t = result["throughput"]
-    ok = t["lost_summary"] == 0 and t["lost_header"] == 0 and t["send_records"] == t["sends"]
-    print("throughput: %d sends at %.0f/s (asked %d/s), every one a record: %d send records, %s lost (header %d): %s"
-          % (t["sends"], t["rate_achieved"], t["rate_asked"], t["send_records"], t["lost_summary"],
-             t["lost_header"], "ok" if ok else "FAILED"))
+        print("syscalls of another process, %d calls, median of %d interleaved rounds, CPU ns per call "
+              "(bare | kernel syscall tracepoint on, no BPF | attach on another pid):" % (s["calls"], args.rounds))
+        for loop, what in (("null", "write() to /dev/null"), ("getppid", "getppid()")):
+            v = s[loop]
+            med = v["median_ns"]
+            print("  %-20s %5.0f | %5.0f (+%.0f, x%.2f) | %5.0f (+%.0f, x%.2f; wall x%.2f)"
+                  % (what, med["bare"]["cpu"], med["floor"]["cpu"], v["floor_added_cpu_ns"], v["floor_ratio_cpu"],
+                     med["other"]["cpu"], v["attach_added_cpu_ns"], v["attach_ratio_cpu"], v["attach_ratio_wall"]))
+    ok = True
+    if "throughput" in result:
+        t = result["throughput"]
+        ok = t["lost_summary"] == 0 and t["lost_header"] == 0 and t["send_records"] == t["sends"]
+        print("throughput: %d sends at %.0f/s (asked %d/s), every one a record: %d send records, %s lost (header %d): "
+              "%s" % (t["sends"], t["rate_achieved"], t["rate_asked"], t["send_records"], t["lost_summary"],
+                      t["lost_header"], "ok" if ok else "FAILED"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

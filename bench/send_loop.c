@@ -4,8 +4,10 @@
  *                                that a send never has to wake it (on a VM, waking an idle CPU
  *                                costs more than the send and varies by 20 % from run to run)
  *   send_loop send PORT N SIZE   connect, N x send(SIZE bytes); prints ns per send
- *   send_loop null N             N x write(64 bytes) to /dev/null, the cheapest syscall loop;
- *                                prints ns per call
+ *   send_loop null N             N x write(64 bytes) to /dev/null, the cheapest syscall loop
+ *                                that attach's probes look at (they test the fd's owner);
+ *   send_loop getppid N          N x getppid(), a syscall they never look at;
+ *                                both print wall and CPU ns per call
  * The sink runs as its own process, without the shim, so that only the sender is measured. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,29 +79,34 @@ static int sender(int port, long n, size_t size) {
   return 0;
 }
 
-static int null_loop(long n) {
+static double clock_ns(clockid_t clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int syscall_loop(int writes, long n) {
   int fd = open("/dev/null", O_WRONLY);
   char buf[64] = {0};
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double w0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   for (long i = 0; i < n; ++i) {
-    if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) {
-      perror("send_loop null");
+    if (writes ? write(fd, buf, sizeof buf) != (ssize_t)sizeof buf : syscall(SYS_getppid) <= 0) {
+      perror("send_loop");
       return 1;
     }
   }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-  printf("%.1f ns/call\n", ns / (double)n);
+  double w1 = clock_ns(CLOCK_MONOTONIC), c1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  printf("%.1f ns/call %.1f cpu-ns/call\n", (w1 - w0) / (double)n, (c1 - c0) / (double)n);
   return 0;
 }
 
 int main(int argc, char** argv) {
   if ((argc == 3 || (argc == 4 && strcmp(argv[3], "spin") == 0)) && strcmp(argv[1], "sink") == 0)
     return sink(atoi(argv[2]), argc == 4);
-  if (argc == 3 && strcmp(argv[1], "null") == 0) return null_loop(atol(argv[2]));
+  if (argc == 3 && strcmp(argv[1], "null") == 0) return syscall_loop(1, atol(argv[2]));
+  if (argc == 3 && strcmp(argv[1], "getppid") == 0) return syscall_loop(0, atol(argv[2]));
   if (argc == 5 && strcmp(argv[1], "send") == 0)
     return sender(atoi(argv[2]), atol(argv[3]), (size_t)atol(argv[4]));
-  fprintf(stderr, "usage: send_loop sink PORT [spin] | send_loop send PORT N SIZE | send_loop null N\n");
+  fprintf(stderr, "usage: send_loop sink PORT [spin] | send_loop send PORT N SIZE | send_loop null N | send_loop getppid N\n");
   return 2;
 }
