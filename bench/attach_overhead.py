@@ -76,13 +76,15 @@ class SyscallTracepointFloor:
         if not os.path.exists(self.ENABLE):
             subprocess.run(["mount", "-t", "tracefs", "nodev", self.TRACEFS], check=True)
             self.mounted = True
+        with open(self.ENABLE) as f:
+            self.was = f.read().strip()[:1]  # left as someone else had it
         with open(self.ENABLE, "w") as f:
             f.write("1")
         return self
 
     def __exit__(self, *exc):
         with open(self.ENABLE, "w") as f:
-            f.write("0")
+            f.write(self.was or "0")
         if self.mounted:
             subprocess.run(["umount", self.TRACEFS], check=True)
 
