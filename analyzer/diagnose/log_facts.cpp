@@ -61,13 +61,14 @@ bool is_failed_shutdown(const LogEvent& e) {
   return e.has(LogFamily::RendezvousClosed) && e.text.find("failed to shutdown the rendezvous") != std::string::npos;
 }
 
-// The agent's report of a failed shutdown spans the C++ warning of the failed store call and
-// its backtrace above the line, and the Python traceback below it (about 40 and 20 lines in
-// PyTorch 2.13): store errors of the same file within that reach, with nothing else logged
-// between, are part of it.
+// The agent's report of a failed shutdown: above the line, the C++ warning of its failed store
+// call ("sendBytes failed on SocketImpl(...)", then a backtrace of about 35 lines); below it,
+// the Python traceback of the same call (about 10 lines). Above, only that one warning counts:
+// a worker's own store error, which the agent's log also holds, ends in an exception line of
+// its own, and that line, not a bare warning, is then the last store error before the shutdown.
 constexpr std::uint64_t kShutdownReportLines = 64;
 
-// Marks, in one file's events (file order), the store errors around each failed shutdown.
+// Marks, in one file's events (file order), the store errors of each failed shutdown's report.
 void mark_shutdown_errors(const std::vector<LogEvent>& events, std::size_t begin, std::size_t end,
                           std::vector<bool>& part) {
   auto near = [&](std::size_t j, std::size_t shutdown) {  // and of the same host, in a merged log
@@ -76,7 +77,7 @@ void mark_shutdown_errors(const std::vector<LogEvent>& events, std::size_t begin
   };
   for (std::size_t i = begin; i < end; ++i) {
     if (!is_failed_shutdown(events[i])) continue;
-    for (std::size_t j = i; j > begin && is_store_io_error(events[j - 1]) && near(j - 1, i); --j) part[j - 1] = true;
+    if (i > begin && events[i - 1].has(LogFamily::SendRecvFailed) && near(i - 1, i)) part[i - 1] = true;
     for (std::size_t j = i + 1; j < end && is_store_io_error(events[j]) && near(j, i); ++j) part[j] = true;
   }
 }

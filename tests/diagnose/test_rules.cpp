@@ -971,6 +971,18 @@ TEST_CASE("logs: an agent's failed rendezvous shutdown is not a transient_recv o
     CHECK(job.logs().events[0].text.find("Broken pipe") != std::string::npos);
     CHECK(job.logs().events[1].text.find("failed to shutdown the rendezvous") != std::string::npos);
   }
+  SECTION("a worker's broken pipe just before its agent's failed shutdown stays") {
+    Job job;
+    job.log_line("[W1202 08:24:58.101000000 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=5, "
+                 "addr=[::ffff:127.0.0.1]:58070, remote=[::ffff:127.0.0.1]:56845): Broken pipe", 1);
+    job.log_line("Traceback (most recent call last):");
+    job.log_line("torch.distributed.DistNetworkError: Broken pipe", 1);
+    job.log_line("E1202 08:24:58.500000 19941 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+                 "(exitcode: 1) local_rank: 1 (pid: 19950) of binary: /usr/bin/python3");
+    agent_shutdown(job, 32);
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::BrokenPipe);
+    CHECK(job.logs().events.size() == 3);  // the worker's warning and exception, the shutdown line
+  }
   SECTION("the same 0-byte read without the shutdown warning is still a transient close") {
     Job job;
     job.log_line("torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. "
