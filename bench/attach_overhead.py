@@ -30,6 +30,7 @@ Throughput: a sender paced at --rate sends/s (default 50,000) for --seconds, att
 Exit status 1 when events were lost or missing.
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -89,6 +90,30 @@ class SyscallTracepointFloor:
             subprocess.run(["umount", self.TRACEFS], check=True)
 
 
+@contextlib.contextmanager
+def probing(args, mode, out_dir, port, sender_pid=None):
+    """The measured mode set up for the block: yields attach's process, or None (bare, floor).
+    other: attach on a sleeping process; self/every: attach on `sender_pid`."""
+    idle = attach = None
+    try:
+        if mode == "floor":
+            with SyscallTracepointFloor():
+                yield None
+            return
+        if mode == "other":
+            idle = subprocess.Popen(["sleep", "600"])
+            attach = start_attach(args, idle.pid, port, out_dir)
+        elif mode in ("self", "every"):
+            attach = start_attach(args, sender_pid, port, out_dir,
+                                  ["--io-events", "0", "--max-mb", "64"] if mode == "every" else [])
+        yield attach
+    finally:
+        for p in (idle, attach):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def one_run(args, mode, n, rate, work):
     """Returns ((wall, cpu) ns per send, attach summary line or None, lost or None, trace dir)."""
     port = free_port()
@@ -104,34 +129,22 @@ def one_run(args, mode, n, rate, work):
     sender = subprocess.Popen([args.sender, str(port), str(n), str(args.size), str(rate)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               preexec_fn=pin(cpus[0]))
-    idle = attach = floor = None
     try:
         if sink.stdout.readline().strip() != "ready" or sender.stdout.readline().strip() != "ready":
             sys.exit("attach_overhead: the sink or the sender did not start")
-        if mode == "floor":
-            floor = SyscallTracepointFloor().__enter__()
-        elif mode == "other":
-            idle = subprocess.Popen(["sleep", "600"])
-            attach = start_attach(args, idle.pid, port, out_dir)
-        elif mode in ("self", "every"):
-            attach = start_attach(args, sender.pid, port, out_dir, ["--io-events", "0", "--max-mb", "64"] if mode == "every" else [])
-        sender.stdin.write("go\n")
-        sender.stdin.close()
-        out = sender.stdout.read()
-        if sender.wait(timeout=600) != 0:
-            sys.exit("attach_overhead: the sender failed: " + out)
-        summary = lost = None
-        if attach:
-            summary, lost = stop_attach(attach)
+        with probing(args, mode, out_dir, port, sender.pid) as attach:
+            sender.stdin.write("go\n")
+            sender.stdin.close()
+            out = sender.stdout.read()
+            if sender.wait(timeout=600) != 0:
+                sys.exit("attach_overhead: the sender failed: " + out)
+            summary, lost = stop_attach(attach) if attach else (None, None)
         m = re.search(r"([0-9.]+) ns/send ([0-9.]+) cpu-ns/send", out)
         return (float(m.group(1)), float(m.group(2))), summary, lost, out_dir
     finally:
-        if floor:
-            floor.__exit__(None, None, None)
-        for p in (idle, attach, sender):
-            if p and p.poll() is None:
-                p.kill()
-                p.wait()
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait()
         sink.wait(timeout=60)
 
 
@@ -153,26 +166,13 @@ def wall_clock(args, work):
 
 def one_syscall_loop(args, loop, mode, work, cpu0):
     """(wall, cpu) ns per call of `send_loop LOOP` in one mode."""
-    idle = attach = floor = None
-    try:
-        if mode == "other":
-            idle = subprocess.Popen(["sleep", "600"])
-            attach = start_attach(args, idle.pid, free_port(), tempfile.mkdtemp(dir=work))
-        elif mode == "floor":
-            floor = SyscallTracepointFloor().__enter__()
+    with probing(args, mode, tempfile.mkdtemp(dir=work), free_port()) as attach:
         out = subprocess.run([args.send_loop, loop, str(args.null_calls)], capture_output=True, text=True,
                              check=True, preexec_fn=lambda: os.sched_setaffinity(0, {cpu0})).stdout
-        m = re.search(r"([0-9.]+) ns/call ([0-9.]+) cpu-ns/call", out)
         if attach:
             stop_attach(attach)
-        return float(m.group(1)), float(m.group(2))
-    finally:
-        if floor:
-            floor.__exit__(None, None, None)
-        for p in (idle, attach):
-            if p and p.poll() is None:
-                p.kill()
-                p.wait()
+    m = re.search(r"([0-9.]+) ns/call ([0-9.]+) cpu-ns/call", out)
+    return float(m.group(1)), float(m.group(2))
 
 
 def syscall_cost(args, work):

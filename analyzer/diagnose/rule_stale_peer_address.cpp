@@ -4,9 +4,7 @@
 // attempt: a worker that reads a peer's address before that peer published its new one gets
 // the dead process's (PyTorch 2.13: `Gloo connectFullMesh failed ... Connection refused`).
 #include <algorithm>
-#include <array>
 #include <cerrno>
-#include <cstring>
 #include <map>
 #include <sys/socket.h>
 
@@ -23,10 +21,7 @@ namespace {
 // any address (a wildcard bind).
 bool listened_at(const rdzv_sockaddr& local, const rdzv_sockaddr& dest) {
   if (local.port != dest.port) return false;
-  const auto l = ipv6_form(local);
-  static const std::array<std::uint8_t, 16> kAny{};
-  static const std::array<std::uint8_t, 16> kMappedAny{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0};
-  return l == kAny || l == kMappedAny || l == ipv6_form(dest);
+  return is_unspecified(local) || ipv6_form(local) == ipv6_form(dest);
 }
 
 // Where workers of earlier attempts listened outside the store, by port: gathered once, so
