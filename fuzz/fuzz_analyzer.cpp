@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "diagnose/log_facts.h"
-#include "diagnose/report.h"
-#include "diagnose/rules.h"
+#include "model/log_facts.h"
+#include "report/report.h"
+#include "rules/rules.h"
 #include "fuzz_util.h"
 
 namespace {

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "diagnose/report.h"
-#include "diagnose/run_comparison.h"
+#include "report/report.h"
+#include "runs/run_comparison.h"
 #include "preflight/results.h"
 
 namespace rdzvscope::cli {

@@ -8,10 +8,10 @@
 
 #include "commands.h"
 #include "diagnostics.h"
-#include "diagnose/log_facts.h"
-#include "diagnose/report_runs.h"
-#include "diagnose/rules.h"
-#include "diagnose/run_inputs.h"
+#include "model/log_facts.h"
+#include "runs/report_runs.h"
+#include "rules/rules.h"
+#include "runs/run_inputs.h"
 
 namespace rdzvscope::cli {
 

@@ -1,5 +1,5 @@
 // rdzvscope analyze --runs RUN_DIR...: each directory one run of the same job, each diagnosed
-// on its own, then compared (diagnose/run_comparison.h). Logs are the *.log files found in
+// on its own, then compared (runs/run_comparison.h). Logs are the *.log files found in
 // each run's directory; --log, --timeline and --html are refused with --runs.
 #pragma once
 

@@ -21,10 +21,10 @@
 #include "commands.h"
 #include "diagnostics.h"
 #include "output_file.h"
-#include "diagnose/log_facts.h"
-#include "diagnose/report.h"
-#include "diagnose/rules.h"
-#include "diagnose/sequential_runs.h"
+#include "model/log_facts.h"
+#include "report/report.h"
+#include "rules/rules.h"
+#include "runs/sequential_runs.h"
 #include "analyze_preflight.h"  // preflight --out reports beside the traces (HTML)
 #include "preflight/results.h"  // preflight --out reports beside the traces
 #include "logs/log_source.h"

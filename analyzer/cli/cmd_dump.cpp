@@ -14,7 +14,7 @@
 
 #include "commands.h"
 #include "diagnostics.h"
-#include "diagnose/process_model.h"
+#include "model/process_model.h"
 #include "reader/dump_json.h"
 #include "reader/trace_reader.h"
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "commands.h"
-#include "diagnose/report.h"
-#include "diagnose/rules.h"
+#include "report/report.h"
+#include "rules/rules.h"
 #include "diagnostics.h"
 #include "live/trace_follower.h"
 #include "output_file.h"

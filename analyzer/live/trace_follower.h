@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "diagnose/process_model.h"
+#include "model/process_model.h"
 #include "reader/trace_reader.h"
 
 namespace rdzvscope {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/log_facts.h"
-#include "diagnose/rules.h"
+#include "model/log_facts.h"
+#include "rules/rules.h"
 #include "temp_dir.h"
 #include "trace_builder.h"
 

@@ -4,7 +4,7 @@
 
 #include <sys/socket.h>
 
-#include "diagnose/address.h"
+#include "model/address.h"
 #include "trace_builder.h"
 
 using namespace rdzvscope;

@@ -1,9 +1,9 @@
-// Clock alignment across hosts (diagnose/clock_alignment.h): a host whose CLOCK_REALTIME is
+// Clock alignment across hosts (model/clock_alignment.h): a host whose CLOCK_REALTIME is
 // off by seconds is placed back on the store host's clock from matched connect/accept pairs
 // and the first reply on each, and the verdict is the one of the same job with clocks in step.
 #include <catch2/catch.hpp>
 
-#include "diagnose/report.h"
+#include "report/report.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;

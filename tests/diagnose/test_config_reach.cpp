@@ -3,7 +3,7 @@
 // and benign refused retries that are no rank's first error (item 3).
 #include <catch2/catch.hpp>
 
-#include "diagnose/report.h"
+#include "report/report.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;

@@ -2,7 +2,7 @@
 // always had them, the text and HTML views word them.
 #include <catch2/catch.hpp>
 
-#include "diagnose/report.h"
+#include "report/report.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "diagnose/event.h"
+#include "model/event.h"
 #include "trace_builder.h"
 
 using namespace rdzvscope;

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "diagnose/report.h"
+#include "report/report.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;

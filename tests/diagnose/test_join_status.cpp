@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <netdb.h>
 
-#include "diagnose/report.h"
-#include "diagnose/rules.h"
+#include "report/report.h"
+#include "rules/rules.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <set>
 
-#include "diagnose/report.h"
+#include "report/report.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;

@@ -2,8 +2,8 @@
 // the nearby classes do not steal the verdict.
 #include <catch2/catch.hpp>
 
-#include "diagnose/class_registry.h"
-#include "diagnose/report.h"
+#include "rules/class_registry.h"
+#include "report/report.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;

@@ -1,9 +1,9 @@
-// analyze --runs: the comparison of runs (diagnose/run_comparison.h), one test per pattern,
+// analyze --runs: the comparison of runs (runs/run_comparison.h), one test per pattern,
 // on diagnoses built by hand; and the detection of sequential runs in one directory.
 #include <catch2/catch.hpp>
 
-#include "diagnose/run_comparison.h"
-#include "diagnose/sequential_runs.h"
+#include "runs/run_comparison.h"
+#include "runs/sequential_runs.h"
 #include "job_builder.h"
 
 using namespace rdzvscope;

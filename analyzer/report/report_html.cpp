@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "context.h"
+#include "model/context.h"
 #include "report.h"
 
 namespace rdzvscope {

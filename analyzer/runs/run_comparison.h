@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "diagnosis.h"
+#include "model/diagnosis.h"
 
 namespace rdzvscope {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <system_error>
 
-#include "launcher_options.h"
+#include "model/launcher_options.h"
 
 namespace rdzvscope {
 

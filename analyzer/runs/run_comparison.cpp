@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "class_registry.h"
+#include "rules/class_registry.h"
 
 namespace rdzvscope {
 

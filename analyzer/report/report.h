@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "diagnosis.h"
-#include "log_facts.h"
-#include "context.h"
-#include "join_status.h"
-#include "process_model.h"
+#include "model/diagnosis.h"
+#include "model/log_facts.h"
+#include "model/context.h"
+#include "model/join_status.h"
+#include "model/process_model.h"
 
 namespace rdzvscope {
 

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "context.h"
+#include "model/context.h"
 #include "report_runs.h"
 
 namespace rdzvscope {

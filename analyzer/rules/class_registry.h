@@ -7,8 +7,8 @@
 #include <span>
 #include <string>
 
-#include "context.h"
-#include "failure_class.h"
+#include "model/context.h"
+#include "model/failure_class.h"
 
 namespace rdzvscope {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "process_model.h"
+#include "model/process_model.h"
 #include "reader/error.h"
 
 namespace rdzvscope {

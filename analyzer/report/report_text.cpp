@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "context.h"
+#include "model/context.h"
 #include "reader/names.h"
 #include "report.h"
 

@@ -2,8 +2,8 @@
 // failure reproduce, and where.
 #include <algorithm>
 
-#include "context.h"
-#include "report.h"
+#include "model/context.h"
+#include "report/report.h"
 #include "report_runs.h"
 
 namespace rdzvscope {

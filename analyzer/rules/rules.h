@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "context.h"
+#include "model/context.h"
 
 namespace rdzvscope {
 

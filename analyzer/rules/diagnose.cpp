@@ -8,7 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "reader/names.h"
-#include "attempts.h"
+#include "model/attempts.h"
 #include "class_registry.h"
 #include "rules.h"
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "reader/names.h"
-#include "launcher_options.h"
+#include "model/launcher_options.h"
 #include "rules.h"
 
 namespace rdzvscope {

@@ -1,4 +1,4 @@
-#include "report.h"
+#include "report/report.h"
 #include "report_runs.h"
 
 namespace rdzvscope {

@@ -1,0 +1,2 @@
+// A translation unit that includes one header its target must not see (CMakeLists.txt).
+#include PROBE_HEADER
