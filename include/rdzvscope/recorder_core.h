@@ -9,7 +9,7 @@
  *   - store-port policy: the variables that name store ports and how their values read
  *
  * Then the functions, grouped by the file of core/ that implements them (one static library,
- * rdzvscope_core, linked into the shim, the loader, the CLI and the tests):
+ * rdzvscope_core, linked into the shim, the loader, the CLI, the SPANK plugin and the tests):
  *
  *   - core/text.c:       bounded, allocation-free string building and strict number parsing
  *   - core/config.c:     environment (one lookup interface over our own environ or a
