@@ -23,7 +23,9 @@
  * directory. A DIR that holds a placeholder (%h %j %Y %m %d) is used as it is. The plugin never
  * fails a task: a problem is logged and the task runs untraced.
  *
- * Only libc and the SPANK API (resolved in srun/sbatch/slurmstepd at load time). C11.
+ * Only libc, the SPANK API (resolved in srun/sbatch/slurmstepd at load time) and the recorder
+ * core (core/, linked in statically, its symbols hidden: the trace directory's rules, the
+ * same as the shim's and rdzvscope attach's). C11.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,10 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <slurm/spank.h>
+
+#include "rdzvscope/recorder_core.h"
 
 SPANK_PLUGIN(rdzvscope, 1)
 
@@ -177,21 +180,6 @@ static void prepend_env(spank_t sp, const char *var, const char *first, char sep
     slurm_error("rdzvscope: cannot set %s", var);
 }
 
-/* mkdir -p of `dir` (mode 0700 for what is created); 0 when it exists afterwards. */
-static int make_dirs(const char *dir) {
-  char path[PATH_MAX];
-  if (copy_value(path, sizeof path, dir) != 0) return -1;
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(path, 0700) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(path, 0700) != 0 && errno != EEXIST) return -1;
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-}
-
 /* The trace directory of this task into `out`: the option's DIR, else the site default, else
  * rdzvscope-%j; made absolute against the task's working directory; a DIR without any
  * placeholder gets the layout appended. */
@@ -216,7 +204,18 @@ static int trace_dir(char *out, size_t cap) {
   return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-/* The part of `dir` before its first placeholder, cut back to a whole directory. */
+/* The part of `dir` before its first placeholder, cut back to a whole directory: what this
+ * plugin creates (and binds into containers), where each traced process creates the rest.
+ *
+ * Where the plugin differs from the shim, on purpose: it does not expand the placeholders
+ * (rdzv_trace_dir_expand) but hands RDZVSCOPE_DIR on as a pattern, and each traced process
+ * expands it for itself when it starts: its own date (a job that runs past midnight UTC puts
+ * its later processes' files under the next day), its own host for %h, its own job id.
+ * Expanded here, in the task before exec, the date would be the task's start for every
+ * process. So only the fixed part exists before the task runs, and that is also what
+ * APPTAINER_BIND and SINGULARITY_BIND need (a bind path must exist). Any '%' starts the
+ * placeholders: the test rdzv_config_read makes to expand at all, and the one `rdzvscope run`
+ * makes for the directory it creates. */
 static void fixed_prefix(const char *dir, char *out, size_t cap) {
   snprintf(out, cap, "%s", dir);
   char *pct = strchr(out, '%');
@@ -284,7 +283,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
     return 0;
   }
   fixed_prefix(dir, base, sizeof base);
-  if (base[0] == '/' && make_dirs(base) != 0) {
+  /* Made by the recorder core's rules (rdzv_trace_dir_ensure, as the shim and attach make
+   * theirs): parents first, another task's mkdir at the same moment is success, each level
+   * must be a directory (ENOTDIR otherwise), and what is made gets its mode whatever the
+   * umask. The mode stays 0700 (group_read 0), as docs/slurm.md promises and as `rdzvscope
+   * run` makes the fixed part: RDZVSCOPE_GROUP_READ is the traced processes' setting, applied
+   * by the shim to the levels it makes below. */
+  if (base[0] == '/' && rdzv_trace_dir_ensure(base, 0) != 0) {
     slurm_error("rdzvscope: cannot create %s (%s): task not traced", base, strerror(errno));
     return 0;
   }

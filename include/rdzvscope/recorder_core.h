@@ -2,31 +2,40 @@
  * rdzvscope recorder core: what both recorders of the trace format (the LD_PRELOAD shim inside
  * a process, the bpf loader of `rdzvscope attach` outside it) must do the same way, once.
  *
- *   - limits:         the per-socket sampling limits, the file size cap, the snapshot rate
- *   - text:           bounded, allocation-free string building and strict number parsing
- *   - environment:    one lookup interface over our own environ or a /proc/PID/environ copy
- *   - configuration:  RDZVSCOPE_DIR, RDZVSCOPE_MAX_MB, RDZVSCOPE_GROUP_READ
- *   - identity:       RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT, TORCHELASTIC_*, SLURM_*
- *   - store ports:    which TCP ports count as the store's (rendezvous) ports
- *   - process facts:  pid, ppid, start time, host, executable, command line, clock pair
- *   - trace files:    naming, exclusive creation, modes, preallocation, mapping, the header,
- *                     the PROC_START record, slot reservation
+ * Plain macros and static inline functions, also read by the BPF programs (rdzv_maps.bpf.h,
+ * env_ports.bpf.h), come first; the rest is hidden from them:
+ *
+ *   - limits:            the per-socket sampling limits, the file size cap, the snapshot rate
+ *   - store-port policy: the variables that name store ports and how their values read
+ *
+ * Then the functions, grouped by the file of core/ that implements them (one static library,
+ * rdzvscope_core, linked into the shim, the loader, the CLI, the SPANK plugin and the tests):
+ *
+ *   - core/text.c:       bounded, allocation-free string building and strict number parsing
+ *   - core/config.c:     environment (one lookup interface over our own environ or a
+ *                        /proc/PID/environ copy), configuration (RDZVSCOPE_DIR,
+ *                        RDZVSCOPE_MAX_MB, RDZVSCOPE_GROUP_READ), identity (RANK, LOCAL_RANK,
+ *                        WORLD_SIZE, MASTER_ADDR/PORT, TORCHELASTIC_*, SLURM_*), store ports
+ *                        (which TCP ports count as the store's: the policy applied)
+ *   - core/trace_dir.c:  the trace directory: its placeholders expanded, it and its parents made
+ *   - core/process.c:    process facts (pid, ppid, start time, host, executable, command line,
+ *                        clock pair) and origin (boot id, namespaces, NSpid, container id)
+ *   - core/trace_file.c: trace files: naming, exclusive creation, modes, preallocation,
+ *                        mapping, the header, the PROC_START record, slot reservation, and the
+ *                        failure-snapshot rate
  *
  * Plain C11 on libc only. Nothing here allocates, takes a lock or uses stdio: the shim calls
  * these functions from its hooks (in forked children and between vfork and exec too), so
  * every one is limited to async-signal-safe libc calls (open/read/pread/close, mmap,
  * clock_gettime, readlink, ...) and caller-owned buffers. Functions that take a `struct
  * rdzv_port_set` or a `struct rdzv_trace` use atomics where the shim's threads share them.
- *
- * The limits section is plain macros and is also read by the BPF programs (rdzv_maps.bpf.h);
- * the rest is hidden from them.
  */
 #ifndef RDZVSCOPE_RECORDER_CORE_H
 #define RDZVSCOPE_RECORDER_CORE_H
 
 #include "rdzvscope/trace_format.h"
 
-/* ---------------------------------------------------------------- limits (BPF too) */
+/* ---------------------------------------------------------------- limits (BPF too): macros only */
 
 /* Per store socket: the first RDZV_IO_DETAIL_EVENTS send/recv calls are recorded one by one
  * (the rendezvous handshake and first queries), after that only failures and 0-byte reads,
@@ -51,7 +60,9 @@
 #define RDZV_PORT_C10D_DEFAULT 29400u
 #define RDZV_PORT_TCPSTORE_DEFAULT 29500u
 
-/* ---------------------------------------------------------------- store-port policy (BPF too) */
+/* ---------------------------------------------------------------- store-port policy (BPF too)
+ * Here, static inline; core/config.c's rdzv_ports_from_env applies it for the shim and the
+ * loader. */
 
 /* The environment variables that name store ports, and how their values read. Both recorders
  * apply them: the shim and the loader look them up by name (rdzv_ports_from_env); attach's
@@ -153,7 +164,9 @@ static inline enum rdzv_port_var rdzv_env_entry_port_var(const char *entry, unsi
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------- text */
+/* ================================================================ core/text.c
+ * text and numbers */
+
 
 /* Appends to a caller's fixed buffer; always NUL-terminated (when cap > 0); `truncated` is
  * set once anything did not fit. */
@@ -176,6 +189,9 @@ int rdzv_copy_cut(char *dst, size_t cap, const char *src);
 /* Strict decimal: an optional '-', then digits, nothing else (no blanks, no '+'); no
  * overflow. Returns 1 and sets *out, or 0. */
 int rdzv_parse_i64(const char *s, rdzv_s64 *out);
+
+/* ================================================================ core/config.c
+ * environment, configuration, identity, store ports */
 
 /* ---------------------------------------------------------------- environment */
 
@@ -206,14 +222,6 @@ struct rdzv_config {
   int group_read;     /* RDZVSCOPE_GROUP_READ: files 0640 and a new directory 0750 */
 };
 void rdzv_config_read(struct rdzv_config *cfg, rdzv_env_fn env, void *ctx);
-
-/* RDZVSCOPE_DIR's placeholders, for a per-job, per-host layout (BASE/%Y/%m/%d/%j/%h): %h this
- * host (rdzv_file_host), %j the job (SLURM_JOB_ID, else TORCHELASTIC_RUN_ID, else "nojob";
- * characters unfit for a path become '_'), %Y %m %d the date of `now` (UTC: the same on every
- * node whatever its time zone), %% a '%'. Any other %x is kept as written. Returns 0, or -1
- * when the result does not fit in cap. */
-int rdzv_trace_dir_expand(char *out, size_t cap, const char *pattern, rdzv_env_fn env, void *ctx,
-                          const char *host, time_t now);
 
 /* A size cap in MiB as bytes: mb <= 0 gives the default, more than RDZV_TRACE_MAX_MB gives
  * RDZV_TRACE_MAX_MB. */
@@ -253,7 +261,25 @@ int rdzv_ports_refresh(struct rdzv_port_set *set, rdzv_env_fn env, void *ctx);
  * only the set ones: a slower exporter never erases what a faster one has just written. */
 void rdzv_ports_export(const struct rdzv_port_set *set, rdzv_u16 out[RDZV_MAX_STORE_PORTS]);
 
-/* ---------------------------------------------------------------- process facts */
+/* ================================================================ core/trace_dir.c
+ * the trace directory: placeholders and directories */
+
+/* RDZVSCOPE_DIR's placeholders, for a per-job, per-host layout (BASE/%Y/%m/%d/%j/%h): %h this
+ * host (rdzv_file_host), %j the job (SLURM_JOB_ID, else TORCHELASTIC_RUN_ID, else "nojob";
+ * characters unfit for a path become '_'), %Y %m %d the date of `now` (UTC: the same on every
+ * node whatever its time zone), %% a '%'. Any other %x is kept as written. Returns 0, or -1
+ * when the result does not fit in cap. */
+int rdzv_trace_dir_expand(char *out, size_t cap, const char *pattern, rdzv_env_fn env, void *ctx,
+                          const char *host, time_t now);
+
+/* Makes the trace directory and its missing parents (each 0700, 0750 with group_read,
+ * whatever the umask) unless they exist; returns 0, or -1 with errno (ENOTDIR when one is
+ * something else). */
+int rdzv_trace_dir_ensure(const char *dir, int group_read);
+
+/* ================================================================ core/process.c
+ * process facts and origin */
+
 
 static inline rdzv_u64 rdzv_clock_ns(clockid_t id) {
   struct timespec ts;
@@ -293,6 +319,9 @@ rdzv_u64 rdzv_parse_ns_link(const char *link);
 int rdzv_parse_nspid(const char *status, rdzv_s32 *first, rdzv_s32 *last);
 int rdzv_find_container_id(const char *cgroup, char *out, size_t cap);
 
+/* ================================================================ core/trace_file.c
+ * trace files and the failure-snapshot rate */
+
 /* ---------------------------------------------------------------- trace files */
 
 /* gethostname(), made safe for a file name: characters other than [A-Za-z0-9._-] become '_',
@@ -301,11 +330,6 @@ void rdzv_file_host(char *out, size_t cap);
 
 /* DIR/HOST.PID.rzt, or DIR/HOST.PID.N.rzt for n > 0. Returns 0, or -1 when it does not fit. */
 int rdzv_trace_name(char *out, size_t cap, const char *dir, const char *host, int pid, int n);
-
-/* Makes the trace directory and its missing parents (each 0700, 0750 with group_read,
- * whatever the umask) unless they exist; returns 0, or -1 with errno (ENOTDIR when one is
- * something else). */
-int rdzv_trace_dir_ensure(const char *dir, int group_read);
 
 /* One mapped trace file. */
 struct rdzv_trace {
