@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Rebuilds the seed corpora in fuzz/corpus/<target>/ from stored real inputs:
-the small traces of tests/golden/*/traces, the c10d lines of tests/logs/family_strings.h and
+the small traces of tests/golden/*/traces, the example lines of analyzer/logs/families.cpp and
 the logs of tests/golden/*/logs. Run from anywhere; deterministic (same tree, same seeds)."""
 import glob
 import os
@@ -36,10 +36,10 @@ def shrink_trace(data, keep):
 
 
 def family_lines():
-    src = read(os.path.join(ROOT, "tests", "logs", "family_strings.h")).decode()
+    src = read(os.path.join(ROOT, "analyzer", "logs", "families.cpp")).decode()
     lines = []
-    # Adjacent C string literals after a Family:: tag make one line.
-    for m in re.finditer(r'Family::\w+,\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\}', src):
+    # The adjacent C string literals of a row's .example make one line.
+    for m in re.finditer(r'\.example\s*=\s*((?:"(?:[^"\\]|\\.)*"\s*)+)', src):
         parts = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
         lines.append("".join(parts).encode().decode("unicode_escape").encode())
     return lines
@@ -75,7 +75,7 @@ def main():
     put("fuzz_trace_reader", "future_version", any_trace[:8] + struct.pack("<I", 2) + any_trace[12:HEADER + 3 * RECORD])
 
     lines = family_lines()
-    assert len(lines) >= 20, "family_strings.h: fewer lines than expected (%d)" % len(lines)
+    assert len(lines) >= 20, "families.cpp: fewer example lines than expected (%d)" % len(lines)
     for i, line in enumerate(lines):
         put("fuzz_log_reader", "family%02d" % i, bytes([1 + i % 63, i * 7 % 256]) + line + b"\n")
     put("fuzz_log_reader", "all_families", b"\x05\x10" + b"\r\n".join(lines))

@@ -1,43 +1,28 @@
-// One candidate line -> LogEvent: the rank prefix, the time stamp, the family and the values.
+// One candidate line -> LogEvent: the line's damage undone, the rank prefix, the family (the
+// rows of families.cpp, tried in order), the values every line may carry, those of its family.
 // Runs only on lines the prefilter picked, so it is written for clarity, not speed.
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 
 #include "classify.h"
+#include "families.h"
+#include "line_text.h"
 #include "logs/log_scan.h"
 
 namespace rdzv::logs {
 namespace {
 
 using sv = std::string_view;
+using detail::family_row;
+using detail::family_rows;
+using detail::FamilyRow;
+using detail::is_alnum;
+using detail::is_digit;
+using detail::number_after;
+using detail::number_at;
+using detail::Scope;
 constexpr size_t npos = sv::npos;
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alnum(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-bool contains(sv s, sv what) { return s.find(what) != npos; }
-
-// Digits at s[pos...] (optional leading '-'): value and the position after them.
-std::optional<int64_t> number_at(sv s, size_t pos, size_t* after = nullptr) {
-  bool neg = false;
-  if (pos < s.size() && s[pos] == '-') { neg = true; ++pos; }
-  const size_t start = pos;
-  int64_t v = 0;
-  while (pos < s.size() && is_digit(s[pos]) && pos - start < 15) v = v * 10 + (s[pos++] - '0');
-  if (pos == start) return std::nullopt;
-  if (after) *after = pos;
-  return neg ? -v : v;
-}
-
-// The number right after the first `key` in s.
-std::optional<int64_t> number_after(sv s, sv key, size_t* after = nullptr) {
-  for (size_t p = s.find(key); p != npos; p = s.find(key, p + 1)) {
-    if (auto v = number_at(s, p + key.size(), after)) return v;
-  }
-  return std::nullopt;
-}
 
 // "N" followed by a unit at s[pos...]: "600000ms", "1800s", "60 s", "1801 seconds",
 // "60000 ms", "67438 milliseconds", "10 minutes"; or a Python timedelta "0:30:00",
@@ -218,8 +203,9 @@ void find_host_port(sv s, std::string& host, std::optional<int>& port) {
   }
 }
 
-// The text after the last ": " of the part that starts at `from` (the error reason).
-std::string reason_after(sv s, size_t from) {
+// The reason that starts at s[from]: the rest of the line, without the spaces and dots that
+// end it, cut to 200 bytes.
+std::string reason_at(sv s, size_t from) {
   if (from >= s.size()) return {};
   sv r = s.substr(from);
   while (!r.empty() && (r.back() == ' ' || r.back() == '.' || r.back() == '\t')) r.remove_suffix(1);
@@ -529,135 +515,6 @@ std::string clean_text(sv s, size_t limit) {
   return out;
 }
 
-// Families by priority: the first that matches is LogEvent::family, the others go to `also`.
-struct Detector {
-  Family family;
-  bool (*match)(sv);
-};
-
-const Detector kDetectors[] = {
-    {Family::WatchdogTimeout, [](sv s) { return contains(s, "Watchdog caught collective operation timeout"); }},
-    {Family::NcclUniqueIdStoreError,
-     [](sv s) { return contains(s, "ncclUniqueId") && contains(s, "got error"); }},
-    {Family::StoreBarrierTimeout,
-     [](sv s) {
-       return contains(s, "store based barrier") &&
-              (contains(s, "Timed out initializing") || contains(s, "Waiting in store based barrier"));
-     }},
-    {Family::ClientsJoinTimeout,
-     [](sv s) {
-       return (contains(s, "Timed out after") && contains(s, "waiting for clients")) ||
-              (contains(s, "DistStoreError") && contains(s, " clients joined"));  // a title cut short
-     }},
-    {Family::WaitForInputTimeout,
-     [](sv s) {
-       return contains(s, "waitForInput") &&
-              (contains(s, "timed out after") || contains(s, "likely a timeout") || contains(s, "returned 0"));
-     }},
-    {Family::WaitTimeout, [](sv s) { return contains(s, "wait timeout after"); }},
-    {Family::ConnectValidate, [](sv s) { return contains(s, "failed to connect/validate"); }},
-    {Family::SendRecvFailed, [](sv s) { return contains(s, " failed on SocketImpl"); }},
-    {Family::ClientConnectTimeout,
-     [](sv s) {
-       return contains(s, "socket has timed out after") && contains(s, "while trying to connect");
-     }},
-    {Family::GaiError, [](sv s) { return contains(s, "gai error"); }},
-    {Family::HostNotFound,
-     [](sv s) {
-       return contains(s, "host not found");
-     }},
-    {Family::RendezvousTimeout, [](sv s) { return contains(s, "RendezvousTimeoutError"); }},
-    {Family::ReverseLookupFailed,
-     [](sv s) { return contains(s, "hostname of the client socket cannot be retrieved"); }},
-    {Family::ServerTimedOutRetry, [](sv s) { return contains(s, "has timed out, will retry"); }},
-    {Family::NotListeningYet,
-     [](sv s) { return contains(s, "is not yet listening") || contains(s, "is listening yet"); }},
-    {Family::BindFailed,
-     [](sv s) {
-       return contains(s, "failed to bind") ||
-              (contains(s, "Address already in use") && !contains(s, "failed to listen"));
-     }},
-    {Family::ListenFailed, [](sv s) { return contains(s, "failed to listen on"); }},
-    {Family::ConnectFailed,
-     [](sv s) { return contains(s, "failed to connect to"); }},
-    {Family::ConnectTimeoutLegacy, [](sv s) { return contains(s, "connect() timed out"); }},
-    {Family::RendezvousClosed,
-     [](sv s) {
-       return contains(s, "RendezvousClosedError") || contains(s, "RendezvousConnectionError") ||
-              contains(s, "failed to shutdown the rendezvous");
-     }},
-    {Family::RecvZero,
-     [](sv s) { return contains(s, "ailed to recv, got 0 bytes"); }},
-    {Family::SocketTimeout, [](sv s) { return contains(s, "Socket Timeout"); }},
-    {Family::BrokenPipe, [](sv s) { return contains(s, "Broken pipe"); }},
-    {Family::ConnectionReset, [](sv s) { return contains(s, "Connection reset by peer"); }},
-    {Family::ConnectionTimedOutErrno, [](sv s) { return contains(s, "Connection timed out"); }},
-};
-
-// gloo's and NCCL's own connections between ranks (after the store): their refused, reset or
-// closed connects are no store failure.
-bool is_transport_line(sv s) {
-  if (contains(s, "pair.cc") && contains(s, "connect ")) return true;  // gloo::IoException
-  if (contains(s, "gloo::IoException")) return true;
-  if (contains(s, "Proxy Call to rank") && contains(s, "failed")) return true;  // NCCL proxy
-  if (contains(s, "NCCL WARN") &&
-      (contains(s, "socketStartConnect") || contains(s, "Connect to ") ||
-       contains(s, "socketPollConnect") || contains(s, "socketProgress") ||
-       contains(s, "Connection refused") || contains(s, "Connection reset") ||
-       contains(s, "Connection closed")))
-    return true;
-  return false;
-}
-
-bool is_ident(char c) { return is_alnum(c) || c == '_' || c == '.'; }
-
-// Past what precedes a log message: spaces, glog/ISO stamps, "[...]" groups, pytest's "E   ",
-// Ray's "(Actor pid=N, ip=...)", "INFO:"-style levels are kept (they are part of the line).
-sv message_start(sv s) {
-  for (int round = 0; round < 6; ++round) {
-    size_t p = 0;
-    while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
-    s.remove_prefix(p);
-    if (s.size() >= 3 && s[0] == 'E' && s[1] == ' ' && s[2] == ' ') {  // pytest "E       ..."
-      s.remove_prefix(1);
-      continue;
-    }
-    if (!s.empty() && (s[0] == '[' || s[0] == '(')) {
-      const size_t close = s.find(s[0] == '[' ? ']' : ')');
-      if (close != npos && close < 200) {
-        s.remove_prefix(close + 1);
-        if (!s.empty() && s[0] == ':') s.remove_prefix(1);
-        continue;
-      }
-    }
-    // ISO date "2022-05-10 05:38:33,123" / "2022-05-10T05:38:33Z" and what follows up to " - " or " | "
-    if (s.size() >= 19 && is_digit(s[0]) && s[4] == '-' && s[7] == '-' && s[13] == ':') {
-      size_t q = 19;
-      while (q < s.size() && s[q] != ' ') ++q;
-      s.remove_prefix(q);
-      continue;
-    }
-    break;
-  }
-  return s;
-}
-
-// A Python exception line, a traceback header or a C++ terminate: an error that no family
-// matched. "frame #0: c10::Error::Error(...)" and "Exception raised from" lines are not.
-bool is_error_line(sv s) {
-  const sv m = message_start(s);
-  if (m.starts_with("Traceback (most recent call last)") ||
-      m.starts_with("terminate called after throwing"))
-    return true;
-  size_t q = 0;
-  while (q < m.size() && is_ident(m[q])) ++q;
-  if (q == 0) return false;
-  const sv word = m.substr(0, q);
-  if (!(word.ends_with("Error") || word.ends_with("Exception"))) return false;
-  return q == m.size() || m[q] == ':' ||
-         (m[q] == ' ' && m.substr(q).find_first_not_of(' ') == npos);
-}
-
 // The JSON string whose body starts at s[q] (just past its opening quote), unescaped as far as
 // a log line needs: "\n", "\t" and "\r" become spaces, "\uXXXX" a '?'.
 std::string json_string_from(sv s, size_t q) {
@@ -780,71 +637,44 @@ bool has_inner_space_run(sv s) {
   return q != npos && s.find_first_not_of(" \t", q) != npos;
 }
 
-// The families of `body`: the first is the event's, the others its `also`. Transport lines
-// are one family alone (their "Connection refused/reset" is not the store's).
+// Adds family `f` to the event: the first family found is the event's, the others its `also`.
+void add_family(Family f, bool& found, LogEvent& ev) {
+  if (!found)
+    ev.family = f;
+  else
+    ev.also |= 1u << static_cast<int>(f);
+  found = true;
+}
+
+// The families of `body`, the rows tried scope by scope in the table's order (families.h says
+// what each scope means). Setting rows are left to classify_body.
 bool detect(sv body, LogEvent& ev) {
-  if (contains(body, "interface found") && contains(body, "Bootstrap")) {
-    ev.family = Family::NcclNoSocketInterface;
-    return true;
-  }
-  if (is_transport_line(body)) {
-    ev.family = Family::TransportError;
-    return true;
-  }
-  bool found = false;
-  for (const auto& d : kDetectors) {
-    if (!d.match(body)) continue;
-    if (!found) {
-      ev.family = d.family;
-      found = true;
-    } else {
-      ev.also |= 1u << static_cast<int>(d.family);
+  for (const FamilyRow& row : family_rows(Scope::Alone)) {
+    if (row.matches(body)) {
+      ev.family = row.family;
+      return true;
     }
   }
-  if (!found && contains(body, "No route to host")) {
-    ev.family = Family::NoRouteToHost;
-    found = true;
-  }
-  if (is_error_line(body) || contains(body, "NCCL WARN")) {
-    if (!found)
-      ev.family = Family::ErrorLine;
-    else
-      ev.also |= 1u << static_cast<int>(Family::ErrorLine);
-    found = true;
-  }
+  bool found = false;
+  for (const FamilyRow& row : family_rows(Scope::Ranked))
+    if (row.matches(body)) add_family(row.family, found, ev);
+  for (const FamilyRow& row : family_rows(Scope::Fallback))
+    if (!found && row.matches(body)) add_family(row.family, found, ev);
+  for (const FamilyRow& row : family_rows(Scope::Error))
+    if (row.matches(body)) add_family(row.family, found, ev);
   return found;
 }
 
-}  // namespace
-
-// torchrun's launch configuration, one setting a line: the name first in the message (after
-// a glog "I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]" prefix, or
-// none on 1.x), then spaces, ": " and the value. Only the settings that must agree across nodes.
-bool find_launch_setting(sv body, LogEvent& ev) {
-  static const sv kNames[] = {"run_id", "rdzv_endpoint", "rdzv_backend", "min_nodes", "max_nodes", "nproc_per_node"};
-  if (size_t close = body.find("] "); close != npos && contains(body.substr(0, close), "api.py:"))
-    body.remove_prefix(close + 1);
-  size_t p = 0;
-  while (p < body.size() && (body[p] == ' ' || body[p] == '\t')) ++p;
-  body.remove_prefix(p);
-  for (sv name : kNames) {
-    if (!body.starts_with(name)) continue;
-    sv rest = body.substr(name.size());
-    size_t spaces = 0;
-    while (spaces < rest.size() && rest[spaces] == ' ') ++spaces;
-    if (spaces == 0 || !rest.substr(spaces).starts_with(": ")) return false;
-    sv value = rest.substr(spaces + 2);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
-    if (value.empty() || value.find(' ') != npos) return false;
-    ev.family = Family::LaunchSetting;
-    ev.setting = std::string(name);
-    ev.setting_value = std::string(value.substr(0, 200));
-    return true;
+// A line that no other family matched, even unwrapped, may still state a launch setting.
+bool detect_setting(sv body, LogEvent& ev) {
+  for (const FamilyRow& row : family_rows(Scope::Setting)) {
+    if (row.matches(body)) {
+      ev.family = row.family;
+      return true;
+    }
   }
   return false;
 }
-
-namespace {
 
 // The families of `body` (see detect). A hard-wrapped line is tried with its inner runs of
 // spaces collapsed, then removed, when that finds a family the line as it is did not (an error
@@ -870,89 +700,22 @@ void find_common_values(sv body, const TimeContext& tc, LogEvent& ev) {
   ev.timeout_ms = find_timeout(body);
   ev.err = find_errno(body);
   if (auto g = number_after(body, "gai error: ")) ev.gai_code = static_cast<int>(*g);
-  else if (ev.family == Family::HostNotFound || ev.family == Family::ReverseLookupFailed) {
-    if (auto e = number_after(body, "err=")) ev.gai_code = static_cast<int>(*e);
-  }
   find_host_port(body, ev.host, ev.port);
   ev.wall_time = find_wall_time(body, tc);
 }
 
-// "N/M" right after the "seconds waiting for clients. " at body[p]: the clients joined of
-// expected.
-void find_clients_waited_for(sv body, size_t p, LogEvent& ev) {
-  size_t after = 0;
-  auto n = number_at(body, p + 29, &after);
-  if (n && after < body.size() && body[after] == '/') {
-    auto m = number_at(body, after + 1);
-    ev.joined = static_cast<int>(*n);
-    if (m) ev.expected = static_cast<int>(*m);
-  }
-}
-
-// "16/32 clients joined" ending at body[q], without the "waiting for clients" before it.
-void find_clients_joined_at(sv body, size_t q, LogEvent& ev) {
-  size_t b = q;
-  while (b > 0 && (is_digit(body[b - 1]) || body[b - 1] == '/')) --b;
-  size_t after = 0;
-  auto n = number_at(body, b, &after);
-  if (n && after < q && body[after] == '/') {
-    size_t end = 0;
-    auto m = number_at(body, after + 1, &end);
-    if (m && end == q) {
-      ev.joined = static_cast<int>(*n);
-      ev.expected = static_cast<int>(*m);
+// The values only the line's own family carries (its row): the reason after the row's key,
+// and the row's own values.
+void find_family_values(sv body, LogEvent& ev) {
+  const FamilyRow& row = family_row(ev.family);
+  for (sv key : row.reason_after) {
+    if (key.empty()) break;
+    if (size_t p = body.find(key); p != npos) {
+      ev.reason = reason_at(body, p + key.size());
+      break;
     }
   }
-}
-
-void find_clients_joined(sv body, LogEvent& ev) {
-  if (size_t p = body.find("seconds waiting for clients. "); p != npos)
-    find_clients_waited_for(body, p, ev);
-  else if (size_t q = body.find(" clients joined"); q != npos)
-    find_clients_joined_at(body, q, ev);
-}
-
-// The rank a store wait was for: the number ending the first key in "keys: /.../N".
-void find_awaited_rank(sv body, LogEvent& ev) {
-  size_t p = body.find("keys: /");
-  if (p == npos) return;
-  size_t end = body.find_first_of(", \t", p + 7);
-  sv key = body.substr(p + 6, end == npos ? npos : end - (p + 6));
-  if (size_t slash = key.rfind('/'); slash != npos && slash + 1 < key.size()) {
-    size_t after = 0;
-    auto r = number_at(key, slash + 1, &after);
-    if (r && *r >= 0 && after == key.size()) ev.awaited_rank = static_cast<int>(*r);
-  }
-}
-
-// The values only some families' lines carry: the reason after the family's own words, the
-// clients joined of expected, the rank awaited.
-void find_family_values(sv body, LogEvent& ev) {
-  switch (ev.family) {
-    case Family::SendRecvFailed:
-      if (size_t p = body.find("): "); p != npos) ev.reason = reason_after(body, p + 3);
-      break;
-    case Family::ConnectValidate:
-      if (size_t p = body.find("ms): "); p != npos) ev.reason = reason_after(body, p + 5);
-      else if (size_t q = body.find("): "); q != npos) ev.reason = reason_after(body, q + 3);
-      break;
-    case Family::NcclUniqueIdStoreError:
-      if (size_t p = body.find("got error: "); p != npos) ev.reason = reason_after(body, p + 11);
-      break;
-    case Family::ClientsJoinTimeout:
-      find_clients_joined(body, ev);
-      break;
-    case Family::WaitTimeout:
-      find_awaited_rank(body, ev);
-      break;
-    case Family::StoreBarrierTimeout:
-      if (auto w = number_after(body, "world_size=")) ev.expected = static_cast<int>(*w);
-      if (auto c = number_after(body, "worker_count=")) ev.joined = static_cast<int>(*c);
-      break;
-    default:
-      if (size_t p = body.find("with error: "); p != npos) ev.reason = reason_after(body, p + 12);
-      break;
-  }
+  if (row.values) row.values(body, ev);
 }
 
 }  // namespace
@@ -965,7 +728,7 @@ std::optional<LogEvent> classify_body(sv line, int default_rank, const TimeConte
   LogEvent ev;
   std::string unwrapped;
   const bool found = detect_unwrapping(body, unwrapped, ev);
-  if (!found && !find_launch_setting(body, ev)) return std::nullopt;
+  if (!found && !detect_setting(body, ev)) return std::nullopt;
 
   const int text_rank = rank_in_text(body);
   ev.rank = prefix_rank >= 0 ? prefix_rank : text_rank >= 0 ? text_rank : default_rank;
@@ -1021,42 +784,6 @@ std::optional<LogEvent> classify_line(std::string_view line, int default_rank, i
   TimeContext tc;
   tc.year = year;
   return classify_body(line, default_rank, tc);
-}
-
-const char* family_name(Family f) {
-  switch (f) {
-    case Family::GaiError: return "gai_error";
-    case Family::HostNotFound: return "host_not_found";
-    case Family::ConnectValidate: return "connect_validate";
-    case Family::ClientConnectTimeout: return "client_connect_timeout";
-    case Family::ConnectFailed: return "connect_failed";
-    case Family::NotListeningYet: return "not_listening_yet";
-    case Family::ServerTimedOutRetry: return "server_timed_out_retry";
-    case Family::SendRecvFailed: return "send_recv_failed";
-    case Family::BrokenPipe: return "broken_pipe";
-    case Family::ConnectionReset: return "connection_reset";
-    case Family::ConnectionTimedOutErrno: return "connection_timed_out_errno";
-    case Family::RecvZero: return "recv_zero";
-    case Family::SocketTimeout: return "socket_timeout";
-    case Family::WaitTimeout: return "wait_timeout";
-    case Family::WaitForInputTimeout: return "wait_for_input_timeout";
-    case Family::ClientsJoinTimeout: return "clients_join_timeout";
-    case Family::StoreBarrierTimeout: return "store_barrier_timeout";
-    case Family::BindFailed: return "bind_failed";
-    case Family::ListenFailed: return "listen_failed";
-    case Family::RendezvousClosed: return "rendezvous_closed";
-    case Family::ConnectTimeoutLegacy: return "connect_timeout_legacy";
-    case Family::NcclUniqueIdStoreError: return "nccl_unique_id_store_error";
-    case Family::WatchdogTimeout: return "watchdog_timeout";
-    case Family::ReverseLookupFailed: return "reverse_lookup_failed";
-    case Family::RendezvousTimeout: return "rendezvous_timeout";
-    case Family::LaunchSetting: return "launch_setting";
-    case Family::TransportError: return "transport_error";
-    case Family::NcclNoSocketInterface: return "nccl_no_socket_interface";
-    case Family::NoRouteToHost: return "no_route_to_host";
-    case Family::ErrorLine: return "error_line";
-  }
-  return "unknown";
 }
 
 }  // namespace rdzv::logs

@@ -12,6 +12,7 @@
 #endif
 
 #include "classify.h"
+#include "families.h"
 #include "logs/log_source.h"
 #include "prefilter.h"
 
@@ -271,44 +272,40 @@ ScanResult scan_log(const std::string& path, int default_rank, const ScanOptions
   return std::move(scan);
 }
 
+namespace {
+
+// "after 600000ms" / "timeout=600000ms": the >=2.5 millisecond printing.
+bool prints_timeout_in_ms(std::string_view t) {
+  for (std::string_view key : {std::string_view("after "), std::string_view("timeout=")}) {
+    for (size_t p = t.find(key); p != std::string_view::npos; p = t.find(key, p + 1)) {
+      size_t q = p + key.size();
+      const size_t d = q;
+      while (q < t.size() && t[q] >= '0' && t[q] <= '9') ++q;
+      if (q > d && t.substr(q, 2) == "ms") return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string version_hint(const LogScan& scan) {
   if (!scan.torch_version.empty()) return {};
   int newer = 0, older = 0;
   for (const auto& ev : scan.events) {
     const std::string_view t = ev.text;
-    auto ms_style = [&] {
-      // "after 600000ms" / "timeout=600000ms": the >=2.5 millisecond printing
-      for (std::string_view key : {std::string_view("after "), std::string_view("timeout=")}) {
-        for (size_t p = t.find(key); p != std::string_view::npos; p = t.find(key, p + 1)) {
-          size_t q = p + key.size();
-          const size_t d = q;
-          while (q < t.size() && t[q] >= '0' && t[q] <= '9') ++q;
-          if (q > d && t.substr(q, 2) == "ms") return true;
-        }
-      }
-      return false;
-    };
-    switch (ev.family) {
-      case Family::ConnectValidate:
-      case Family::WaitTimeout:
-      case Family::WaitForInputTimeout:
+    switch (detail::family_row(ev.family).era) {
+      case detail::Era::Since2_5:
         ++newer;
         break;
-      case Family::ClientConnectTimeout:
-        ms_style() ? ++newer : ++older;
-        break;
-      case Family::SocketTimeout:
-      case Family::ConnectTimeoutLegacy:
-      case Family::StoreBarrierTimeout:
+      case detail::Era::UpTo2_4:
         ++older;
         break;
-      case Family::HostNotFound:
-        ++older;
+      case detail::Era::ByTimeoutUnit:
+        prints_timeout_in_ms(t) ? ++newer : ++older;
         break;
-      case Family::ReverseLookupFailed:
-        ++newer;
-        break;
-      default:
+      case detail::Era::Any:
+        // The capitalised "Failed to recv" of newer releases, on whichever family's line it is.
         if (t.find("Failed to recv, got 0 bytes") != std::string_view::npos) ++newer;
         else if (ev.has(Family::SocketTimeout)) ++older;
         break;

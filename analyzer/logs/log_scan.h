@@ -21,6 +21,8 @@
 
 namespace rdzv::logs {
 
+// Each family is one row of analyzer/logs/families.cpp: what it matches and extracts, the
+// versions that print it, an example line.
 enum class Family {
   GaiError,            // "network addresses of (H, P) cannot be retrieved (gai error: -2 - ...)"
   HostNotFound,        // "host not found: ..." (a forward lookup of the rendezvous host)

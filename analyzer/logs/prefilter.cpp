@@ -1,6 +1,9 @@
 #include "prefilter.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "families.h"
 
 namespace rdzv::logs::detail {
 namespace {
@@ -60,47 +63,20 @@ const char* Prefilter::find(const char* p, const char* end, size_t* which) const
 }
 
 const std::vector<std::string_view>& anchors() {
-  // Keep in step with bench/logscan/patterns.txt (tests/logs checks it). Every family's
-  // every variant contains one of these; "orch" finds torch/Torch/PyTorch version lines.
-  static const std::vector<std::string_view> a = {
-      "gai error",            // GaiError
-      "host not found",       // HostNotFound (old torch)
-      "hostname of the client socket",  // ReverseLookupFailed (2.6+)
-      "failed to connect",    // ConnectValidate, ConnectFailed
-      "timed out",            // ClientConnectTimeout, ServerTimedOutRetry, ConnectTimeoutLegacy,
-                              // ConnectionTimedOutErrno, WaitForInputTimeout
-      "Timed out",            // ClientsJoinTimeout, StoreBarrierTimeout
-      "listening yet",        // NotListeningYet ("No socket on ... is listening yet")
-      "not yet listening",    // NotListeningYet
-      "failed on SocketImpl", // SendRecvFailed
-      "Broken pipe",          // BrokenPipe
-      "Connection reset by peer",  // ConnectionReset
-      "got 0 bytes",          // RecvZero
-      "Socket Timeout",       // SocketTimeout
-      "wait timeout",         // WaitTimeout
-      "waitForInput",         // WaitForInputTimeout
-      "store based barrier",  // StoreBarrierTimeout
-      "Address already in use",  // BindFailed
-      "failed to bind",       // BindFailed
-      "failed to listen",     // ListenFailed
-      "Rendezvous",           // RendezvousClosed (…ClosedError, …ConnectionError), RendezvousTimeout
-      "failed to shutdown",   // RendezvousClosed
-      "ncclUniqueId",         // NcclUniqueIdStoreError
-      "Watchdog caught",      // WatchdogTimeout
-      "orch",                 // torch version lines
-      "No route to host",     // NoRouteToHost
-      "pair.cc",              // TransportError (gloo::IoException ... connect [ADDR]:PORT)
-      "NCCL WARN",            // TransportError (socketStartConnect, Connect to ... failed)
-      "Proxy Call",           // TransportError ("Proxy Call to rank N failed (Connect)")
-      "interface found",      // NcclNoSocketInterface
-      "Error",                // ErrorLine ("RuntimeError: ...", "...DistNetworkError: ...")
-      "Exception",            // ErrorLine ("Exception: ...")
-      "Traceback",            // ErrorLine
-      "terminate called",     // ErrorLine
-      "run_id",               // LaunchSetting
-      "rdzv_",                // LaunchSetting (rdzv_endpoint, rdzv_backend)
-      "_node",                // LaunchSetting (min_nodes, max_nodes, nproc_per_node)
-  };
+  // Every family's row names the anchors its lines hold (families.cpp); "orch" finds
+  // torch/Torch/PyTorch version lines. Keep in step with bench/logscan/patterns.txt (tests/logs
+  // checks it).
+  static const std::vector<std::string_view> a = [] {
+    std::vector<std::string_view> v;
+    for (const FamilyRow& row : family_table()) {
+      for (std::string_view anchor : row.anchors) {
+        const bool listed = std::find(v.begin(), v.end(), anchor) != v.end();
+        if (!anchor.empty() && !listed) v.push_back(anchor);
+      }
+    }
+    v.push_back("orch");
+    return v;
+  }();
   return a;
 }
 

@@ -40,8 +40,8 @@ class Prefilter {
   uint8_t bits_[(1u << 16) / 8] = {};     // hash(prefix) bits
 };
 
-// The anchors of the c10d families and of torch version lines (shared with
-// bench/logscan/patterns.txt, which a test checks).
+// The anchors of the families (each row of families.cpp names its own) and of torch version
+// lines (shared with bench/logscan/patterns.txt, which a test checks).
 const std::vector<std::string_view>& anchors();
 const Prefilter& default_prefilter();
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "family_strings.h"
+#include "logs/families.h"
 #include "logs/log_scan.h"
 #include "../../analyzer/logs/prefilter.h"
 
@@ -39,23 +39,24 @@ const std::string kFiller = "[rank0]:2026-11-29 10:00:00,000 INFO train.py:10 st
 
 }  // namespace
 
-TEST_CASE("every family string is found in a file, with its line number", "[scan]") {
+TEST_CASE("every family table example is found in a file, with its line number", "[scan]") {
   TempDir d;
   std::string content;
   std::vector<uint64_t> want_lines;
   uint64_t line = 0;
-  for (const auto& s : rdzv::test::kFamilyStrings) {
+  const auto rows = detail::family_table();
+  for (const auto& row : rows) {
     for (int i = 0; i < 3; ++i, ++line) content += kFiller;
-    content += s.line;
+    content += row.example;
     content += '\n';
     want_lines.push_back(++line);
   }
   const auto f = d.write("merged.log", content);
   auto scan = must_scan(f);
-  REQUIRE(scan.events.size() == std::size(rdzv::test::kFamilyStrings));
+  REQUIRE(scan.events.size() == rows.size());
   for (size_t i = 0; i < scan.events.size(); ++i) {
-    INFO(rdzv::test::kFamilyStrings[i].line);
-    CHECK(scan.events[i].family == rdzv::test::kFamilyStrings[i].family);
+    INFO(rows[i].example);
+    CHECK(scan.events[i].family == rows[i].family);
     CHECK(scan.events[i].line == want_lines[i]);
     CHECK(scan.events[i].file == f);
   }

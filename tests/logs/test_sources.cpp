@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "family_strings.h"
 #include "logs/log_scan.h"
 #include "logs/log_source.h"
 

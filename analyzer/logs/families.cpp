@@ -1,0 +1,545 @@
+// The family table (families.h) and, above it, the matchers and value finders that no list of
+// words can say. Most rows match by words alone: says<>, says_all<>, says_any<> name them in
+// place, so that the row reads as what the line says.
+#include "families.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "line_text.h"
+
+namespace rdzv::logs::detail {
+namespace {
+
+using sv = std::string_view;
+constexpr size_t npos = sv::npos;
+
+// A string literal as a template argument, so that a row names the words it matches in place.
+template <size_t N>
+struct Literal {
+  char text[N]{};
+  constexpr Literal(const char (&s)[N]) { std::copy_n(s, N, text); }  // NOLINT: implicit on purpose
+  constexpr sv view() const { return {text, N - 1}; }
+};
+
+// The line holds `word`; every one of `words`; at least one of `words`.
+template <Literal word>
+bool says(sv s) {
+  return contains(s, word.view());
+}
+template <Literal... words>
+bool says_all(sv s) {
+  return (contains(s, words.view()) && ...);
+}
+template <Literal... words>
+bool says_any(sv s) {
+  return (contains(s, words.view()) || ...);
+}
+
+// --- Matchers ---------------------------------------------------------------------------
+
+// gloo's and NCCL's own connections between ranks (after the store): their refused, reset or
+// closed connects are no store failure.
+bool transport_connect_failed(sv s) {
+  if (says_all<"pair.cc", "connect ">(s)) return true;  // gloo::IoException
+  if (says<"gloo::IoException">(s)) return true;
+  if (says_all<"Proxy Call to rank", "failed">(s)) return true;  // NCCL proxy
+  return says<"NCCL WARN">(s) &&
+         says_any<"socketStartConnect", "Connect to ", "socketPollConnect", "socketProgress",
+                  "Connection refused", "Connection reset", "Connection closed">(s);
+}
+
+bool store_barrier_timed_out(sv s) {
+  return says<"store based barrier">(s) &&
+         says_any<"Timed out initializing", "Waiting in store based barrier">(s);
+}
+
+// The full message, or its DistStoreError title cut short before "waiting for clients".
+bool clients_join_timed_out(sv s) {
+  return says_all<"Timed out after", "waiting for clients">(s) ||
+         says_all<"DistStoreError", " clients joined">(s);
+}
+
+bool wait_for_input_timed_out(sv s) {
+  return says<"waitForInput">(s) &&
+         says_any<"timed out after", "likely a timeout", "returned 0">(s);
+}
+
+// "Address already in use" beside "failed to listen" is the libuv listen failure's (ListenFailed).
+bool bind_failed(sv s) {
+  return says<"failed to bind">(s) ||
+         (says<"Address already in use">(s) && !says<"failed to listen">(s));
+}
+
+bool is_ident(char c) { return is_alnum(c) || c == '_' || c == '.'; }
+
+// Past what precedes a log message: spaces, glog/ISO stamps, "[...]" groups, pytest's "E   ",
+// Ray's "(Actor pid=N, ip=...)", "INFO:"-style levels are kept (they are part of the line).
+sv message_start(sv s) {
+  for (int round = 0; round < 6; ++round) {
+    size_t p = 0;
+    while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
+    s.remove_prefix(p);
+    if (s.size() >= 3 && s[0] == 'E' && s[1] == ' ' && s[2] == ' ') {  // pytest "E       ..."
+      s.remove_prefix(1);
+      continue;
+    }
+    if (!s.empty() && (s[0] == '[' || s[0] == '(')) {
+      const size_t close = s.find(s[0] == '[' ? ']' : ')');
+      if (close != npos && close < 200) {
+        s.remove_prefix(close + 1);
+        if (!s.empty() && s[0] == ':') s.remove_prefix(1);
+        continue;
+      }
+    }
+    // ISO date "2022-05-10 05:38:33,123" / "2022-05-10T05:38:33Z" and what follows up to " - "
+    // or " | "
+    if (s.size() >= 19 && is_digit(s[0]) && s[4] == '-' && s[7] == '-' && s[13] == ':') {
+      size_t q = 19;
+      while (q < s.size() && s[q] != ' ') ++q;
+      s.remove_prefix(q);
+      continue;
+    }
+    break;
+  }
+  return s;
+}
+
+// A Python exception line, a traceback header or a C++ terminate. "frame #0:
+// c10::Error::Error(...)" and "Exception raised from" lines are not.
+bool is_exception_line(sv s) {
+  const sv m = message_start(s);
+  if (m.starts_with("Traceback (most recent call last)") ||
+      m.starts_with("terminate called after throwing"))
+    return true;
+  size_t q = 0;
+  while (q < m.size() && is_ident(m[q])) ++q;
+  if (q == 0) return false;
+  const sv word = m.substr(0, q);
+  if (!(word.ends_with("Error") || word.ends_with("Exception"))) return false;
+  return q == m.size() || m[q] == ':' ||
+         (m[q] == ' ' && m.substr(q).find_first_not_of(' ') == npos);
+}
+
+bool error_line(sv s) { return is_exception_line(s) || says<"NCCL WARN">(s); }
+
+struct LaunchSettingLine {
+  sv name, value;
+};
+
+// torchrun's launch configuration, one setting a line: the name first in the message (after
+// a glog "I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]" prefix, or
+// none on 1.x), then spaces, ": " and the value. Only the settings that must agree across nodes.
+std::optional<LaunchSettingLine> launch_setting_in(sv body) {
+  static constexpr sv kNames[] = {"run_id",    "rdzv_endpoint", "rdzv_backend",
+                                  "min_nodes", "max_nodes",     "nproc_per_node"};
+  if (size_t close = body.find("] "); close != npos && contains(body.substr(0, close), "api.py:"))
+    body.remove_prefix(close + 1);
+  size_t p = 0;
+  while (p < body.size() && (body[p] == ' ' || body[p] == '\t')) ++p;
+  body.remove_prefix(p);
+  for (sv name : kNames) {
+    if (!body.starts_with(name)) continue;
+    sv rest = body.substr(name.size());
+    size_t spaces = 0;
+    while (spaces < rest.size() && rest[spaces] == ' ') ++spaces;
+    if (spaces == 0 || !rest.substr(spaces).starts_with(": ")) return std::nullopt;
+    sv value = rest.substr(spaces + 2);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+    if (value.empty() || value.find(' ') != npos) return std::nullopt;
+    return LaunchSettingLine{name, value};
+  }
+  return std::nullopt;
+}
+
+bool states_launch_setting(sv s) { return launch_setting_in(s).has_value(); }
+
+// --- Value finders ----------------------------------------------------------------------
+
+// "N/M" right after the "seconds waiting for clients. " at body[p]: the clients joined of
+// expected.
+void find_clients_waited_for(sv body, size_t p, LogEvent& ev) {
+  size_t after = 0;
+  auto n = number_at(body, p + 29, &after);
+  if (n && after < body.size() && body[after] == '/') {
+    auto m = number_at(body, after + 1);
+    ev.joined = static_cast<int>(*n);
+    if (m) ev.expected = static_cast<int>(*m);
+  }
+}
+
+// "16/32 clients joined" ending at body[q], without the "waiting for clients" before it.
+void find_clients_joined_at(sv body, size_t q, LogEvent& ev) {
+  size_t b = q;
+  while (b > 0 && (is_digit(body[b - 1]) || body[b - 1] == '/')) --b;
+  size_t after = 0;
+  auto n = number_at(body, b, &after);
+  if (n && after < q && body[after] == '/') {
+    size_t end = 0;
+    auto m = number_at(body, after + 1, &end);
+    if (m && end == q) {
+      ev.joined = static_cast<int>(*n);
+      ev.expected = static_cast<int>(*m);
+    }
+  }
+}
+
+void find_clients_joined(sv body, LogEvent& ev) {
+  if (size_t p = body.find("seconds waiting for clients. "); p != npos)
+    find_clients_waited_for(body, p, ev);
+  else if (size_t q = body.find(" clients joined"); q != npos)
+    find_clients_joined_at(body, q, ev);
+}
+
+// The rank a store wait was for: the number ending the first key in "keys: /.../N".
+void find_awaited_rank(sv body, LogEvent& ev) {
+  size_t p = body.find("keys: /");
+  if (p == npos) return;
+  size_t end = body.find_first_of(", \t", p + 7);
+  sv key = body.substr(p + 6, end == npos ? npos : end - (p + 6));
+  if (size_t slash = key.rfind('/'); slash != npos && slash + 1 < key.size()) {
+    size_t after = 0;
+    auto r = number_at(key, slash + 1, &after);
+    if (r && *r >= 0 && after == key.size()) ev.awaited_rank = static_cast<int>(*r);
+  }
+}
+
+// The store based barrier's "world_size=W, worker_count=C": C of W workers arrived.
+void find_barrier_counts(sv body, LogEvent& ev) {
+  if (auto w = number_after(body, "world_size=")) ev.expected = static_cast<int>(*w);
+  if (auto c = number_after(body, "worker_count=")) ev.joined = static_cast<int>(*c);
+}
+
+// A lookup's own error code "err=-3" where the line has no "gai error: N" (read for every
+// family, classify.cpp).
+void find_lookup_error_code(sv body, LogEvent& ev) {
+  if (ev.gai_code) return;
+  if (auto e = number_after(body, "err=")) ev.gai_code = static_cast<int>(*e);
+}
+
+void find_launch_setting(sv body, LogEvent& ev) {
+  if (auto s = launch_setting_in(body)) {
+    ev.setting = std::string(s->name);
+    ev.setting_value = std::string(s->value.substr(0, 200));
+  }
+}
+
+// --- The table --------------------------------------------------------------------------
+
+constexpr FamilyRow kFamilies[] = {
+    {.family = Family::NcclNoSocketInterface,
+     .name = "nccl_no_socket_interface",
+     .scope = Scope::Alone,
+     .anchors = {"interface found"},
+     .matches = says_all<"interface found", "Bootstrap">,
+     .versions = "NCCL, any torch",
+     .example = "Bootstrap : no socket interface found"},  // MambaTree#14
+    {.family = Family::TransportError,
+     .name = "transport_error",
+     .scope = Scope::Alone,
+     .anchors = {"pair.cc", "Exception", "Proxy Call", "NCCL WARN"},
+     .matches = transport_connect_failed,
+     .versions = "all (gloo, NCCL)",
+     // pytorch#15592
+     .example = "  what():  [/opt/conda/conda-bld/pytorch_1544084119927/work/third_party/gloo/"
+                "gloo/transport/tcp/pair.cc:724] connect [127.0.1.1]:3210: Connection refused"},
+    {.family = Family::WatchdogTimeout,
+     .name = "watchdog_timeout",
+     .anchors = {"Watchdog caught"},
+     .matches = says<"Watchdog caught collective operation timeout">,
+     .versions = "1.10 on",
+     .example = "[E ProcessGroupNCCL.cpp:567] [Rank 3] Watchdog caught collective operation "
+                "timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67438 milliseconds "
+                "before timing out."},
+    {.family = Family::NcclUniqueIdStoreError,
+     .name = "nccl_unique_id_store_error",
+     .anchors = {"ncclUniqueId"},
+     .matches = says_all<"ncclUniqueId", "got error">,
+     .reason_after = {"got error: "},
+     .versions = "about 1.12 to 2.1",
+     .example = "[3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d "
+                "key-value store by key '0', but store->get('0') got error: Socket Timeout"},
+    {.family = Family::StoreBarrierTimeout,
+     .name = "store_barrier_timeout",
+     .anchors = {"store based barrier"},
+     .matches = store_barrier_timed_out,
+     .reason_after = {},
+     .values = find_barrier_counts,
+     .era = Era::UpTo2_4,
+     .versions = "1.8 to 1.13",
+     .example = "RuntimeError: Timed out initializing process group in store based barrier on "
+                "rank: 1, for key: store_based_barrier_key:1 (world_size=4, worker_count=3, "
+                "timeout=0:30:00)"},
+    {.family = Family::ClientsJoinTimeout,
+     .name = "clients_join_timeout",
+     .anchors = {"Timed out", "Error"},
+     .matches = clients_join_timed_out,
+     .reason_after = {},
+     .values = find_clients_joined,
+     .versions = "about 2.2 on",
+     .example = "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for "
+                "clients. 1/3 clients joined."},
+    {.family = Family::WaitForInputTimeout,
+     .name = "wait_for_input_timeout",
+     .anchors = {"waitForInput"},
+     .matches = wait_for_input_timed_out,
+     .era = Era::Since2_5,
+     .versions = "about 2.5 on",
+     .example = "[rank4]:[W1129 10:00:00.123456 123 socket.cpp:487] [c10d] waitForInput: socket "
+                "SocketImpl(fd=12, addr=[node4]:41234, remote=[node0]:29500) "
+                "timed out after 600000ms"},
+    {.family = Family::WaitTimeout,
+     .name = "wait_timeout",
+     .anchors = {"wait timeout"},
+     .matches = says<"wait timeout after">,
+     .reason_after = {},
+     .values = find_awaited_rank,
+     .era = Era::Since2_5,
+     .versions = "about 2.5 on",
+     .example = "torch.distributed.DistStoreError: wait timeout after 600000ms, keys: "
+                "/default_pg/0//cuda//0"},
+    {.family = Family::ConnectValidate,
+     .name = "connect_validate",
+     .anchors = {"failed to connect"},
+     .matches = says<"failed to connect/validate">,
+     .reason_after = {"ms): ", "): "},
+     .era = Era::Since2_5,
+     .versions = "about 2.5 on",
+     .example = "[W1129 10:00:00.123456 123 TCPStore.cpp:347] [c10d] TCP client failed to "
+                "connect/validate to host node0:29500 - retrying (try=6, timeout=1800000ms, "
+                "delay=5241ms): Connection reset by peer"},
+    {.family = Family::SendRecvFailed,
+     .name = "send_recv_failed",
+     .anchors = {"failed on SocketImpl"},
+     .matches = says<" failed on SocketImpl">,
+     .reason_after = {"): "},
+     .versions = "about 2.4 on",
+     .example = "[rank5]:[W1129 10:00:00.123456 123 TCPStore.cpp:106] [c10d] sendBytes failed on "
+                "SocketImpl(fd=81, addr=[node3]:50612, remote=[node0]:29500): Broken pipe"},
+    {.family = Family::ClientConnectTimeout,
+     .name = "client_connect_timeout",
+     .anchors = {"timed out"},
+     .matches = says_all<"socket has timed out after", "while trying to connect">,
+     .era = Era::ByTimeoutUnit,
+     .versions = "all; the timeout in s up to 2.4, in ms after",
+     .example = "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while "
+                "trying to connect to (127.0.0.1, 29500)."},
+    {.family = Family::GaiError,
+     .name = "gai_error",
+     .anchors = {"gai error"},
+     .matches = says<"gai error">,
+     .versions = "1.13 to 2.9",
+     .example = "[rank3]:[W1129 10:00:00.123456 123 socket.cpp:767] [c10d] The IPv6 network "
+                "addresses of (node0, 29500) cannot be retrieved "
+                "(gai error: -2 - Name or service not known)."},
+    {.family = Family::HostNotFound,
+     .name = "host_not_found",
+     .anchors = {"host not found"},
+     .matches = says<"host not found">,
+     .values = find_lookup_error_code,
+     .era = Era::UpTo2_4,
+     .versions = "1.x (seen up to about 1.11)",
+     .example = "ValueError: host not found: Name or service not known"},
+    {.family = Family::RendezvousTimeout,
+     .name = "rendezvous_timeout",
+     .anchors = {"Rendezvous"},
+     .matches = says<"RendezvousTimeoutError">,
+     .versions = "torchelastic (seen on 2.13)",
+     // 2.13, a node never joined
+     .example = "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"},
+    {.family = Family::ReverseLookupFailed,
+     .name = "reverse_lookup_failed",
+     .anchors = {"hostname of the client socket"},
+     .matches = says<"hostname of the client socket cannot be retrieved">,
+     .values = find_lookup_error_code,
+     .era = Era::Since2_5,
+     .versions = "about 2.6 on",
+     .example = "[W1201 10:06:20.880618784 socket.cpp:207] [c10d] The hostname of the client "
+                "socket cannot be retrieved. err=-3"},
+    {.family = Family::ServerTimedOutRetry,
+     .name = "server_timed_out_retry",
+     .anchors = {"timed out"},
+     .matches = says<"has timed out, will retry">,
+     .versions = "2.x",
+     .example = "[W1129 10:00:00.123456 123 socket.cpp:933] [c10d] The server socket on "
+                "[::ffff:10.0.0.2]:29500 has timed out, will retry."},
+    {.family = Family::NotListeningYet,
+     .name = "not_listening_yet",
+     .anchors = {"not yet listening", "listening yet"},
+     .matches = says_any<"is not yet listening", "is listening yet">,
+     .versions = "all",
+     .example = "[I socket.cpp:717] [c10d] No socket on (node0, 29500) "
+                "is listening yet, will retry."},
+    {.family = Family::BindFailed,
+     .name = "bind_failed",
+     .anchors = {"failed to bind", "Address already in use"},
+     .matches = bind_failed,
+     .versions = "all",
+     .example = "[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 "
+                "(errno: 98 - Address already in use)."},
+    {.family = Family::ListenFailed,
+     .name = "listen_failed",
+     .anchors = {"failed to listen"},
+     .matches = says<"failed to listen on">,
+     .versions = "all; the libuv form (code: -98, name: EADDRINUSE) from 2.4",
+     .example = "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local "
+                "network address."},
+    {.family = Family::ConnectFailed,
+     .name = "connect_failed",
+     .anchors = {"failed to connect"},
+     .matches = says<"failed to connect to">,
+     .versions = "all",
+     .example = "[W socket.cpp:558] [c10d] The client socket has failed to connect to "
+                "[::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out)."},
+    {.family = Family::ConnectTimeoutLegacy,
+     .name = "connect_timeout_legacy",
+     .anchors = {"timed out"},
+     .matches = says<"connect() timed out">,
+     .era = Era::UpTo2_4,
+     .versions = "about 1.5 to 1.10",
+     .example = "RuntimeError: connect() timed out. Original timeout was 60000 ms."},
+    {.family = Family::RendezvousClosed,
+     .name = "rendezvous_closed",
+     .anchors = {"Rendezvous", "failed to shutdown"},
+     .matches = says_any<"RendezvousClosedError", "RendezvousConnectionError",
+                         "failed to shutdown the rendezvous">,
+     .versions = "torchelastic (1.10 on)",
+     .example = "\"message\": \"RendezvousClosedError: \""},
+    {.family = Family::RecvZero,
+     .name = "recv_zero",
+     .anchors = {"got 0 bytes"},
+     .matches = says<"ailed to recv, got 0 bytes">,  // "failed", and 2.9's "Failed"
+     .versions = "later 2.x (seen on 2.6 to 2.9)",
+     .example = "[rank0]:[W1129 10:00:00.123456 123 ProcessGroupNCCL.cpp:1659] [PG ID 0 PG GUID "
+                "0(default_pg) Rank 0] Failed to check the \"should dump\" flag on TCPStore, "
+                "(maybe TCPStore server has shut down too early), with error: "
+                "failed to recv, got 0 bytes"},
+    {.family = Family::SocketTimeout,
+     .name = "socket_timeout",
+     .anchors = {"Socket Timeout"},
+     .matches = says<"Socket Timeout">,
+     .era = Era::UpTo2_4,
+     .versions = "up to 2.4",
+     .example = "RuntimeError: Socket Timeout"},
+    {.family = Family::BrokenPipe,
+     .name = "broken_pipe",
+     .anchors = {"Broken pipe"},
+     .matches = says<"Broken pipe">,
+     .versions = "all",
+     .example = "RuntimeError: Broken pipe"},
+    {.family = Family::ConnectionReset,
+     .name = "connection_reset",
+     .anchors = {"Connection reset by peer"},
+     .matches = says<"Connection reset by peer">,
+     .versions = "all",
+     .example = "torch.distributed.DistNetworkError: Connection reset by peer"},
+    {.family = Family::ConnectionTimedOutErrno,
+     .name = "connection_timed_out_errno",
+     .anchors = {"timed out"},
+     .matches = says<"Connection timed out">,
+     .versions = "all",
+     .example = "RuntimeError: Connection timed out"},
+    {.family = Family::NoRouteToHost,
+     .name = "no_route_to_host",
+     .scope = Scope::Fallback,
+     .anchors = {"No route to host"},
+     .matches = says<"No route to host">,
+     .versions = "all",
+     .example = "RuntimeError: No route to host"},  // PyTorch-BigGraph#99
+    {.family = Family::ErrorLine,
+     .name = "error_line",
+     .scope = Scope::Error,
+     .anchors = {"Error", "Exception", "Traceback", "terminate called", "NCCL WARN"},
+     .matches = error_line,
+     .versions = "all",
+     // MambaTree#14
+     .example = "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                "ProcessGroupNCCL.cpp:1201, internal error, NCCL version 2.14.3"},
+    {.family = Family::LaunchSetting,
+     .name = "launch_setting",
+     .scope = Scope::Setting,
+     .anchors = {"run_id", "rdzv_", "_node"},
+     .matches = states_launch_setting,
+     .values = find_launch_setting,
+     .versions = "torchrun with LOGLEVEL=INFO: bare on 1.x, after a glog prefix on 2.x",
+     .example = "I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]"
+                "   run_id                   : info1"},
+};
+
+// What the classifier and the prefilter rely on, checked where the rows are written.
+constexpr bool each_family_has_one_row() {
+  for (int f = 0; f < kFamilyCount; ++f) {
+    int rows = 0;
+    for (const auto& row : kFamilies) rows += static_cast<int>(row.family) == f;
+    if (rows != 1) return false;
+  }
+  return std::size(kFamilies) == static_cast<size_t>(kFamilyCount);
+}
+
+constexpr bool scopes_in_order() {
+  for (size_t i = 1; i < std::size(kFamilies); ++i)
+    if (kFamilies[i].scope < kFamilies[i - 1].scope) return false;
+  return true;
+}
+
+constexpr bool rows_complete() {
+  for (const auto& row : kFamilies) {
+    if (row.name.empty() || row.matches == nullptr || row.example.empty() || row.versions.empty() ||
+        row.anchors[0].empty())
+      return false;
+    // By reference: GCC 12 rejects the copy of a row's string_view in a constant expression.
+    for (const sv& a : row.anchors)
+      if (!a.empty() && a.size() < 4) return false;
+  }
+  return true;
+}
+
+static_assert(each_family_has_one_row(), "every Family needs exactly one row");
+static_assert(scopes_in_order(),
+              "rows go Alone, Ranked, Fallback, Error, Setting (detect tries them so)");
+static_assert(rows_complete(),
+              "every row needs a name, anchors of 4+ bytes, a matcher, versions, an example");
+
+// kFamilies' index of each family's row.
+constexpr auto kRowOf = [] {
+  std::array<size_t, kFamilyCount> index{};
+  for (size_t i = 0; i < std::size(kFamilies); ++i)
+    index[static_cast<size_t>(kFamilies[i].family)] = i;
+  return index;
+}();
+
+// Where each scope's rows start in kFamilies (they are in scope order); the last is the end.
+constexpr auto kScopeStart = [] {
+  std::array<size_t, kScopeCount + 1> start{};
+  for (int scope = 0; scope <= kScopeCount; ++scope) {
+    size_t i = 0;
+    while (i < std::size(kFamilies) && static_cast<int>(kFamilies[i].scope) < scope) ++i;
+    start[static_cast<size_t>(scope)] = i;
+  }
+  return start;
+}();
+
+}  // namespace
+
+std::span<const FamilyRow> family_table() { return kFamilies; }
+
+std::span<const FamilyRow> family_rows(Scope scope) {
+  const auto s = static_cast<size_t>(scope);
+  return std::span<const FamilyRow>(kFamilies).subspan(kScopeStart[s],
+                                                       kScopeStart[s + 1] - kScopeStart[s]);
+}
+
+const FamilyRow& family_row(Family f) { return kFamilies[kRowOf[static_cast<size_t>(f)]]; }
+
+}  // namespace rdzv::logs::detail
+
+namespace rdzv::logs {
+
+const char* family_name(Family f) {
+  const auto i = static_cast<size_t>(f);
+  return i < static_cast<size_t>(kFamilyCount) ? detail::family_row(f).name.data() : "unknown";
+}
+
+}  // namespace rdzv::logs
