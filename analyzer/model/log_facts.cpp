@@ -82,25 +82,65 @@ void mark_shutdown_errors(const std::vector<LogEvent>& events, std::size_t begin
   }
 }
 
-void set_aside_shutdown_errors(std::vector<LogEvent>& events) {
-  std::vector<bool> part(events.size(), false);
-  for (std::size_t begin = 0, end = 0; begin < events.size(); begin = end) {
-    for (end = begin; end < events.size() && events[end].file == events[begin].file;) ++end;
-    mark_shutdown_errors(events, begin, end, part);
-  }
+// Keeps the events whose mark is false, in order.
+void erase_marked(std::vector<LogEvent>& events, const std::vector<bool>& marked) {
   std::size_t kept = 0;
   for (std::size_t i = 0; i < events.size(); ++i) {
-    if (part[i]) continue;
+    if (marked[i]) continue;
     if (kept != i) events[kept] = std::move(events[i]);  // never onto itself: that empties a string
     ++kept;
   }
   events.resize(kept);
 }
 
+void set_aside_shutdown_errors(std::vector<LogEvent>& events) {
+  std::vector<bool> part(events.size(), false);
+  for (std::size_t begin = 0, end = 0; begin < events.size(); begin = end) {
+    for (end = begin; end < events.size() && events[end].file == events[begin].file;) ++end;
+    mark_shutdown_errors(events, begin, end, part);
+  }
+  erase_marked(events, part);
+}
+
+// Whether `e` comes after a line in which its own agent (same file, same host) said that all of
+// its workers had exited 0.
+bool after_own_success(const LogEvent& e, const std::vector<LogEvent>& successes) {
+  return std::any_of(successes.begin(), successes.end(), [&](const LogEvent& s) {
+    return s.file == e.file && s.origin == e.origin && s.line < e.line;
+  });
+}
+
+// The teardown of a node whose workers all succeeded (log_facts.h): its store errors and
+// exception lines after that point.
+void set_aside_teardown(std::vector<LogEvent>& events, const std::vector<LogEvent>& successes,
+                        bool (*in_teardown)(const LogEvent&)) {
+  if (successes.empty()) return;
+  std::vector<bool> teardown(events.size(), false);
+  for (std::size_t i = 0; i < events.size(); ++i)
+    teardown[i] = in_teardown(events[i]) && after_own_success(events[i], successes);
+  erase_marked(events, teardown);
+}
+
+bool is_teardown_store_error(const LogEvent& e) { return is_store_io_error(e) || e.has(LogFamily::RendezvousClosed); }
+bool is_any(const LogEvent&) { return true; }
+
 }  // namespace
+
+void add_log_event(LogFacts& facts, LogEvent e) {
+  if (e.family == LogFamily::LaunchSetting)
+    add_launch_setting(facts.launch_configs, e);
+  else if (e.family == LogFamily::WorkersSucceeded)
+    facts.workers_succeeded.push_back(std::move(e));
+  else if (rdzv::logs::is_other_error(e.family))
+    facts.other_errors.push_back(std::move(e));
+  else
+    facts.events.push_back(std::move(e));
+}
 
 void settle_log_facts(LogFacts& facts) {
   for (auto& c : facts.launch_configs) settle_nnodes(c);
+  set_aside_teardown(facts.events, facts.workers_succeeded, is_teardown_store_error);
+  set_aside_teardown(facts.other_errors, facts.workers_succeeded, is_any);
   set_aside_shutdown_errors(facts.events);
 }
 
@@ -119,14 +159,7 @@ LogFacts load_logs(const std::vector<std::string>& paths) {
     facts.stats.add(Stat::LogLinesMatched, s.matched);
     if (facts.torch_version.empty()) facts.torch_version = s.torch_version;
     if (facts.version_hint.empty()) facts.version_hint = rdzv::logs::version_hint(s);
-    for (auto& e : s.events) {
-      if (e.family == LogFamily::LaunchSetting)
-        add_launch_setting(facts.launch_configs, e);
-      else if (rdzv::logs::is_other_error(e.family))
-        facts.other_errors.push_back(std::move(e));
-      else
-        facts.events.push_back(std::move(e));
-    }
+    for (auto& e : s.events) add_log_event(facts, std::move(e));
   }
   settle_log_facts(facts);
   return facts;

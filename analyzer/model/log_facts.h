@@ -32,6 +32,9 @@ struct LogFacts {
     std::map<std::string, std::string> settings;
   };
   std::vector<LaunchConfig> launch_configs;
+  // torchrun's agent saying that every worker of its node exited 0 (workers_succeeded lines),
+  // in file order. What the same agent logs after one is the job's teardown (settle_log_facts).
+  std::vector<LogEvent> workers_succeeded;
   std::string torch_version;  // from the logs, "" when not printed
   std::string version_hint;   // ">=2.5" / "<=2.4" from message styles, "" when no clue
   // The log rows of the table (input_stats.h): log_files, partial_log_files (read up to
@@ -46,11 +49,20 @@ struct LogFacts {
 // Reads the logs and settles what needs all of them (settle_log_facts).
 LogFacts load_logs(const std::vector<std::string>& paths);
 
-// What is derived once the events are in: torchrun's --nnodes from min/max nodes, and the store
-// errors an agent logged while failing to shut its rendezvous down are set aside (at the end
-// of every torchrun run the agents close the rendezvous through the store; when the agent that
-// hosts the store exited first, the others' last store call reads 0 bytes or hits a broken
-// pipe: the job was already ending, so those lines say nothing of why it failed).
+// Files one classified line where the rules look for it: a launch setting into its agent's
+// configuration, a success of the workers apart, an error that says nothing about the store
+// among other_errors, the rest among events.
+void add_log_event(LogFacts& facts, LogEvent e);
+
+// What is derived once the events are in: torchrun's --nnodes from min/max nodes, and the
+// errors of the job's teardown are set aside. Once every worker of a node exited 0, its agent
+// still talks to the store: the exit barrier, keep-alive heartbeats, the rendezvous shutdown.
+// When the agent that hosts the store exits first, each of these calls fails (a 0-byte read, a
+// broken pipe), in whatever order the calls happen to run: the job was already ending, so
+// those lines say nothing of why it failed. Set aside: everything a store error or an
+// exception line of an agent logs after its own workers_succeeded line (same file and host),
+// and, where the log has no such line (LOGLEVEL above INFO), the store errors of an agent's
+// report of its failed rendezvous shutdown.
 void settle_log_facts(LogFacts& facts);
 
 }  // namespace rdzvscope

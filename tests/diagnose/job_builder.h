@@ -187,15 +187,14 @@ class Job {
     procs_.push_back(std::make_unique<Proc>(rank, pid, host, job));
     return *procs_.back();
   }
-  // A log line of rank `rank` (-1: none), classified as the log reader would.
-  Job& log_line(const std::string& text, int rank = -1) {
+  // A log line of rank `rank` (-1: none) in log file `file`, classified as the log reader would.
+  Job& log_line(const std::string& text, int rank = -1, const std::string& file = "job.log") {
     auto ev = rdzv::logs::classify_line(text, rank, 2026);
     ++log_lines_;
     if (ev) {
-      ev->file = "job.log";
+      ev->file = file;
       ev->line = log_lines_;
-      // As load_logs: lines that say nothing about the store are kept apart.
-      (rdzv::logs::is_other_error(ev->family) ? logs_.other_errors : logs_.events).push_back(*ev);
+      add_log_event(logs_, std::move(*ev));  // as load_logs
     }
     logs_.stats.add(Stat::LogLines);
     return *this;

@@ -991,6 +991,80 @@ TEST_CASE("logs: an agent's failed rendezvous shutdown is not a transient_recv o
   }
 }
 
+// Issue 31: once every worker of a node exited 0, its agent's exit barrier, keep-alive
+// heartbeats and rendezvous shutdown all go through the store; when the store host's agent
+// exits first, each fails, in whatever order they run. Lines as PyTorch 2.13 printed them.
+namespace teardown {
+const char* kSucceeded = "I1202 08:24:58.900000 19941 torch/distributed/elastic/agent/server/api.py:932] [default] "
+                         "worker group successfully finished. Waiting 300 seconds for other agents to finish.";
+const char* kExitBarrierFinished = "I1202 08:24:58.901000 19941 torch/distributed/elastic/agent/server/api.py:986] "
+                                   "Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other "
+                                   "agents to finish";
+const char* kRecvZeroWarning = "[W1202 08:24:59.010000000 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on "
+                               "SocketImpl(fd=3, addr=[::ffff:127.0.0.1]:58062, remote=[::ffff:127.0.0.1]:56845): "
+                               "failed to recv, got 0 bytes";
+const char* kExitBarrierError = "torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely "
+                                "closed. Did the remote server shutdown or crash?";
+const char* kHeartbeat = "W1202 08:24:59.300000 19941 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1140] "
+                         "The node 'localhost_19941_0' has failed to send a keep-alive heartbeat to the rendezvous "
+                         "'e2e-store_late' due to an error of type RendezvousConnectionError.";
+const char* kBrokenPipeWarning = "[W1202 08:24:59.147822021 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl("
+                                 "fd=3, addr=[::ffff:127.0.0.1]:58062, remote=[::ffff:127.0.0.1]:56845): Broken pipe";
+const char* kShutdown = "W1202 08:24:59.873000 19941 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1298] "
+                        "The node 'localhost_19941_0' has failed to shutdown the rendezvous 'e2e-store_late' due to an "
+                        "error of type RendezvousConnectionError.";
+}  // namespace teardown
+
+TEST_CASE("logs: the teardown of a node whose workers all exited 0 is not a failure, in any order") {
+  using namespace teardown;
+  const std::vector<std::vector<const char*>> orders = {
+      // CI at 643c23e: the 0-byte read of the exit barrier first, the shutdown last
+      {kRecvZeroWarning, "Error waiting on exit barrier. Elapsed: 0.11 seconds", kExitBarrierError, kHeartbeat,
+       kBrokenPipeWarning, kShutdown},
+      // the order the failed-shutdown rule was written for: warning, shutdown, traceback
+      {kBrokenPipeWarning, kShutdown, "Traceback (most recent call last):", kExitBarrierError},
+      // a heartbeat before the exit barrier's read
+      {kHeartbeat, kBrokenPipeWarning, kRecvZeroWarning, kExitBarrierError, kShutdown},
+  };
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    DYNAMIC_SECTION("order " << i) {
+      Job job;
+      job.log_line(kSucceeded).log_line(kExitBarrierFinished);
+      for (const char* line : orders[i]) job.log_line(line);
+      Diagnosis d = job.diagnose_it();
+      CHECK(d.verdict.cls != FailureClass::BrokenPipe);
+      CHECK(d.verdict.cls != FailureClass::TransientRecv);
+      CHECK(job.logs().events.empty());
+      CHECK(job.logs().other_errors.empty());
+    }
+  }
+  SECTION("a worker of another node broken after this node's workers finished stays a failure") {
+    Job job;
+    job.log_line(kSucceeded, -1, "node0.log");
+    for (const char* line : orders[0]) job.log_line(line, -1, "node0.log");
+    job.log_line(kBrokenPipeWarning, 1, "node1.log");
+    job.log_line("torch.distributed.DistNetworkError: Broken pipe", 1, "node1.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::BrokenPipe);
+    REQUIRE(job.logs().events.size() == 2);
+    CHECK(job.logs().events[0].file == "node1.log");
+  }
+  SECTION("store errors before the workers finished are not the teardown") {
+    Job job;
+    job.log_line(kBrokenPipeWarning, 1).log_line("torch.distributed.DistNetworkError: Broken pipe", 1);
+    job.log_line(kSucceeded);
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::BrokenPipe);
+  }
+  SECTION("a group that finished FAILED is no success") {
+    Job job;
+    job.log_line("INFO:torch.distributed.elastic.agent.server.api:Local worker group finished (FAILED). Waiting "
+                 "300 seconds for other agents to finish");
+    job.log_line(kBrokenPipeWarning).log_line("torch.distributed.DistNetworkError: Broken pipe");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::BrokenPipe);
+    CHECK(job.logs().workers_succeeded.empty());
+  }
+}
+
 TEST_CASE("a failed rank without any rendezvous evidence: unknown, saying what is missing") {
   Job job;
   healthy_rank(job, 0);
