@@ -6,6 +6,9 @@ manifest.tsv, one entry a line (tab-separated, '#' starts a comment):
 `file` is relative to tests/corpus/logs (a directory stands for all its files: one job's rank
 logs); `class` is what the text can tell (`unknown` when it cannot); `initiating_rank` and
 `pytorch` are `-` when the thread does not establish them.
+holdout/manifest.tsv (issue 29, the logs no rule was written against) has one more field,
+`label_source` before `why`: who confirmed the cause in the thread, and where. Its `class` is
+the thread's confirmed cause, labelled before any analyzer ran on the log.
 
 Scoring (issue 13, item 2):
 - right: the verdict's class is the label's; for a label `unknown` (the text cannot tell),
@@ -23,13 +26,15 @@ from collections import OrderedDict
 from rdzvtest.cli import run_cli
 
 FIELDS = ("file", "cls", "rank", "pytorch", "source", "why")
+HOLDOUT_FIELDS = ("file", "cls", "rank", "pytorch", "source", "label_source", "why")
 
 
 class Entry:
-    def __init__(self, file, cls, rank, pytorch, source, why, line):
+    def __init__(self, file, cls, rank, pytorch, source, why, line, label_source=""):
         self.file, self.cls, self.pytorch, self.source, self.why = file, cls, pytorch, source, why
         self.rank = None if rank in ("-", "") else int(rank)
         self.line = line
+        self.label_source = label_source
 
     def paths(self, logs_dir):
         p = os.path.join(logs_dir, self.file)
@@ -48,9 +53,15 @@ def read_manifest(path):
             if not line.strip() or line.startswith("#"):
                 continue
             parts = line.split("\t")
-            if len(parts) != len(FIELDS):
-                raise ValueError(f"{path}:{n}: {len(parts)} fields, want {len(FIELDS)}")
-            entries.append(Entry(*parts, line=n))
+            if len(parts) == len(HOLDOUT_FIELDS):
+                f = dict(zip(HOLDOUT_FIELDS, parts))
+                entries.append(Entry(f["file"], f["cls"], f["rank"], f["pytorch"], f["source"], f["why"],
+                                     line=n, label_source=f["label_source"]))
+            elif len(parts) == len(FIELDS):
+                entries.append(Entry(*parts, line=n))
+            else:
+                raise ValueError(f"{path}:{n}: {len(parts)} fields, want {len(FIELDS)} "
+                                 f"(or {len(HOLDOUT_FIELDS)} with label_source)")
     return entries
 
 
