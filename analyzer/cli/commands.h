@@ -14,6 +14,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitProblem = 3;  // --fail-on-problem: the verdict is not healthy
 inline constexpr int kExitExecFailed = 127;
+// RDZVSCOPE_STRICT=1 (the test suite): a verdict contradicted its own facts (rules/consistency.h).
+inline constexpr int kExitContradiction = 70;
 
 struct Command {
   CLI::App* app;

@@ -77,25 +77,25 @@ std::string any_class_moving(const Diagnosis& last) {
 
 // Strongest first. Precedence follows causality (class_registry.h).
 constexpr std::array<ClassRow, 11> kRegistry{{
-    {FailureClass::RdzvCollision, 95, 95, rule_rdzv_collision, any_class_on, any_class_moving},
-    {FailureClass::PortConflict, 90, 90, rule_port_conflict, port_conflict_on, any_class_moving},
-    {FailureClass::NameResolution, 85, 85, rule_name_resolution, name_resolution_on, any_class_moving},
+    {FailureClass::RdzvCollision, 95, 95, rule_rdzv_collision, false, any_class_on, any_class_moving},
+    {FailureClass::PortConflict, 90, 90, rule_port_conflict, true, port_conflict_on, any_class_moving},
+    {FailureClass::NameResolution, 85, 85, rule_name_resolution, true, name_resolution_on, any_class_moving},
     // Below name_resolution: a MASTER_ADDR of one rank that does not resolve is named more
     // precisely by its lookups; above every symptom a setting of one rank causes (the refused
     // connects, the others' timeouts, the pipes broken when they gave up).
-    {FailureClass::ConfigMismatch, 84, 84, rule_config_mismatch, config_mismatch_on, any_class_moving},
+    {FailureClass::ConfigMismatch, 84, 84, rule_config_mismatch, true, config_mismatch_on, any_class_moving},
     // Above the symptoms of ranks that could not reach a store the others used (the others'
     // timeouts, the pipes broken when the store host gave up); below a setting that explains it.
     // A restarted attempt's worker sent to a dead worker's address by the store's stale keys:
     // the cause of that attempt's failure, of which a peer's lateness or the broken pipes of
     // the others are symptoms; below a setting of one rank.
-    {FailureClass::StalePeerAddress, 83, 83, rule_stale_peer_address, any_class_on, any_class_moving},
-    {FailureClass::StoreUnreachable, 82, 82, rule_store_unreachable, store_unreachable_on, any_class_moving},
-    {FailureClass::BrokenPipe, 80, 60, rule_broken_pipe, broken_pipe_on, broken_pipe_moving},
-    {FailureClass::ConnectTimeout, 75, 75, rule_connect_timeout, connect_timeout_on, any_class_moving},
-    {FailureClass::StragglerTimeout, 70, 70, rule_straggler, straggler_on, straggler_moving},
-    {FailureClass::StoreNotReady, 65, 65, rule_store_not_ready, any_class_on, any_class_moving},
-    {FailureClass::TransientRecv, 40, 40, rule_transient_recv, any_class_on, transient_moving},
+    {FailureClass::StalePeerAddress, 83, 83, rule_stale_peer_address, false, any_class_on, any_class_moving},
+    {FailureClass::StoreUnreachable, 82, 82, rule_store_unreachable, true, store_unreachable_on, any_class_moving},
+    {FailureClass::BrokenPipe, 80, 60, rule_broken_pipe, false, broken_pipe_on, broken_pipe_moving},
+    {FailureClass::ConnectTimeout, 75, 75, rule_connect_timeout, true, connect_timeout_on, any_class_moving},
+    {FailureClass::StragglerTimeout, 70, 70, rule_straggler, false, straggler_on, straggler_moving},
+    {FailureClass::StoreNotReady, 65, 65, rule_store_not_ready, true, any_class_on, any_class_moving},
+    {FailureClass::TransientRecv, 40, 40, rule_transient_recv, false, any_class_on, transient_moving},
 }};
 
 }  // namespace

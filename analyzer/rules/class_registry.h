@@ -22,6 +22,10 @@ struct ClassRow {
   // yields to the timeouts that can explain it.
   int precedence_unshown;
   std::optional<Candidate> (*rule)(const Context&);
+  // The class says the rendezvous never completed (a store nobody reached, a name, a port, a
+  // setting): said of a job whose rendezvous completed, the verdict contradicts its own facts
+  // (consistency.h).
+  bool startup_only;
   // --runs, the failure stayed on one host: the next step on that host.
   std::string (*same_host_step)(const std::string& host, const Diagnosis& last);
   // --runs, the failure moved between ranks and hosts: the next step.

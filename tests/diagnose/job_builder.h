@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "model/log_facts.h"
+#include "rules/consistency.h"
 #include "rules/rules.h"
 #include "temp_dir.h"
 #include "trace_builder.h"
@@ -215,10 +218,13 @@ class Job {
     traces_ = load_traces({dir_.path()});
     return traces_;
   }
-  // As `analyze`: the log facts settled (settle_log_facts) once every line is in.
+  // As `analyze`: the log facts settled (settle_log_facts) once every line is in. Every
+  // verdict a test makes is checked against its own facts (rules/consistency.h).
   Diagnosis diagnose_it() {
     settle_log_facts(logs_);
-    return diagnose(load_it(), logs_);
+    Diagnosis d = diagnose(load_it(), logs_);
+    CHECK(contradictions(d) == std::vector<std::string>{});
+    return d;
   }
   const TraceInputs& traces() const { return traces_; }
   const LogFacts& logs() const { return logs_; }

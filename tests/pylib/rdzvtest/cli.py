@@ -12,6 +12,9 @@ from rdzvtest.checks import Fail
 # environment.
 CLI_SCRUB = ("LD_PRELOAD", "SLURM_JOB_ID", "RDZVSCOPE_SHIM")
 DUMP_TIMEOUT_S = 30
+# `rdzvscope analyze` under RDZVSCOPE_STRICT=1 (set for every test: tests/CMakeLists.txt): its
+# verdict contradicted its own facts (analyzer/rules/consistency.h). Always a failure.
+CONTRADICTION_EXIT = 70
 ANALYZE_TIMEOUT_S = 60
 
 
@@ -26,6 +29,8 @@ def run_cli(rdzvscope, args, env=None, cwd=None, unset=(), timeout=60):
     e.update(env or {})
     p = subprocess.run([rdzvscope] + list(args), capture_output=True, text=True, env=e, cwd=cwd,
                        timeout=timeout)
+    if p.returncode == CONTRADICTION_EXIT and "contradicts its own facts" in p.stderr:
+        raise Fail(f"`rdzvscope {' '.join(args)}`: {p.stderr.strip()[-2000:]}")
     return p.returncode, p.stdout, p.stderr
 
 
