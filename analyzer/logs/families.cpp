@@ -229,6 +229,18 @@ void find_launch_setting(sv body, LogEvent& ev) {
 // --- The table --------------------------------------------------------------------------
 
 constexpr FamilyRow kFamilies[] = {
+    // First: a line of it is nothing else (its "Error" is the barrier's, not a failure).
+    {.family = Family::AgentTeardown,
+     .name = "agent_teardown",
+     .scope = Scope::Alone,
+     .anchors = {"successfully finished", "SUCCEEDED)", "exit barrier"},
+     // Not "Local worker group finished (FAILED)", which older agents print before their exit
+     // barrier too: the workers failed there, and that is no teardown of a success.
+     .matches = says_any<"worker group successfully finished", "worker group finished (SUCCEEDED)",
+                         "worker group finished (WorkerState.SUCCEEDED)", "Error waiting on exit barrier">,
+     .versions = "torchelastic (1.10 on): the first two at INFO, the barrier's error at ERROR",
+     .example = "E1203 02:46:20.982000 10114 torch/distributed/elastic/agent/server/api.py:1008] Error "
+                "waiting on exit barrier. Elapsed: 0.028573036193847656 seconds"},
     {.family = Family::NcclNoSocketInterface,
      .name = "nccl_no_socket_interface",
      .scope = Scope::Alone,
@@ -466,18 +478,6 @@ constexpr FamilyRow kFamilies[] = {
      .versions = "torchrun with LOGLEVEL=INFO: bare on 1.x, after a glog prefix on 2.x",
      .example = "I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]"
                 "   run_id                   : info1"},
-    {.family = Family::WorkersSucceeded,
-     .name = "workers_succeeded",
-     .scope = Scope::Setting,
-     .anchors = {"successfully finished", "SUCCEEDED)"},
-     // Not "Local worker group finished (FAILED)", which older agents print before their exit
-     // barrier too.
-     .matches = says_any<"worker group successfully finished", "worker group finished (SUCCEEDED)",
-                         "worker group finished (WorkerState.SUCCEEDED)">,
-     .versions = "torchelastic (1.10 on), INFO",
-     .example = "I1203 02:31:07.412000 4410 torch/distributed/elastic/agent/server/api.py:932] "
-                "[default] worker group successfully finished. Waiting 300 seconds for other "
-                "agents to finish."},
 };
 
 // What the classifier and the prefilter rely on, checked where the rows are written.

@@ -59,11 +59,13 @@ enum class Family {
   // agent's rendezvous settings (LogEvent::setting, setting_value). No failure: LogFacts keeps
   // them apart (launch_configs), for comparing the agents' settings from logs alone.
   LaunchSetting,
-  // "[default] worker group successfully finished. Waiting 300 seconds for other agents to
-  // finish." and "Local worker group finished (WorkerState.SUCCEEDED)": torchrun's agent once
-  // every worker of its node exited 0. No failure: LogFacts keeps the lines apart
-  // (workers_succeeded); what the agent logs after one is the job's teardown.
-  WorkersSucceeded,
+  // torchrun's agent past the end of its node's workers: "[default] worker group successfully
+  // finished. Waiting 300 seconds for other agents to finish.", "Local worker group finished
+  // (WorkerState.SUCCEEDED)" (INFO), and "Error waiting on exit barrier" (the barrier the agent
+  // enters once its workers ended; 2.x enters it only after they all exited 0). No failure:
+  // LogFacts keeps the lines apart (teardown_marks); what the agent logs after one is the
+  // job's teardown.
+  AgentTeardown,
   // Issue 13. The families below are not rendezvous (store) failures: LogFacts keeps them
   // apart from the events the rules read (LogFacts::other_errors), so that a log holding only
   // them is `unknown` with the line quoted, never `healthy`.
@@ -92,7 +94,7 @@ inline bool is_other_error(Family f) {
 // The families of c10d / TCPStore / elastic messages about the rendezvous (what LogScan::matched
 // counts): neither another error nor a statement of the launcher (a setting, a success).
 inline bool is_rendezvous_message(Family f) {
-  return !is_other_error(f) && f != Family::LaunchSetting && f != Family::WorkersSucceeded;
+  return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown;
 }
 
 struct LogEvent {

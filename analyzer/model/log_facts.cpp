@@ -102,22 +102,28 @@ void set_aside_shutdown_errors(std::vector<LogEvent>& events) {
   erase_marked(events, part);
 }
 
-// Whether `e` comes after a line in which its own agent (same file, same host) said that all of
-// its workers had exited 0.
-bool after_own_success(const LogEvent& e, const std::vector<LogEvent>& successes) {
-  return std::any_of(successes.begin(), successes.end(), [&](const LogEvent& s) {
-    return s.file == e.file && s.origin == e.origin && s.line < e.line;
-  });
-}
+bool same_source(const LogEvent& a, const LogEvent& b) { return a.file == b.file && a.origin == b.origin; }
 
-// The teardown of a node whose workers all succeeded (log_facts.h): its store errors and
-// exception lines after that point.
-void set_aside_teardown(std::vector<LogEvent>& events, const std::vector<LogEvent>& successes,
+// The teardown of an agent whose workers ended (log_facts.h): its events of kind `in_teardown`
+// after its first teardown mark, and the C++ warning of a failed store call printed just above
+// an exit barrier's error (no other event of that agent between them).
+void set_aside_teardown(std::vector<LogEvent>& events, const std::vector<LogEvent>& marks,
                         bool (*in_teardown)(const LogEvent&)) {
-  if (successes.empty()) return;
+  if (marks.empty()) return;
   std::vector<bool> teardown(events.size(), false);
-  for (std::size_t i = 0; i < events.size(); ++i)
-    teardown[i] = in_teardown(events[i]) && after_own_success(events[i], successes);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const LogEvent& e = events[i];
+    for (const LogEvent& m : marks) {
+      if (!same_source(m, e)) continue;
+      if (m.line < e.line && in_teardown(e)) teardown[i] = true;
+      const bool warning_above = e.has(LogFamily::SendRecvFailed) && e.line < m.line &&
+                                 m.line - e.line <= kShutdownReportLines;
+      if (!warning_above) continue;
+      const bool next_is_mark = std::none_of(events.begin() + static_cast<std::ptrdiff_t>(i) + 1, events.end(),
+                                             [&](const LogEvent& x) { return same_source(x, e) && x.line < m.line; });
+      if (next_is_mark) teardown[i] = true;
+    }
+  }
   erase_marked(events, teardown);
 }
 
@@ -129,8 +135,8 @@ bool is_any(const LogEvent&) { return true; }
 void add_log_event(LogFacts& facts, LogEvent e) {
   if (e.family == LogFamily::LaunchSetting)
     add_launch_setting(facts.launch_configs, e);
-  else if (e.family == LogFamily::WorkersSucceeded)
-    facts.workers_succeeded.push_back(std::move(e));
+  else if (e.family == LogFamily::AgentTeardown)
+    facts.teardown_marks.push_back(std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else
@@ -139,8 +145,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
 
 void settle_log_facts(LogFacts& facts) {
   for (auto& c : facts.launch_configs) settle_nnodes(c);
-  set_aside_teardown(facts.events, facts.workers_succeeded, is_teardown_store_error);
-  set_aside_teardown(facts.other_errors, facts.workers_succeeded, is_any);
+  set_aside_teardown(facts.events, facts.teardown_marks, is_teardown_store_error);
+  set_aside_teardown(facts.other_errors, facts.teardown_marks, is_any);
   set_aside_shutdown_errors(facts.events);
 }
 

@@ -32,9 +32,10 @@ struct LogFacts {
     std::map<std::string, std::string> settings;
   };
   std::vector<LaunchConfig> launch_configs;
-  // torchrun's agent saying that every worker of its node exited 0 (workers_succeeded lines),
-  // in file order. What the same agent logs after one is the job's teardown (settle_log_facts).
-  std::vector<LogEvent> workers_succeeded;
+  // torchrun's agent past the end of its node's workers (agent_teardown lines: its workers
+  // succeeded, or its exit barrier failed), in file order. What the same agent logs after one
+  // is the job's teardown (settle_log_facts).
+  std::vector<LogEvent> teardown_marks;
   std::string torch_version;  // from the logs, "" when not printed
   std::string version_hint;   // ">=2.5" / "<=2.4" from message styles, "" when no clue
   // The log rows of the table (input_stats.h): log_files, partial_log_files (read up to
@@ -59,10 +60,11 @@ void add_log_event(LogFacts& facts, LogEvent e);
 // still talks to the store: the exit barrier, keep-alive heartbeats, the rendezvous shutdown.
 // When the agent that hosts the store exits first, each of these calls fails (a 0-byte read, a
 // broken pipe), in whatever order the calls happen to run: the job was already ending, so
-// those lines say nothing of why it failed. Set aside: everything a store error or an
-// exception line of an agent logs after its own workers_succeeded line (same file and host),
-// and, where the log has no such line (LOGLEVEL above INFO), the store errors of an agent's
-// report of its failed rendezvous shutdown.
+// those lines say nothing of why it failed. Set aside: the store errors and exception lines an
+// agent logs after its own teardown mark (same file and host: its workers succeeded, or its
+// exit barrier failed; the C++ warning of the barrier's failed store call, printed just above
+// the barrier's error, with it), and the store errors of an agent's report of its failed
+// rendezvous shutdown.
 void settle_log_facts(LogFacts& facts);
 
 }  // namespace rdzvscope
