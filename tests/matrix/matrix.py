@@ -293,19 +293,27 @@ FAULTS = {f.name: f for f in (
 DEAD_CALLED_LATE = ("issue 32 job 3: a rank dead before its first store connect (exception, exit 0, SIGKILL) is "
                     "straggler_timeout with the right rank, but the summary calls it late ('never reached the "
                     "store (still missing N s after the others arrived)') and says nothing of its death")
+CONSEQUENCE_BLAMED = ("after init_process_group, a worker dies or stalls; rank 0, the store host, then exits 1 "
+                      "of its own gloo error (all_reduce or barrier) and a client's store connection breaks: "
+                      "broken_pipe/peer_died names rank 0 (seen for crash, SIGKILL and stall, 1.13 and 2.13; "
+                      "when it does not happen the verdict is unknown)")
 KNOWN_WRONG = {
-    **{f"{fault}.{target}.before_connect.hand.*": DEAD_CALLED_LATE
+    **{f"{fault}.{target}.before_connect.*": DEAD_CALLED_LATE
        for fault in ("crash", "exit0", "sigkill") for target in ("worker", "highest")},
+    **{f"{fault}.{target}.{phase}.hand.*": CONSEQUENCE_BLAMED
+       for fault in ("crash", "exit0", "sigkill", "sigstop", "stall") for target in ("worker", "highest")
+       for phase in ("store_traffic", "first_collective")},
     "name_elsewhere.*": "issue 32 job 1: connect_timeout with the store host (rank 0) initiating, 'SYNs went "
                         "unanswered while the store was listening (a firewall, ...)': the store was never at "
                         "the address the target's node resolved",
     "name_elsewhere_nohost.*": "store_unreachable with the right rank and both addresses, but the summary offers "
                                "'a firewall REJECT rule, a route' first, though the traces hold the two lookups "
                                "of the name with different results",
-    "crash.*.first_collective.hand.*": "seen on 1.13: broken_pipe/peer_died blames rank 0, the store host, which "
-                                       "exited 1 of its own all_reduce error after the target had died",
-    "stall.*.first_collective.hand.*": "seen on 1.13: broken_pipe/peer_died blames rank 0, the store host, which "
-                                       "exited 1 when its all_reduce timed out waiting for the stalled rank",
+    "master_port.*.before_connect.torchrun-c10d.*": "a worker that sets its own MASTER_PORT under torchrun (the "
+                                                    "trace header shows torchrun's): store_not_ready, 'nothing "
+                                                    "ever listened on the store port: the store host never "
+                                                    "started', while the agent's store was up on the port in "
+                                                    "the worker's header",
     "store_late.store.before_connect.hand.*": "by timing: when some clients still retry as the late store "
                                               "listens, they join, the store host times out waiting for the "
                                               "others ('3/4 clients joined') and exits 1, and the verdict is "
@@ -858,7 +866,7 @@ def describe(rec):
     if not s["rank_ok"]:
         extra.append(f"rank not in {rec['accepted']['ranks']}")
     extra += s["words"]
-    known = f" [known wrong: {s['known_wrong']}]" if s["known_wrong"] and s["result"] != "right" else ""
+    known = f" [known wrong: {s['known_wrong']}]" if s["known_wrong"] and s["result"] == "wrong" else ""
     return (f"{rec['cell']}: {tag}: {v.get('class')}{'/' + v['cause'] if v.get('cause') else ''} "
             f"rank {v.get('initiating_rank')} {v.get('confidence')}: {first[:400]}"
             + (f" -- {'; '.join(extra)}" if extra else "") + known)
@@ -884,6 +892,19 @@ def pythons_by_version(paths):
         else:
             log(f"note: {py} has PyTorch {v}, which the matrix does not cover ({', '.join(TORCH)})")
     return out
+
+
+KEEP_RUNS = 3   # of the earlier runs' directories under --work, the newest are kept (ctest reruns)
+
+
+def prune_old_runs(parent, keep):
+    """Removes all but the `keep` newest matrix-* directories under parent (a cell not scored
+    right keeps its traces and logs, some MB each)."""
+    runs = sorted((d for d in os.listdir(parent) if d.startswith("matrix-")
+                   and os.path.isdir(os.path.join(parent, d))),
+                  key=lambda d: os.path.getmtime(os.path.join(parent, d)))
+    for d in runs[:max(0, len(runs) - keep)]:
+        shutil.rmtree(os.path.join(parent, d), ignore_errors=True)
 
 
 def select(args, cells):
@@ -920,7 +941,8 @@ def main():
                     help="an interpreter with PyTorch 2.13 or 1.13 (repeat; default: what "
                          "scripts/install-deps.sh --pythons prints)")
     ap.add_argument("--json", metavar="FILE", help="write every cell's truth, verdict and score here")
-    ap.add_argument("--work", help="scratch directory (a new one under it per run)")
+    ap.add_argument("--work", help="scratch directory (a new one under it per run; of the earlier runs' "
+                                   f"there, the {KEEP_RUNS} newest are kept)")
     ap.add_argument("--keep", action="store_true", help="keep every cell's traces and logs (default: "
                                                          "only those not scored right)")
     args = ap.parse_args()
@@ -942,6 +964,7 @@ def main():
     chosen = select(args, cells)
     if args.work:
         os.makedirs(args.work, exist_ok=True)
+        prune_old_runs(args.work, KEEP_RUNS)
     work = tempfile.mkdtemp(prefix="matrix-", dir=args.work)
     header = (f"matrix: {len(chosen)} of {len(cells)} runnable cells"
               + (f", --sample {args.sample} --seed {args.seed}" if args.sample is not None else "")
