@@ -21,6 +21,13 @@ Environment (all optional but RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
     E2E_LOOP_UNTIL  a path: the store loop ends once it exists (E2E_LOOP_S is then its cap)
     E2E_RANK_ENV    JSON {"RANK": {"VAR": "value"}}: variables set for that rank only, before
                     anything else (torchrun starts every worker with the same environment)
+    E2E_FAULT       ACTION@POINT: this rank brings a fault on itself (tests/matrix), at POINT
+                    before_init (after the delay, before init_process_group), after_init (after
+                    init_process_group, before the first collective) or store_loop (in the
+                    store loop, E2E_FAULT_AFTER_S after its first round, default 0.5); ACTION
+                    raise (an exception: exit 1 with its traceback), exit0 (the process ends
+                    with status 0), sigkill, sigstop (it stops itself: frozen until killed),
+                    stall (sleeps E2E_STALL_S, default 600, then goes on)
 
 It prints (the harness waits for these lines):
     "[rankN] e2e: torch imported"           before the delay
@@ -28,10 +35,12 @@ It prints (the harness waits for these lines):
     "[rankN] e2e: store loop running"       store_loop mode, after the first set/get
     "[rankN] e2e: done"                     on a clean finish (exit 0)
     "[rankN] e2e: FAILED <Type>: <msg>"     then the traceback, exit 1
+    "[rankN] e2e: fault ACTION at POINT"    E2E_FAULT, just before it acts
 """
 import datetime
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -54,6 +63,27 @@ def delay_s():
     values = (os.environ.get("E2E_DELAY_S") or "0").split(",")
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0)
     return float(values[min(attempt, len(values) - 1)])
+
+
+def fault_at(point):
+    """E2E_FAULT: act when this rank is at `point` and the fault names it."""
+    action, _, where = (os.environ.get("E2E_FAULT") or "").partition("@")
+    if where != point:
+        return
+    say(f"fault {action} at {point}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if action == "raise":
+        raise RuntimeError(f"e2e fault: an exception at {point}")
+    if action == "exit0":
+        os._exit(0)   # no atexit/teardown: the process is simply gone, status 0
+    if action in ("sigkill", "sigstop"):
+        os.kill(os.getpid(), signal.SIGKILL if action == "sigkill" else signal.SIGSTOP)
+        return    # SIGSTOP: frozen until killed (or continued)
+    if action == "stall":
+        time.sleep(float(os.environ.get("E2E_STALL_S") or 600))
+        return
+    raise ValueError(f"E2E_FAULT: unknown action {action!r}")
 
 
 def store_via_proxy():
@@ -86,18 +116,24 @@ def main():
     if delay > 0:
         say(f"sleeping {delay:g}s before the rendezvous")
         time.sleep(delay)
+    fault_at("before_init")
 
     t0 = time.monotonic()
     dist.init_process_group("gloo", rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
     say(f"joined in {time.monotonic() - t0:.2f}s")
+    fault_at("after_init")
 
     if mode == "store_loop":
         store = dist.distributed_c10d._get_default_store()
         end = time.monotonic() + loop_s
         until = os.environ.get("E2E_LOOP_UNTIL")
         n = 0
+        fault_after = float(os.environ.get("E2E_FAULT_AFTER_S") or 0.5)
+        started = time.monotonic()
         while time.monotonic() < end and not (until and os.path.exists(until)):
+            if n > 0 and time.monotonic() - started >= fault_after:
+                fault_at("store_loop")
             store.set(f"e2e/{rank}", str(n))
             store.get(f"e2e/{rank}")
             if n == 0:

@@ -11,7 +11,8 @@ script run by hand adds it itself when `rdzvtest` is not importable.
     traces       queries on parsed dump output: rank_of, events, port_of, wall_ns, ...
     trace_patch  rewriting fields of real trace files (run id, host, clock, addresses)
     launch       launching jobs: job_env, Proc, Launcher (waiting, terminating, dump, analyze),
-                 torch_version, torchrun_cmd, RANK_SCRIPT
+                 torch_version, torchrun_cmd, RANK_SCRIPT; leaving nothing behind:
+                 become_subreaper, kill_descendants, reap_orphans
     report       check_timeline_file: the Perfetto timeline's validator
     cluster      the test cluster (tests/cluster/cluster.sh): Cluster (up, exec_prefix, run_on,
                  down), missing_requirements
@@ -19,5 +20,7 @@ script run by hand adds it itself when `rdzvtest` is not importable.
     corpus       the labelled log corpus of tests/corpus: read_manifest, analyze_logs, judge, score
     scenarios    the scenario list of tests/pylib/scenarios.txt (also read by CMake)
     e2e          the real PyTorch fault scenarios of tests/e2e/harness.py, also run by
-                 tests/golden/capture.py
+                 tests/golden/capture.py; its launcher (Harness) and fault makers (network
+                 namespaces, node_view_prefix: a node's own hosts file and host name) also
+                 serve the fault matrix, tests/matrix
 """

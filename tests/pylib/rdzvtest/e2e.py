@@ -18,6 +18,7 @@ import contextlib
 import glob
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -717,9 +718,11 @@ def sc_config_mismatch(h, run):
 
 
 @contextlib.contextmanager
-def rejecting_netns_pair(run):
+def rejecting_netns_pair(run, action="REJECT"):
     """Two network namespaces joined by a veth pair: the store's (REJECT_NET.1) and a node's
-    (REJECT_NET.2); the store's iptables reject TCP from the node to run.port with a reset.
+    (REJECT_NET.2); the store's iptables reject TCP from the node to run.port with a reset
+    (action "REJECT"), or drop the node's SYNs to it ("DROP": the node's connects time out;
+    tcp_syn_retries=1 there), or let everything through (None: a plain two-node network).
     Yields (prefix of the store's namespace, prefix of the node's). Both namespaces (and with
     them the veth pair and the rule) are always deleted; their names are in run.netns."""
     tag = f"rdzvrj-{os.getpid()}"
@@ -741,13 +744,45 @@ def rejecting_netns_pair(run):
             sh(*prefix, "ip", "link", "set", "lo", "up")
             sh(*prefix, "ip", "addr", "add", addr, "dev", dev)
             sh(*prefix, "ip", "link", "set", dev, "up")
-        sh(*ins, "iptables", "-A", "INPUT", "-p", "tcp", "-s", f"{REJECT_NET}.2", "--dport",
-           str(run.port), "-j", "REJECT", "--reject-with", "tcp-reset")
-        run.notes.append(f"namespace {store_ns}: " + sh(*ins, "iptables", "-S", "INPUT").strip().replace("\n", "; "))
+        if action == "REJECT":
+            sh(*ins, "iptables", "-A", "INPUT", "-p", "tcp", "-s", f"{REJECT_NET}.2", "--dport",
+               str(run.port), "-j", "REJECT", "--reject-with", "tcp-reset")
+        elif action == "DROP":
+            sh(*inn, "sysctl", "-q", "-w", "net.ipv4.tcp_syn_retries=1")
+            sh(*ins, "iptables", "-A", "INPUT", "-p", "tcp", "-s", f"{REJECT_NET}.2", "--dport",
+               str(run.port), "--syn", "-j", "DROP")
+        if action:
+            run.notes.append(f"namespace {store_ns}: " + sh(*ins, "iptables", "-S", "INPUT").strip().replace("\n", "; "))
         yield ins, inn
     finally:
         for ns in (store_ns, node_ns):
             subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+
+
+def node_view_prefix(hosts_file=None, hostname=None):
+    """A command prefix that runs the rest as another node of this machine sees it: in a mount
+    namespace of its own where `hosts_file` is bind-mounted on /etc/hosts (a stale line, a
+    missing one), and/or a UTS namespace with `hostname`. Needs root and util-linux unshare; the
+    machine's /etc/hosts and host name are not touched, and the namespaces go with the process."""
+    flags, steps = [], []
+    if hosts_file:
+        flags += ["--mount", "--propagation", "private"]
+        steps.append(f"mount --bind {shlex.quote(hosts_file)} /etc/hosts")
+    if hostname:
+        flags.append("--uts")
+        steps.append(f"hostname {shlex.quote(hostname)}")
+    if not steps:
+        return ()
+    return ("unshare", *flags, "sh", "-c", " && ".join(steps + ['exec "$@"']), "sh")
+
+
+def write_hosts_file(path, entries):
+    """A hosts file at `path` with localhost and entries ((address, name), ...); returns path."""
+    with open(path, "w") as f:
+        f.write("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n")
+        for addr, name in entries:
+            f.write(f"{addr} {name}\n")
+    return path
 
 
 def sc_store_unreachable(h, run):

@@ -187,3 +187,85 @@ class Launcher:
         finally:
             if os.path.exists(timeline):
                 os.unlink(timeline)
+
+
+# ------------------------------------------------------------------------ leaving nothing behind
+# A launcher whose jobs start processes in sessions of their own (torchrun's workers, each in a
+# new session) cannot reach them through a process group once their parent is gone. As a child
+# subreaper it inherits every orphan of its descendants, so that all of them can be found (by
+# their parent pid) and killed at the end, or when the launcher is interrupted.
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper():
+    """Makes this process the subreaper of its descendants (Linux prctl); False when refused."""
+    import ctypes
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _parents():
+    """pid -> (parent pid, state) of every process, from /proc."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()   # after "(comm)", which may hold spaces
+        out[int(name)] = (int(fields[1]), fields[0])
+    return out
+
+
+def descendants(root=None):
+    """The pids of every live descendant of `root` (default: this process), zombies left out."""
+    root = root or os.getpid()
+    table = _parents()
+    children = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), ()):
+            found.append(c)
+            todo.append(c)
+    return [p for p in found if table.get(p, (0, "Z"))[1] != "Z"]
+
+
+def reap_orphans(known=()):
+    """Collects the exit status of this process's zombie children that are not in `known` (the
+    pids of its own Popen objects, which collect theirs): orphans a subreaper inherited."""
+    me = os.getpid()
+    for pid, (ppid, state) in _parents().items():
+        if ppid == me and state == "Z" and pid not in known:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def kill_descendants(known=(), grace_s=1.0):
+    """SIGKILLs every descendant of this process (the frozen ones too), then reaps the orphans
+    among them (`known`: pids whose Popen collects their status). Returns the pids killed."""
+    killed = []
+    for _ in range(3):   # a process may fork while we look
+        pids = descendants()
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and descendants():
+            time.sleep(0.05)
+    reap_orphans(known)
+    return sorted(set(killed))
