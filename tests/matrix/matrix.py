@@ -529,7 +529,10 @@ class Matrix:
         try:
             diag = h.analyze([run.trace_dir, "--log"] + run.logs())
         except (Fail, AnalyzerMissing, subprocess.TimeoutExpired) as e:
-            rec["score"] = {"result": "unscored", "why": f"analyze failed: {str(e)[:1000]}"}
+            if "contradicts its own facts" in str(e):   # RDZVSCOPE_STRICT=1: a wrong verdict, by its own facts
+                rec["score"] = contradiction_score(cell, str(e))
+            else:
+                rec["score"] = {"result": "unscored", "why": f"analyze failed: {str(e)[:1000]}"}
             return rec
         rec["verdict"] = verdict_of(diag)
         rec["accepted"] = {"classes": list(cell.accepted()), "ranks": cell.accepted_ranks()}
@@ -797,6 +800,19 @@ def word_checks(cell, truth, diag):
     return fails
 
 
+def known_wrong_reason(cell):
+    return next((why for pat, why in KNOWN_WRONG.items() if fnmatch.fnmatch(cell.name, pat)), None)
+
+
+def contradiction_score(cell, message):
+    """A verdict that contradicts its own facts (analyzer/rules/consistency.h; analyze exits 70
+    under RDZVSCOPE_STRICT=1, which ctest sets): wrong, and counted as wrong at high confidence,
+    whatever confidence it claimed."""
+    return {"result": "wrong", "class_ok": False, "rank_ok": False,
+            "words": ["the verdict contradicts its own facts: " + " ".join(message.split())[-600:]],
+            "wrong_high": True, "known_wrong": known_wrong_reason(cell)}
+
+
 def score(cell, truth, diag):
     v = diag.get("verdict") or {}
     cls, cause, rank, conf = v.get("class"), v.get("cause"), v.get("initiating_rank"), v.get("confidence")
@@ -809,7 +825,7 @@ def score(cell, truth, diag):
         result = "right"
     else:
         result = "wrong"
-    known = next((why for pat, why in KNOWN_WRONG.items() if fnmatch.fnmatch(cell.name, pat)), None)
+    known = known_wrong_reason(cell)
     return {"result": result, "class_ok": class_ok, "rank_ok": rank_ok, "words": words,
             "wrong_high": result == "wrong" and conf == "high", "known_wrong": known}
 
