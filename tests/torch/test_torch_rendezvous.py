@@ -31,6 +31,7 @@ from rdzvtest import checks  # noqa: E402
 from rdzvtest.checks import Fail  # noqa: E402
 from rdzvtest.launch import job_env  # noqa: E402
 from rdzvtest.ports import free_port  # noqa: E402
+from rdzvtest.retries import note_retry  # noqa: E402
 from rdzvtest.traces import port_of  # noqa: E402
 
 WORLD_SIZE = 2
@@ -197,6 +198,7 @@ def main():
         # The free port can be taken between our probe and the rank's bind: try another one.
         if any(r[0] != 0 for r in results.values()) and "Address already in use" in logs and attempt < 3:
             print(f"attempt {attempt}: port {port} was taken meanwhile; retrying", flush=True)
+            note_retry("torch.rendezvous", f"port {port} taken meanwhile")
             continue
         break
 

@@ -19,6 +19,7 @@ script run by hand adds it itself when `rdzvtest` is not importable.
     preflight    running `rdzvscope preflight` on cluster hosts and reading its reports
     corpus       the labelled log corpus of tests/corpus: read_manifest, analyze_logs, judge, score
     scenarios    the scenario list of tests/pylib/scenarios.txt (also read by CMake)
+    retries      note_retry: the harness's own retries, counted for the end of the run
     e2e          the real PyTorch fault scenarios of tests/e2e/harness.py, also run by
                  tests/golden/capture.py; its launcher (Harness) and fault makers (network
                  namespaces, node_view_prefix: a node's own hosts file and host name) also

@@ -31,6 +31,7 @@ from rdzvtest import checks
 from rdzvtest.checks import Fail, expect, log, nonzero
 from rdzvtest.launch import RANK_SCRIPT, Launcher, job_env, start, torch_version, torchrun_cmd
 from rdzvtest.ports import free_port
+from rdzvtest.retries import note_retry
 from rdzvtest.traces import events, failed_resolves, files_of_rank, port_of, rank_of, wall_ns
 
 BOGUS_HOST = "rdzv-no-such-host.invalid"
@@ -1848,8 +1849,10 @@ def run_scenario(h, name, launch="hand"):
         log(f"[{name}] job took {time.monotonic() - run.t0:.1f}s\n{run.summary()}")
         if errors and attempt == 1 and port_stolen(name, run):
             log(f"[{name}] port {run.port} was taken meanwhile (EADDRINUSE); retrying once")
+            note_retry(f"{launch}.{name}", f"port {run.port} taken meanwhile")
             continue
         if errors and attempt == 1:
             log(f"[{name}] the fault did not happen as designed ({errors[0]}); retrying once")
+            note_retry(f"{launch}.{name}", f"fault did not happen as designed: {errors[0]}")
             continue
         return run, errors

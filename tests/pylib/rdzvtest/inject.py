@@ -24,6 +24,7 @@ from rdzvtest.e2e import (HAND_2X, SCENARIOS, STRAGGLER_DELAY_S, TORCHRUN_C10D, 
                           expect_traces, launch_torchrun, said)
 from rdzvtest.ports import free_port
 from rdzvtest.traces import events, port_of, rank_of, wall_ns
+from rdzvtest.retries import note_retry
 
 
 def injected(files, rank=None):
@@ -309,5 +310,6 @@ def run_injection(h, name):
         stolen = name != "port_taken" and any(
             m in run.all_text() for m in ("Address already in use", "EADDRINUSE"))
         if errors and attempt == 1 and stolen:
+            note_retry(f"inject.{name}", f"port {run.port} taken meanwhile")
             continue
         return run, errors
