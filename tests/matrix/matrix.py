@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from rdzvtest.checks import Fail, log  # noqa: E402
+from rdzvtest.retries import note_retry  # noqa: E402
 from rdzvtest.cli import AnalyzerMissing  # noqa: E402
 from rdzvtest.e2e import (REJECT_NET, WORLD, Harness, Run, launch_torchrun, node_view_prefix,  # noqa: E402
                           other_port, port_stolen, rejecting_netns_pair, sh, write_hosts_file)
@@ -517,6 +518,7 @@ class Matrix:
                 why = "port taken" if port_stolen("port_conflict" if cell.fault.name == "port_held"
                                                   else cell.name, run) else errors[0]
                 log(f"[{cell.name}] the fault did not happen as designed ({why}); retrying once")
+                note_retry(f"matrix.{cell.name}", why)
                 continue
             break
         self.current = None
