@@ -2,6 +2,7 @@
 // arrived late (or never). PyTorch only counts the workers that joined; the traces say who
 // was late, by how much against the timeout, and what it was doing meanwhile.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <unordered_set>
 
@@ -277,6 +278,86 @@ std::optional<Candidate> from_logs(const Context& c) {
   return out;
 }
 
+// "KEY=VALUE" out of a watchdog line (OpType=ALLREDUCE, SeqNum=12), "" when absent.
+std::string work_field(const std::string& text, std::string_view key) {
+  const std::size_t at = text.find(key);
+  if (at == std::string::npos) return "";
+  std::size_t end = at + key.size();
+  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
+  return text.substr(at + key.size(), end - at - key.size());
+}
+
+// "ALLREDUCE, SeqNum=12" for the words, from the first watchdog line that says them.
+std::string collective_words(const std::vector<const LogEvent*>& hits) {
+  for (const LogEvent* e : hits) {
+    const std::string op = work_field(e->text, "OpType="), seq = work_field(e->text, "SeqNum=");
+    if (!op.empty()) return op + (seq.empty() ? std::string() : ", SeqNum=" + seq);
+  }
+  return "";
+}
+
+// The ranks of the log lines (every family, the other errors too): who the logs show at all.
+std::vector<int> ranks_in_logs(const LogFacts& logs) {
+  std::vector<int> seen;
+  for (const auto* list : {&logs.events, &logs.other_errors})
+    for (const LogEvent& e : *list)
+      if (e.rank >= 0) seen.push_back(e.rank);
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  return seen;
+}
+
+// From logs alone, after the rendezvous (issue 28): the NCCL watchdog of every rank that waited
+// in a collective prints "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=S,
+// OpType=OP, ..., Timeout(ms)=T)". A rank that never entered that collective prints none: it
+// was still busy after init_process_group (data, a checkpoint, a cache built on one rank) or
+// gone. The rank the logs show without such a line is the one the others waited for; when the
+// logs show no line of rank 0 at all and several ranks above it timed out, rank 0 is that rank
+// (every job has one), at low confidence: its log may simply not have been given.
+std::optional<Candidate> from_collective_timeouts(const Context& c) {
+  const auto hits = c.logs.of({LogFamily::WatchdogTimeout});
+  if (c.has_traces() || hits.empty()) return std::nullopt;
+  std::vector<int> timed_out;
+  for (const LogEvent* e : hits)
+    if (e->rank >= 0) timed_out.push_back(e->rank);
+  std::sort(timed_out.begin(), timed_out.end());
+  timed_out.erase(std::unique(timed_out.begin(), timed_out.end()), timed_out.end());
+  std::vector<int> quiet;
+  for (int r : ranks_in_logs(c.logs))
+    if (!std::binary_search(timed_out.begin(), timed_out.end(), r)) quiet.push_back(r);
+  const bool rank0_unseen = quiet.empty() && timed_out.size() >= 2 && timed_out.front() > 0;
+  if (rank0_unseen) quiet.push_back(0);
+
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::StragglerTimeout;
+  v.confidence = quiet.size() == 1 && !rank0_unseen ? "medium" : "low";
+  if (quiet.size() == 1) v.initiating_rank = quiet.front();
+  const std::string what = collective_words(hits);
+  const auto timeout_ms = hits.front()->timeout_ms;
+  v.summary = (timed_out.empty() ? std::string("ranks (the logs do not say which)") : "rank(s) " + rank_list(timed_out)) +
+              " timed out in a collective after the rendezvous" + (what.empty() ? "" : " (" + what + ")") +
+              (timeout_ms ? " after their " + fmt_seconds(*timeout_ms / 1000.0) + " timeout" : std::string()) +
+              (quiet.size() != 1 ? std::string("; the logs do not show which rank never entered it")
+               : rank0_unseen ? "; no line of rank 0 is in the logs: it never entered the collective (still busy "
+                                "after init_process_group, or gone), unless its log was not given"
+                              : "; rank " + std::to_string(quiet.front()) +
+                                    " logged no timeout: it never entered the collective (still busy after "
+                                    "init_process_group, or gone)");
+  v.next_step = quiet.size() == 1
+                    ? "look at what rank " + std::to_string(quiet.front()) +
+                          " did after init_process_group, in its log around the others' timeout (data loading, "
+                          "preprocessing or a cache built on that rank only, a checkpoint); work that long belongs "
+                          "before init_process_group or needs a larger timeout (init_process_group(timeout=...)); "
+                          "if it died, read its crash"
+                    : "give every rank's log (or trace the job with rdzvscope run) to see which rank never entered "
+                      "the collective";
+  out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *hits.front()));
+  out.discriminators.set("timed_out_ranks", RankSet{timed_out});
+  out.discriminators.set("phase", std::string("first collective after the rendezvous"));
+  return out;
+}
+
 // An agent's part in a rendezvous that never completed, for the evidence.
 std::string agent_words(const Context& c, const ProcessFacts& a) {
   const Process& p = *a.proc;
@@ -347,6 +428,7 @@ std::optional<Candidate> from_missing_agents(const Context& c) {
 std::optional<Candidate> rule_straggler(const Context& c) {
   if (auto arrivals = find_arrivals(c)) return from_traces(c, std::move(*arrivals));
   if (auto agents = from_missing_agents(c)) return agents;
+  if (auto collective = from_collective_timeouts(c)) return collective;
   return from_logs(c);
 }
 

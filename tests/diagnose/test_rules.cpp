@@ -1099,6 +1099,49 @@ TEST_CASE("logs: the teardown of a node whose workers all exited 0 is not a fail
   }
 }
 
+// Issue 28: the NCCL watchdog of every rank that waited in a collective reports it; the rank
+// that never entered the collective reports nothing. Line as ProcessGroupNCCL prints it (2.x).
+namespace collective {
+std::string watchdog(int rank, int seq = 1) {
+  return "[rank" + std::to_string(rank) + "]:[E1203 03:20:00.000000000 ProcessGroupNCCL.cpp:632] [Rank " +
+         std::to_string(rank) + "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" +
+         std::to_string(seq) + ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600027 "
+         "milliseconds before timing out.";
+}
+}  // namespace collective
+
+TEST_CASE("logs: the rank that logged no collective timeout is the one the others waited for") {
+  using collective::watchdog;
+  SECTION("ranks 1-3 time out, rank 0 shows no line at all: rank 0, low") {
+    Job job;
+    for (int r = 1; r < 4; ++r) job.log_line(watchdog(r), r);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    REQUIRE(d.verdict.initiating_rank);
+    CHECK(*d.verdict.initiating_rank == 0);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.summary.find("after the rendezvous (ALLREDUCE, SeqNum=1)") != std::string::npos);
+    CHECK(d.verdict.summary.find("init barrier") == std::string::npos);
+  }
+  SECTION("ranks 0, 1, 3 time out, rank 2 logged something else: rank 2, medium") {
+    Job job;
+    for (int r : {0, 1, 3}) job.log_line(watchdog(r), r);
+    job.log_line("[rank2]:RuntimeError: CUDA error: an illegal memory access was encountered", 2);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    REQUIRE(d.verdict.initiating_rank);
+    CHECK(*d.verdict.initiating_rank == 2);
+    CHECK(d.verdict.confidence == "medium");
+  }
+  SECTION("one rank's log alone names nobody") {
+    Job job;
+    job.log_line(watchdog(3), 3);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK_FALSE(d.verdict.initiating_rank);
+  }
+}
+
 TEST_CASE("a failed rank without any rendezvous evidence: unknown, saying what is missing") {
   Job job;
   healthy_rank(job, 0);
