@@ -31,19 +31,20 @@ std::optional<std::int64_t> others_first_error(const Diagnosis& d, const RankRow
   return first;
 }
 
-// A rank that exited with a status other than 0 before it ever tried the store, and before any
-// other rank failed, is dead, not late: the others failed because it was gone. (A late rank
-// that tries the store after the others gave up ends too: that is its lateness. A killed rank
-// leaves no exit: when it was last seen says nothing of when it died, so it is not judged.)
+// A rank that exited (an exception's status 1, or even 0: it left early) before it ever tried
+// the store, and before any other rank failed, is gone, not late: the others failed because it
+// had ended. (A late rank that tries the store after the others gave up ends too: that is its
+// lateness. A killed rank leaves no exit: when it was last seen says nothing of when it died,
+// so it is not judged.)
 void dead_rank_called_late(const Diagnosis& d, std::vector<std::string>& out) {
   for (const RankRow& row : d.ranks) {
-    if (!row.late || !row.exit_status || *row.exit_status == 0 || row.first_store_connect_ns || !row.exit_ns)
+    if (!row.late || !row.exit_status || row.first_store_connect_ns || !row.exit_ns)
       continue;
     const auto others = others_first_error(d, row);
     if (!others || *row.exit_ns >= *others) continue;
     out.push_back(rank_words(row) + " is called late, but it exited with status " +
                   std::to_string(*row.exit_status) +
-                  " before it tried the store and before any other rank failed: it is dead, not late");
+                  " before it tried the store and before any other rank failed: it had ended, it was not late");
   }
 }
 

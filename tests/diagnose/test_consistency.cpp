@@ -37,6 +37,10 @@ TEST_CASE("consistency: a rank that died before trying the store, called late") 
   dead.exit_ns = 4'800'000'000;
   d.ranks = {row(0, 10'000'000'000), dead, row(2, 10'020'000'000)};
   CHECK(contradictions(d).size() == 1);
+  SECTION("exit status 0 before the others failed: it left early, not late") {
+    d.ranks[1].exit_status = 0;
+    CHECK(contradictions(d).size() == 1);
+  }
   SECTION("it ended after the others failed: late (it tried after they gave up, or was stopped)") {
     d.ranks[1].exit_ns = 12'000'000'000;
     CHECK(contradictions(d).empty());
