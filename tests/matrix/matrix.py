@@ -315,6 +315,9 @@ KNOWN_WRONG = {
                                                     "ever listened on the store port: the store host never "
                                                     "started', while the agent's store was up on the port in "
                                                     "the worker's header",
+    "crash.store.before_connect.hand.*": "the store host (rank 0) raised before it listened: store_not_ready with no "
+                                         "rank, 'the store host never started', where rank 0 exited with status 1 "
+                                         "and its exception is in its log (sample of seed 51608)",
     "store_late.store.before_connect.hand.*": "by timing: when some clients still retry as the late store "
                                               "listens, they join, the store host times out waiting for the "
                                               "others ('3/4 clients joined') and exits 1, and the verdict is "
