@@ -1,5 +1,6 @@
 #include "address.h"
 
+#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -37,6 +38,24 @@ bool is_unspecified(const rdzv_sockaddr& a) {
   const auto v6 = ipv6_form(a);
   const std::size_t from = is_ipv4_mapped(v6) ? 12 : 0;
   return std::all_of(v6.begin() + from, v6.end(), [](std::uint8_t b) { return b == 0; });
+}
+
+std::string address_words(const rdzv_sockaddr& a) {
+  if (a.family != AF_INET && a.family != AF_INET6) return "";
+  const auto v6 = ipv6_form(a);
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (is_ipv4_mapped(v6))
+    inet_ntop(AF_INET, v6.data() + 12, buf, sizeof buf);
+  else
+    inet_ntop(AF_INET6, v6.data(), buf, sizeof buf);
+  return buf;
+}
+
+std::string endpoint_words(const rdzv_sockaddr& a) {
+  const std::string host = address_words(a);
+  if (host.empty()) return "";
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(a.port);
 }
 
 }  // namespace rdzvscope

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "rdzvscope/trace_format.h"
 
@@ -15,5 +16,11 @@ std::array<std::uint8_t, 16> ipv6_form(const rdzv_sockaddr& a);
 bool is_loopback(const rdzv_sockaddr& a);
 // 0.0.0.0, ::, ::ffff:0.0.0.0: a wildcard bind, no host.
 bool is_unspecified(const rdzv_sockaddr& a);
+// The address for people, without its port: "10.0.0.1" also for its IPv4-mapped form
+// (::ffff:10.0.0.1, as a dual-stack socket or an AI_V4MAPPED lookup gives it), "fe80::1";
+// "" for none.
+std::string address_words(const rdzv_sockaddr& a);
+// The same with its port: "10.0.0.1:29500", "[fe80::1]:29500".
+std::string endpoint_words(const rdzv_sockaddr& a);
 
 }  // namespace rdzvscope

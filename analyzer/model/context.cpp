@@ -174,6 +174,31 @@ const ProcessFacts* Context::store_reached(const ProcessFacts& client, const Eve
   return best;
 }
 
+std::vector<Context::FarBehind> Context::ranks_far_behind() const {
+  std::vector<std::pair<std::int64_t, const ProcessFacts*>> arrivals;
+  for (const ProcessFacts* f : ranks())
+    if (f->arrival_ns()) arrivals.emplace_back(*f->arrival_ns(), f);
+  std::vector<FarBehind> out;
+  if (arrivals.size() < 2) return out;
+  std::sort(arrivals.begin(), arrivals.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const std::int64_t usual = arrivals[(arrivals.size() - 1) / 2].first;
+  const std::int64_t spread = diff_ns(arrivals.front().first, usual);
+  constexpr std::int64_t kFloorNs = 1'000'000'000;
+  const std::int64_t far = std::max(kFloorNs, 2 * spread);
+  for (auto it = arrivals.rbegin(); it != arrivals.rend(); ++it) {
+    const std::int64_t late = diff_ns(usual, it->first);
+    if (late < far) break;
+    out.push_back({it->second, late});
+  }
+  return out;
+}
+
+const Misdirected* Context::misdirected_of(const ProcessFacts& f) const {
+  auto it = misdirected_index.find(&f);
+  return it == misdirected_index.end() ? nullptr : &misdirected[it->second];
+}
+
 bool is_loopback_name(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
 }

@@ -6,11 +6,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "address.h"
 #include "diagnosis.h"
 #include "log_facts.h"
+#include "name_answers.h"
 #include "rank_facts.h"
 
 namespace rdzvscope {
@@ -36,6 +38,11 @@ struct Context {
     std::vector<const ProcessFacts*> agents;  // the agents traced, one per node that joined
   };
   std::optional<MissingAgents> missing_agents;
+  // Processes whose lookup of the rendezvous host's name sent them to another address than
+  // the one where the others, looking up the same name, reached the store (name_answers.h):
+  // their failed connects went where the store never was, and say nothing of the store.
+  std::vector<Misdirected> misdirected;
+  std::unordered_map<const ProcessFacts*, std::size_t> misdirected_index;  // into misdirected
 
   // world_size: the ranks the job expects, when the user knows it (watch --world-size); else
   // found in the headers or logs.
@@ -44,6 +51,9 @@ struct Context {
     find_expected_ranks(world_size);
     find_absent_nodes();
     find_missing_agents();
+    misdirected = find_misdirected(facts);
+    for (std::size_t i = 0; i < misdirected.size(); ++i)
+      misdirected_index.emplace(misdirected[i].f, i);
   }
 
   // Processes that take part in the job as ranks (workers and the store host), by rank.
@@ -55,6 +65,20 @@ struct Context {
   // port and, for a loopback destination, in the client's own network namespace (another
   // namespace's 127.0.0.1:29500 is another endpoint).
   const ProcessFacts* store_reached(const ProcessFacts& client, const Event& connect) const;
+  // The process's entry in `misdirected`, if any.
+  const Misdirected* misdirected_of(const ProcessFacts& f) const;
+  // Ranks that reached the store far behind the others. c10d makes every rank wait for the
+  // last one under the timeout (the store host for WORLD_SIZE clients, each client for its
+  // peers' keys), so a job that succeeded with one is a near miss: later by the rest of the
+  // timeout, the others' waits time out (straggler_timeout). Far behind: a first store
+  // connect at least 1 s, and at least twice the spread of the earlier half of the arrivals,
+  // after the usual arrival (the lower median). By lateness, the latest first; empty with
+  // fewer than two arrivals.
+  struct FarBehind {
+    const ProcessFacts* f = nullptr;
+    std::int64_t late_ns = 0;  // after the usual arrival
+  };
+  std::vector<FarBehind> ranks_far_behind() const;
   // The earliest launch: time zero of the report.
   std::optional<std::int64_t> t0() const;
   // The timeout the job configured, from traces (SO_RCVTIMEO, poll) or logs; ms.

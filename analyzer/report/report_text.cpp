@@ -1,5 +1,7 @@
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -79,36 +81,81 @@ std::string rank_line(const Diagnosis& d, const RankRow& r) {
                      at(d, r.launched_ns), at(d, r.resolved_ns), connect, at(d, r.connected_ns), err, exit);
 }
 
-// Ranks that tell the same story (same role, same first error, same exit, not late) are
-// folded into one line after the first of them, so that 4,096 ranks stay readable.
+// Ranks that tell the same story are folded into one line after the first of them, so that
+// 4,096 ranks stay readable. A row is like another when it has the same role and outcome
+// (first error, exit; neither late) and each of its times (launch, lookup, store connect,
+// connected, first error, end) is within a small part of the job of the other's: 5 % of the
+// job's span (its first launch to its last time in the table), at least 0.25 s. A rank that
+// connected seconds after the others keeps its own row.
 std::string story_of(const RankRow& r) {
   std::string err = r.first_error.substr(0, r.first_error.find(" to "));
   return r.role + "|" + err + "|" + (r.vanished ? "v" : r.exit_status ? std::to_string(*r.exit_status) : "?") +
          (r.late ? "|late" : "");
 }
 
+std::optional<std::int64_t> end_of(const RankRow& r) {
+  return r.vanished ? r.last_seen_ns : r.exit_ns;
+}
+
+std::int64_t like_tolerance_ns(const Diagnosis& d) {
+  std::int64_t last = d.t0_ns.value_or(0);
+  for (const RankRow& r : d.ranks)
+    for (const auto& t : {r.launched_ns, r.resolved_ns, r.first_store_connect_ns, r.connected_ns,
+                          r.first_error_ns, end_of(r)})
+      if (t) last = std::max(last, *t);
+  const std::int64_t span = d.t0_ns ? diff_ns(*d.t0_ns, last) : 0;
+  return std::max<std::int64_t>(250'000'000, span / 20);
+}
+
+bool close_in_time(const std::optional<std::int64_t>& a, const std::optional<std::int64_t>& b,
+                   std::int64_t tol) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a) return true;
+  const std::int64_t dt = diff_ns(*a, *b);
+  return dt <= tol && dt >= -tol;
+}
+
+bool alike(const RankRow& a, const RankRow& b, std::int64_t tol) {
+  return story_of(a) == story_of(b) && close_in_time(a.launched_ns, b.launched_ns, tol) &&
+         close_in_time(a.resolved_ns, b.resolved_ns, tol) &&
+         close_in_time(a.first_store_connect_ns, b.first_store_connect_ns, tol) &&
+         close_in_time(a.connected_ns, b.connected_ns, tol) &&
+         close_in_time(a.first_error_ns, b.first_error_ns, tol) &&
+         close_in_time(end_of(a), end_of(b), tol);
+}
+
 std::string rank_table_section(const Diagnosis& d) {
   if (d.ranks.empty()) return "";
   std::string s = "\n" + fmt::format(kRow, "rank", "host", "launched", "resolved", "store connect", "connected",
                                      "first error", "exit");
-  std::map<std::string, std::vector<int>> folded;
-  std::map<std::string, int> shown_as;
-  std::vector<std::string> order;
+  const std::int64_t tol = like_tolerance_ns(d);
+  // The rows shown that others may fold into, by story, and what folded into each.
+  std::map<std::string, std::vector<const RankRow*>> shown;
+  std::vector<std::pair<const RankRow*, std::vector<int>>> folded;
   for (const RankRow& r : d.ranks) {
-    const std::string key = story_of(r);
-    if (shown_as.count(key) && !r.late && r.rank != d.verdict.initiating_rank && r.rank) {
-      folded[key].push_back(*r.rank);
+    const bool may_fold = !r.late && r.rank != d.verdict.initiating_rank && r.rank;
+    const RankRow* into = nullptr;
+    if (may_fold)
+      for (const RankRow* rep : shown[story_of(r)])
+        if (alike(*rep, r, tol)) {
+          into = rep;
+          break;
+        }
+    if (into) {
+      for (auto& [rep, ranks] : folded)
+        if (rep == into) ranks.push_back(*r.rank);
       continue;
     }
-    if (!shown_as.count(key)) {
-      shown_as[key] = r.rank.value_or(-1);
-      order.push_back(key);
+    if (r.rank) {
+      shown[story_of(r)].push_back(&r);
+      folded.push_back({&r, {}});
     }
     s += rank_line(d, r);
   }
-  for (const std::string& key : order)
-    if (auto it = folded.find(key); it != folded.end())
-      s += "  (ranks " + rank_list(it->second) + " like rank " + std::to_string(shown_as[key]) + ")\n";
+  for (const auto& [rep, ranks] : folded)
+    if (!ranks.empty())
+      s += "  (" + std::string(ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks) +
+           " like rank " + std::to_string(*rep->rank) + ")\n";
   return s;
 }
 

@@ -193,13 +193,73 @@ Verdict unknown_for_absent_ranks(const Context& c) {
   return v;
 }
 
+constexpr const char* kNothingToFix =
+    "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
+
 Verdict healthy_from_traces(const Context& c) {
   Verdict v;
   v.cls = FailureClass::Healthy;
   v.confidence = "high";
   v.summary = "all " + std::to_string(c.ranks().size()) + " traced ranks reached the store and exited 0";
-  v.next_step = "nothing to fix in the rendezvous; if the job still misbehaved, look past start-up";
+  v.next_step = kNothingToFix;
   return v;
+}
+
+// A healthy job's near miss (Context::ranks_far_behind): the ranks that arrived far behind the
+// others are named, with their lateness against the timeout the others waited under, in the
+// summary, the rank table (late) and the discriminators late_ranks and seconds_late.
+void note_near_miss(const Context& c, Diagnosis& d) {
+  if (d.verdict.cls != FailureClass::Healthy || d.verdict.confidence != "high") return;
+  const std::vector<Context::FarBehind> far = c.ranks_far_behind();
+  if (far.empty()) return;
+  const Context::FarBehind& worst = far.front();
+  std::vector<int> ranks;
+  for (const auto& b : far) ranks.push_back(b.f->proc->rank);
+  std::sort(ranks.begin(), ranks.end());
+  const double late_s = static_cast<double>(worst.late_ns) / 1e9;
+  const bool one = far.size() == 1;
+  std::string words = std::string(one ? "rank " : "ranks ") + rank_list(ranks) + " arrived " +
+                      (one ? "" : "up to ") + fmt_seconds(late_s) +
+                      " after the others (their median first store connect)";
+  if (const auto t = c.timeout_ms(); t && *t > 0) {
+    const double t_s = static_cast<double>(*t) / 1000.0;
+    words += fmt::format(", {:.0f}% of the {} timeout they waited under", 100.0 * late_s / t_s,
+                         fmt_seconds(t_s));
+    words += late_s < t_s ? "; about " + fmt_seconds(t_s - late_s) +
+                                " later and the others' waits time out "
+                                "(straggler_timeout)"
+                          : "; more than the timeout, and the job still completed";
+  } else {
+    words += "; the timeout they waited under is not in the traces";
+  }
+  d.verdict.summary += "; but " + words;
+  const std::string look = "look at what " + worst.f->proc->label() +
+                           " does before init_process_group (its launch, imports, checkpoint or "
+                           "data loading, storage "
+                           "on " +
+                           worst.f->proc->host +
+                           "): the job fails the day it is later by the rest of the timeout";
+  // The plain healthy step says there is nothing to do; a restarted job's says what the restart cost.
+  if (d.verdict.next_step == kNothingToFix)
+    d.verdict.next_step = "nothing failed; but " + look;
+  else {
+    if (!d.verdict.next_step.empty() && d.verdict.next_step.back() == '.')
+      d.verdict.next_step.pop_back();
+    d.verdict.next_step += "; and " + look;
+  }
+  d.evidence.late_ranks = ranks;
+  d.discriminators.set("late_ranks", RankSet{ranks});
+  d.discriminators.set("seconds_late", Seconds{std::round(late_s * 100) / 100});
+  Finding f = finding_for(FailureClass::Healthy, *worst.f, worst.f->arrival_ns());
+  for (const auto& b : far) {
+    const std::string act = activity(*b.f);
+    f.evidence.push_back(b.f->proc->label() + ": launched at " + rel(c, b.f->proc->launched_ns) +
+                         ", first store connect at " + rel(c, *b.f->arrival_ns()) + ", " +
+                         fmt_seconds(static_cast<double>(b.late_ns) / 1e9) +
+                         " after the usual arrival" +
+                         (act.empty() ? std::string() : "; before arriving: " + act));
+  }
+  d.findings.push_back(f);
 }
 
 // Traces of processes none of which is a rank or went near a store port (a `curl` run under
@@ -398,11 +458,11 @@ void note_failed_earlier_attempt(const Context& c, Diagnosis& d) {
 // discriminator lists them).
 std::vector<RankRow> rank_rows(const Context& c, const Diagnosis& d) {
   std::vector<RankRow> rows;
-  const bool straggler = d.verdict.cls == FailureClass::StragglerTimeout;
+  // Late: straggler_timeout's late ranks, or a healthy job's ranks far behind the others.
   const std::set<int> late(d.evidence.late_ranks.begin(), d.evidence.late_ranks.end());
   for (const ProcessFacts* f : c.ranks()) {
     RankRow row = row_for(c, *f);
-    row.late = straggler && late.count(f->proc->rank) > 0;
+    row.late = late.count(f->proc->rank) > 0;
     rows.push_back(row);
   }
   constexpr std::size_t kMaxAbsentRows = 256;
@@ -477,6 +537,7 @@ Diagnosis diagnose(const Context& c) {
   note_after_startup(c, d);
   note_attempts(c.traces.attempts, d);
   note_failed_earlier_attempt(c, d);
+  note_near_miss(c, d);
   d.ranks = rank_rows(c, d);
   d.store_endpoint = store_endpoint_line(c, d.evidence);
   d.clocks = c.traces.clocks;

@@ -62,6 +62,9 @@ TimedOut timed_out_connects(const Context& c, Candidate& out) {
     if (f.connect_timeouts.empty()) continue;
     // A socket given up while others connected fine is a retry, not the failure.
     if (!f.failed() && f.connected_ns) continue;
+    // Its lookup sent it to an address where no process reached the store: its SYNs say
+    // nothing of the store's (store_unreachable, resolved_elsewhere).
+    if (c.misdirected_of(f)) continue;
     const Event* e = f.connect_timeouts.front();
     if (!t.first || e->wall_ns < t.first->connect_timeouts.front()->wall_ns) t.first = &f;
     t.failing.push_back(&f);

@@ -1,7 +1,21 @@
 // name_resolution: the rendezvous host did not resolve on some rank, and that rank never
 // resolved it at all (an IPv6 miss followed by an IPv4 hit is not a failure).
+//
+// What the failed lookup says is the resolver's (glibc's) own mechanism, and it decides the
+// repair (the verdict's cause): EAI_NONAME / HOST_NOT_FOUND (and EAI_NODATA / NO_DATA) are an
+// answer, the name does not exist for that node (no /etc/hosts line, no DNS record), however
+// long it took: check the name. EAI_AGAIN / TRY_AGAIN is no answer: res_send waits at least a
+// second for a DNS server before it tries again or gives up, so an EAI_AGAIN after a second or
+// more is a server that did not answer (resolver_not_answering), and one at once a server that
+// answered with a failure (SERVFAIL, REFUSED) or could not be reached, like EAI_FAIL /
+// NO_RECOVERY (resolver_failed): check /etc/resolv.conf and that server from the node.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "reader/names.h"
 #include "rules.h"
@@ -33,6 +47,75 @@ struct Hit {
   const Event* e;
 };
 
+// res_send's shortest wait for a DNS server is one second: an EAI_AGAIN that took this long
+// or more waited for an answer that never came (with some slack for the clock).
+constexpr std::uint64_t kResolverWaitNs = 900'000'000;
+
+// How long lookups took: "after 8.01 s", "after 3.99 s to 4.02 s"; a short one by its upper
+// bound, "within 2 ms" (a millisecond rounded up).
+std::string took_words(std::uint64_t shortest_ns, std::uint64_t longest_ns) {
+  if (longest_ns < 1'000'000'000)
+    return fmt::format("within {} ms", (longest_ns + 999'999) / 1'000'000);
+  const std::string a = fmt_seconds(static_cast<double>(shortest_ns) / 1e9);
+  const std::string b = fmt_seconds(static_cast<double>(longest_ns) / 1e9);
+  return "after " + (a == b ? a : a + " to " + b);
+}
+
+// What a failed lookup says (see the top of the file): its cause, and the words for it.
+struct LookupKind {
+  std::optional<std::string> cause;
+  std::string meaning;
+};
+
+LookupKind lookup_kind(const std::string& code, std::uint64_t dur_ns) {
+  if (code == "EAI_NONAME" || code == "EAI_NODATA" || code == "HOST_NOT_FOUND" || code == "NO_DATA")
+    return {"name_unknown",
+            "the resolver answered that the name does not exist there (no /etc/hosts line, no DNS "
+            "record)"};
+  if ((code == "EAI_AGAIN" || code == "TRY_AGAIN") && dur_ns >= kResolverWaitNs)
+    return {"resolver_not_answering",
+            "the resolver did not answer (no reply from its DNS server within its timeout)"};
+  if (code == "EAI_AGAIN" || code == "TRY_AGAIN")
+    return {"resolver_failed",
+            "the resolver failed at once, without waiting for an answer (its DNS server answered "
+            "SERVFAIL or REFUSED, or none could be reached)"};
+  if (code == "EAI_FAIL" || code == "NO_RECOVERY")
+    return {"resolver_failed",
+            "its DNS server failed or refused the query (a non-recoverable failure)"};
+  return {std::nullopt, ""};
+}
+
+// The failed lookups of one name by one process: their code, count and how long they took.
+struct Lookups {
+  std::string code;
+  int count = 0;
+  std::uint64_t first_ns = 0, min_ns = 0,
+                max_ns = 0;  // how long the first took, the shortest, the longest
+  LookupKind kind;
+  // "its lookup ended in EAI_AGAIN after 8.01 s", "rank 2's 3 lookups ended in EAI_NONAME
+  // within 4 ms each" (owner: "its", or "rank 2's" when several processes failed).
+  std::string words(const std::string& owner) const {
+    return owner +
+           (count == 1 ? std::string(" lookup") : " " + std::to_string(count) + " lookups") +
+           " ended in " + code + " " + took_words(min_ns, max_ns) + (count > 1 ? " each" : "");
+  }
+};
+
+Lookups lookups_of(const ProcessFacts& f, const Event& first) {
+  Lookups l;
+  l.code = resolver_error_name(first.op, first.ret);
+  l.first_ns = l.min_ns = l.max_ns = first.dur_ns;
+  for (const Event* e : f.failed_resolves) {
+    if (e->resolve().host != first.resolve().host || resolver_error_name(e->op, e->ret) != l.code)
+      continue;
+    ++l.count;
+    l.min_ns = std::min(l.min_ns, e->dur_ns);
+    l.max_ns = std::max(l.max_ns, e->dur_ns);
+  }
+  l.kind = lookup_kind(l.code, first.dur_ns);
+  return l;
+}
+
 // Per process that failed (or never reached the store), its first failed lookup of a name it
 // never resolved.
 std::vector<Hit> unresolved_lookups(const Context& c) {
@@ -57,7 +140,20 @@ struct Failure {
   std::vector<int> ranks;
   std::vector<std::string> others;  // processes without a rank: a torchrun agent, say
   std::set<std::string> hosts;
+  std::optional<Lookups> lookups;  // the initiating process's failed lookups (traces)
+  std::string first_owner;         // that process in words, "rank 2" (traces)
+  std::string log_code;            // the gai error a log line gave ("EAI_AGAIN"), logs only
 };
+
+// "gai error: -3" in a log line: the getaddrinfo code it printed, as its name.
+std::string gai_code_in(const std::string& text) {
+  const auto at = text.find("gai error: ");
+  if (at == std::string::npos) return "";
+  char* end = nullptr;
+  const long code = std::strtol(text.c_str() + at + 11, &end, 10);
+  if (end == text.c_str() + at + 11 || code >= 0 || code < -200) return "";
+  return eai_name(static_cast<int>(code));
+}
 
 Failure from_traces(const Context& c, const std::vector<Hit>& hits, Candidate& out) {
   Failure fail;
@@ -68,12 +164,20 @@ Failure from_traces(const Context& c, const std::vector<Hit>& hits, Candidate& o
     else fail.others.push_back(h.f->proc->label() + (h.f->proc->role == Role::Agent ? " (torchrun agent)" : ""));
     fail.hosts.insert(h.f->proc->host);
     Finding fd = finding_for(FailureClass::NameResolution, *h.f, h.e->wall_ns);
-    fd.evidence.push_back(h.f->proc->label() + ": " + describe(*h.e) + " at " + rel(c, h.e->wall_ns) + " (" +
-                          std::to_string(h.f->failed_resolves.size()) + " failed lookups, " +
-                          (h.f->connected_ns ? "connected later" : "never reached the store") + ")");
+    const Lookups l = lookups_of(*h.f, *h.e);
+    fd.evidence.push_back(h.f->proc->label() + ": lookup of \"" + h.e->resolve().host + "\" from " +
+                          rel(c, h.e->wall_ns) + " failed: " + l.code + " " +
+                          took_words(h.e->dur_ns, h.e->dur_ns) +
+                          (l.kind.meaning.empty() ? std::string() : ": " + l.kind.meaning) + "; " +
+                          std::to_string(h.f->failed_resolves.size()) + " failed lookup(s), " +
+                          (h.f->connected_ns ? "connected later" : "never reached the store"));
     out.findings.push_back(fd);
   }
   fail.name = first->e->resolve().host;
+  fail.lookups = lookups_of(*first->f, *first->e);
+  fail.first_owner = first->f->proc->rank >= 0 ? "rank " + std::to_string(first->f->proc->rank)
+                                               : first->f->proc->label();
+  out.verdict.cause = fail.lookups->kind.cause;
   out.verdict.initiating_rank = rank_of(*first->f);
   out.verdict.initiating_host = first->f->proc->host;
   out.verdict.confidence = "high";
@@ -89,6 +193,9 @@ Failure from_logs(const std::vector<const LogEvent*>& log_hits, Candidate& out) 
     if (e->rank >= 0 && (first->rank < 0 || e->rank < first->rank)) first = e;
   }
   fail.name = first->host;
+  fail.log_code = gai_code_in(first->text);
+  if (fail.log_code == "EAI_NONAME" || fail.log_code == "EAI_NODATA")
+    out.verdict.cause = "name_unknown";
   out.verdict.initiating_rank = rank_of(*first);
   out.verdict.confidence = "medium";
   out.findings.push_back(log_finding(FailureClass::NameResolution, *first));
@@ -106,12 +213,61 @@ void word_verdict(const Failure& fail, Resolved& resolved, bool traced, Verdict&
   }
   std::string where_failed = fail.ranks.empty() ? std::string() : "rank(s) " + rank_list(fail.ranks);
   for (const std::string& o : fail.others) where_failed += (where_failed.empty() ? "" : ", ") + o;
-  v.summary = "\"" + name + "\" did not resolve on " + (where_failed.empty() ? std::string("some ranks") : where_failed) +
-              elsewhere;
-  std::string where = v.initiating_host ? *v.initiating_host : std::string("the failing node");
-  v.next_step = "from " + where + ": getent hosts " + (name.empty() ? std::string("<rendezvous host>") : name) +
-                " ; if it prints nothing while the IP works, fix the node's resolver (/etc/hosts, DNS search "
-                "domain) or use the IP in MASTER_ADDR / --rdzv-endpoint; a PyTorch upgrade will not help";
+  std::string how;
+  if (fail.lookups) {
+    const bool several = fail.ranks.size() + fail.others.size() > 1;
+    how = ": " + fail.lookups->words(several ? fail.first_owner + "'s" : "its") +
+          (several ? " (the first to fail)" : "") +
+          (fail.lookups->kind.meaning.empty() ? std::string() : ", " + fail.lookups->kind.meaning);
+  } else if (fail.log_code == "EAI_AGAIN") {
+    how =
+        ": EAI_AGAIN (gai error -3), a temporary failure: its DNS server did not answer, or failed "
+        "(the logs do "
+        "not say how long the lookup took)";
+  } else if (!fail.log_code.empty()) {
+    const LookupKind k = lookup_kind(fail.log_code, 0);
+    how = ": " + fail.log_code + (k.meaning.empty() ? std::string() : ", " + k.meaning);
+  }
+  v.summary = "\"" + name + "\" did not resolve on " +
+              (where_failed.empty() ? std::string("some ranks") : where_failed) + how + elsewhere;
+  const std::string where = v.initiating_host ? *v.initiating_host
+                                              : std::string("the failing node");
+  const std::string shown = name.empty() ? std::string("<rendezvous host>") : name;
+  const std::string kind = v.cause                        ? *v.cause
+                           : fail.log_code == "EAI_AGAIN" ? "resolver_failed"
+                                                          : "";
+  if (kind == "resolver_not_answering") {
+    v.next_step = "on " + where +
+                  ": the DNS server in /etc/resolv.conf did not answer: `cat /etc/resolv.conf` "
+                  "there, "
+                  "then `dig " +
+                  shown + " @<its nameserver>` (is that server up, and reachable from " + where +
+                  " on port 53?); or list " + shown + " in " + where +
+                  "'s /etc/hosts, or put the IP in MASTER_ADDR / "
+                  "--rdzv-endpoint; a PyTorch upgrade will not help";
+  } else if (kind == "resolver_failed") {
+    v.next_step = "on " + where + ": `cat /etc/resolv.conf`, then `dig " + shown +
+                  " @<its nameserver>` (SERVFAIL, "
+                  "REFUSED, or no server reachable from there): fix that server or the node's "
+                  "resolver "
+                  "configuration, or list " +
+                  shown +
+                  " in /etc/hosts or put the IP in MASTER_ADDR / "
+                  "--rdzv-endpoint; a PyTorch upgrade will not help";
+  } else if (kind == "name_unknown") {
+    v.next_step = "from " + where + ": `getent hosts " + shown +
+                  "` prints nothing there: check the spelling of " + shown +
+                  " in MASTER_ADDR / --rdzv-endpoint, then " + where +
+                  "'s /etc/hosts and the DNS record (and "
+                  "search domain) that should hold it; or use the IP; a PyTorch upgrade will not "
+                  "help";
+  } else {
+    v.next_step = "from " + where + ": getent hosts " + shown +
+                  " ; if it prints nothing while the IP works, fix the node's resolver "
+                  "(/etc/hosts, DNS search "
+                  "domain) or use the IP in MASTER_ADDR / --rdzv-endpoint; a PyTorch upgrade will "
+                  "not help";
+  }
 }
 
 }  // namespace
@@ -137,6 +293,15 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
   if (auto it = resolved.on.find(fail.name); it != resolved.on.end())
     elsewhere.names.assign(it->second.begin(), it->second.end());
   out.discriminators.set("resolved_elsewhere", std::move(elsewhere));
+  // How the initiating process's lookups failed (traces; a log line gives only the code).
+  if (fail.lookups) {
+    out.discriminators.set("lookup_error", fail.lookups->code);
+    out.discriminators.set("seconds_of_failed_lookup",
+                           Seconds{std::round(static_cast<double>(fail.lookups->first_ns) / 1e6) /
+                                   1000});
+  } else if (!fail.log_code.empty()) {
+    out.discriminators.set("lookup_error", fail.log_code);
+  }
   return out;
 }
 

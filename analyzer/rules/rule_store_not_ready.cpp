@@ -38,7 +38,9 @@ bool before_store_was_up(const ProcessFacts* server, const Event& e) {
 Refusals find_refusals(const Context& c) {
   Refusals r;
   for (const auto& f : c.facts) {
-    if (f.refused.empty()) continue;
+    // Refused where its lookup sent it, an address where no process reached the store: not
+    // the store's start (store_unreachable, resolved_elsewhere).
+    if (f.refused.empty() || c.misdirected_of(f)) continue;
     const Event& first = *f.refused.front();
     r.port = first.peer().port;
     const ProcessFacts* server = c.store_reached(f, first);

@@ -3,11 +3,22 @@
 // or ranks for their whole wait, while others connected to the same store port. The store was
 // up: not store_not_ready (refused before it listened); the path answered: not
 // connect_timeout (SYNs never answered). The first rank refused so initiated it.
+//
+// Cause resolved_elsewhere, first: the store's name resolved to another address for some
+// processes than for those that reached the store through it (model/name_answers.h), and
+// their connects went there and failed, whatever they met (refused, timed out, no route). The
+// resolver, not the network, sent them where no process reached the store: the rank whose
+// lookup differs initiated it, and both answers are the words. This class rather than
+// name_resolution: no lookup failed (name_resolution's own fact is a lookup that returned an
+// error), and the class's fact holds (the store listened, others reached it, these never did
+// for their whole wait); above connect_timeout and store_not_ready, whose facts (the store's
+// SYNs unanswered, the store not listening) these connects do not show.
 #include <algorithm>
 #include <cerrno>
 #include <map>
 #include <set>
 
+#include "model/address.h"
 #include "reader/names.h"
 #include "rules.h"
 
@@ -81,7 +92,8 @@ std::optional<Blocked> find_blocked_process(const Context& c, const ProcessFacts
 std::map<std::uint16_t, std::vector<Blocked>> find_blocked_by_port(const Context& c) {
   std::map<std::uint16_t, std::vector<Blocked>> blocked;
   for (const auto& f : c.facts) {
-    if (f.proc->role == Role::Helper || f.connected_ns) continue;
+    // Sent elsewhere by its lookup: its connects never went to the store (resolved_elsewhere).
+    if (f.proc->role == Role::Helper || f.connected_ns || c.misdirected_of(f)) continue;
     if (auto b = find_blocked_process(c, f)) blocked[b->port].push_back(std::move(*b));
   }
   return blocked;
@@ -218,9 +230,191 @@ void unreachable_discriminators(const UnreachableStore& s, Candidate& out) {
   out.discriminators.set("failed_connects_while_listening", std::int64_t{s.attempts});
 }
 
+// ---- resolved_elsewhere ----
+
+// The hosts of some processes, "node1" or "node0, node1".
+std::string hosts_of(const std::vector<const ProcessFacts*>& ps) {
+  std::set<std::string> hosts;
+  for (const ProcessFacts* f : ps) hosts.insert(f->proc->host);
+  return join(hosts);
+}
+
+bool timed_out_connect(const Event& e) {
+  return e.err == ETIMEDOUT || e.has(RDZV_F_ABANDONED) || e.kind == RDZV_EV_POLL;
+}
+
+// What the connects to the other address met, as the kernel reported it.
+std::string what_they_met(const std::vector<const Event*>& attempts) {
+  bool timed = false, refused = false, unreachable = false, other = false;
+  for (const Event* e : attempts) {
+    if (e->err == ECONNREFUSED)
+      refused = true;
+    else if (unreachable_errno(e->err))
+      unreachable = true;
+    else if (timed_out_connect(*e))
+      timed = true;
+    else
+      other = true;
+  }
+  if (timed && !refused && !unreachable && !other)
+    return "timed out: nothing answered the SYNs there";
+  if (refused && !timed && !unreachable && !other)
+    return "were refused: a reset answered each SYN (nothing listening on that port there)";
+  if (unreachable && !timed && !refused && !other)
+    return "found no route or no host there (EHOSTUNREACH)";
+  std::string out;
+  if (timed) out += "timed out";
+  if (refused) out += std::string(out.empty() ? "" : ", ") + "were refused";
+  if (unreachable) out += std::string(out.empty() ? "" : ", ") + "found no route";
+  if (other) out += std::string(out.empty() ? "" : ", ") + "failed otherwise";
+  return out;
+}
+
+// The misdirected processes of one name and store port, by the address their lookup gave.
+struct Elsewhere {
+  const Misdirected* first = nullptr;
+  std::map<std::string, std::vector<const Misdirected*>> by_answer;
+  std::vector<const ProcessFacts*> odd;  // all of them, first one first
+  std::vector<const Event*> attempts;    // all their failed connects there
+  int connects = 0;                      // the connect calls they made there
+  std::map<std::string, std::vector<const ProcessFacts*>>
+      through;  // by the answer that reached the store
+  std::vector<const ProcessFacts*> all_through;
+};
+
+Elsewhere find_elsewhere(const Context& c) {
+  Elsewhere e;
+  e.first = &c.misdirected.front();
+  for (const Misdirected& m : c.misdirected) {
+    if (m.name != e.first->name || m.port != e.first->port) continue;
+    e.by_answer[address_words(m.answer)].push_back(&m);
+    e.odd.push_back(m.f);
+    e.attempts.insert(e.attempts.end(), m.attempts.begin(), m.attempts.end());
+    e.connects += m.connects;
+  }
+  for (const ReachedThrough& r : reached_through(c.facts, e.first->name, e.first->port)) {
+    e.through[address_words(r.answer)].push_back(r.f);
+    e.all_through.push_back(r.f);
+  }
+  return e;
+}
+
+std::string elsewhere_summary(const Elsewhere& e, const ProcessFacts* server) {
+  const std::string& name = e.first->name;
+  std::string s;
+  for (const auto& [addr, ms] : e.by_answer) {
+    std::vector<const ProcessFacts*> ps;
+    for (const Misdirected* m : ms) ps.push_back(m->f);
+    s += (s.empty() ? "" : ", ") + processes_words(ps) + " resolved " + name + " to " + addr +
+         " on " + hosts_of(ps);
+  }
+  for (const auto& [addr, ps] : e.through)
+    s += ", " + processes_words(ps) + " to " + addr + " on " + hosts_of(ps);
+  s += ", where " + std::string(e.all_through.size() == 1 ? "it" : "they") + " reached the store" +
+       (server ? " of " + server->proc->label() : std::string());
+  const bool one = e.odd.size() == 1;
+  rdzv_sockaddr dest = e.first->answer;
+  dest.port = e.first->port;
+  s += "; " + std::string(one ? "its " : "their ") + std::to_string(e.connects) +
+       " store connect(s) to " +
+       (e.by_answer.size() == 1 ? endpoint_words(dest) : "those addresses") + " " +
+       what_they_met(e.attempts) + ", and " + (one ? "it" : "they") +
+       " never reached the store: " + name + " resolves elsewhere on " + hosts_of(e.odd) +
+       " (a stale /etc/hosts line, a DNS record or a search domain of " +
+       (one ? "that node" : "those nodes") + ")";
+  return s;
+}
+
+std::string elsewhere_next_step(const Elsewhere& e, std::uint16_t port) {
+  const std::string& name = e.first->name;
+  const std::string good = e.through.empty() ? std::string("the store's address")
+                                             : e.through.begin()->first;
+  const std::string odd_host = e.first->f->proc->host;
+  std::string there;
+  for (const auto& [addr, ms] : e.by_answer) there += (there.empty() ? "" : ", ") + addr;
+  return "on " + odd_host + ": `getent hosts " + name + "` (it gives " + there + " there, " + good +
+         " on " + hosts_of(e.all_through) + "); correct " + odd_host +
+         "'s /etc/hosts line or DNS record for " + name + " (or put " + good +
+         " in MASTER_ADDR), then `nc -vz " + good + " " + std::to_string(port) + "` from " +
+         odd_host + " to check that it reaches the store";
+}
+
+void elsewhere_findings(const Context& c, const Elsewhere& e, const ProcessFacts* server,
+                        Candidate& out) {
+  for (const auto& [addr, ms] : e.by_answer)
+    for (const Misdirected* m : ms) {
+      Finding fd = finding_for(FailureClass::StoreUnreachable, *m->f, m->attempts.front()->wall_ns);
+      rdzv_sockaddr dest = m->answer;
+      dest.port = m->port;
+      fd.evidence.push_back(
+          m->f->proc->label() + ": lookup of \"" + m->name + "\" at " + rel(c, m->lookup->wall_ns) +
+          " gave " + addr + "; " + std::to_string(m->connects) + " store connect(s) to " +
+          endpoint_words(dest) + " between " + rel(c, m->attempts.front()->wall_ns) + " and " +
+          rel(c, end_ns(*m->attempts.back())) + " (" + describe(*m->attempts.back()) +
+          "); never connected");
+      out.findings.push_back(fd);
+    }
+  for (const auto& [addr, ps] : e.through) {
+    Finding fd;
+    fd.cls = FailureClass::StoreUnreachable;
+    fd.evidence.push_back(processes_words(ps) + " on " + hosts_of(ps) + ": lookup of \"" +
+                          e.first->name + "\" gave " + addr +
+                          ", and connected to the store there (port " +
+                          std::to_string(e.first->port) + ")");
+    out.findings.push_back(fd);
+  }
+  if (server && server->listen_ns) {
+    Finding fd = finding_for(FailureClass::StoreUnreachable, *server, server->listen_ns);
+    fd.evidence.push_back(server->proc->label() + " listened on port " +
+                          std::to_string(e.first->port) + " from " + rel(c, *server->listen_ns) +
+                          " and accepted " + std::to_string(server->accepts) + " connection(s)");
+    out.findings.push_back(fd);
+  }
+}
+
+std::optional<Candidate> resolved_elsewhere(const Context& c) {
+  if (c.misdirected.empty()) return std::nullopt;
+  const Elsewhere e = find_elsewhere(c);
+  const ProcessFacts* server = c.store_server(e.first->port);
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::StoreUnreachable;
+  v.cause = "resolved_elsewhere";
+  v.confidence = "high";
+  v.initiating_rank = rank_of(*e.first->f);
+  v.initiating_host = e.first->f->proc->host;
+  v.summary = elsewhere_summary(e, server);
+  v.next_step = elsewhere_next_step(e, e.first->port);
+  elsewhere_findings(c, e, server, out);
+  rdzv_sockaddr dest = e.first->answer;
+  dest.port = e.first->port;
+  out.discriminators.set("destination", endpoint_words(dest));
+  out.discriminators.set("host_name", e.first->name);
+  std::vector<int> odd_ranks, through_ranks;
+  for (const ProcessFacts* f : e.odd)
+    if (f->proc->rank >= 0) odd_ranks.push_back(f->proc->rank);
+  for (const ProcessFacts* f : e.all_through)
+    if (f->proc->rank >= 0) through_ranks.push_back(f->proc->rank);
+  std::sort(odd_ranks.begin(), odd_ranks.end());
+  std::sort(through_ranks.begin(), through_ranks.end());
+  std::vector<std::string> elsewhere, reached;
+  for (const auto& [addr, ms] : e.by_answer) elsewhere.push_back(addr);
+  for (const auto& [addr, ps] : e.through) reached.push_back(addr);
+  out.discriminators.set("ranks_resolved_elsewhere", RankSet{odd_ranks});
+  out.discriminators.set("resolved_elsewhere_to", NameList{elsewhere});
+  out.discriminators.set("ranks_that_reached_the_store", RankSet{through_ranks});
+  out.discriminators.set("resolved_where_the_store_was_reached", NameList{reached});
+  std::set<std::string> odd_hosts;
+  for (const ProcessFacts* f : e.odd) odd_hosts.insert(f->proc->host);
+  out.discriminators.set("hosts_resolved_elsewhere",
+                         NameList{{odd_hosts.begin(), odd_hosts.end()}});
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_store_unreachable(const Context& c) {
+  if (auto elsewhere = resolved_elsewhere(c)) return elsewhere;
   const std::optional<UnreachableStore> s = find_unreachable_store(c);
   if (!s) return std::nullopt;
   const ProcessFacts& first = *s->blocked.front().f;

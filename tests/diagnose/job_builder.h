@@ -80,6 +80,33 @@ class Proc {
     if (ret == 0) r.u.resolve.first = ipv4(10, 0, 0, 1, 0);
     return add(r);
   }
+  // A lookup that gave `answer` (its port ignored), or failed with `ret`, taking dur seconds.
+  Proc& resolve_to(double t, const char* host, const rdzv_sockaddr& answer, double dur = 0.001,
+                   int ret = 0) {
+    rdzv_record r = make_record(RDZV_EV_RESOLVE, RDZV_OP_GETADDRINFO, t);
+    r.ret = ret;
+    r.dur_ns = static_cast<std::uint64_t>(dur * 1e9);
+    std::snprintf(r.u.resolve.host, sizeof r.u.resolve.host, "%s", host);
+    std::snprintf(r.u.resolve.service, sizeof r.u.resolve.service, "%u", kPort);
+    if (ret == 0) {
+      r.u.resolve.first = answer;
+      r.u.resolve.first.port = 0;
+      r.u.resolve.naddrs = 1;
+    }
+    return add(r);
+  }
+  // A store connect to `peer` (its address and port).
+  Proc& connect_to(double t, int err, const rdzv_sockaddr& peer, double dur = 0.001,
+                   std::uint16_t local_port = 40000) {
+    rdzv_record r = make_record(RDZV_EV_CONNECT, RDZV_OP_CONNECT, t);
+    r.flags = RDZV_F_STORE;
+    r.ret = err ? -1 : 0;
+    r.err = err;
+    r.dur_ns = static_cast<std::uint64_t>(dur * 1e9);
+    r.u.net.peer = peer;
+    if (!err) r.u.net.local = ipv4(10, 0, 0, 2, local_port);
+    return add(r);
+  }
   Proc& connect(double t, int err, std::uint16_t port = kPort, double dur = 0.001, std::uint16_t local_port = 40000) {
     rdzv_record r = make_record(RDZV_EV_CONNECT, RDZV_OP_CONNECT, t);
     r.flags = RDZV_F_STORE;

@@ -30,6 +30,76 @@ TEST_CASE("healthy job: all ranks connected and exited 0") {
   CHECK(d.ranks.size() == 4);
 }
 
+namespace {
+
+// 6 ranks, timeout 10 s; rank `late` arrives `by` seconds after the others (who arrive within
+// 0.3 s of each other), and the job still completes.
+Diagnosis near_miss(int late, double by) {
+  Job job;
+  job.world_size(6);
+  for (int r = 0; r < 6; ++r) {
+    const double arrive = r == late ? 1.0 + by : 1.0 + 0.05 * r;
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.rcvtimeo(arrive - 0.02, 10000).resolve(arrive - 0.01, "node0", 0);
+    p.connect(arrive, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
+    p.io(RDZV_EV_SEND, arrive + 0.01, 8, 0, 0, static_cast<std::uint16_t>(40000 + r))
+        .exit(1.0 + by + 1.0, 0);
+  }
+  return job.diagnose_it();
+}
+
+}  // namespace
+
+// The job succeeded, but c10d made everyone wait for rank 4 for 7 of its 10 s: 3 s more and
+// the others' waits time out (straggler_timeout). A healthy verdict says so, and the rank table
+// keeps its row apart from the ranks that arrived together.
+TEST_CASE(
+    "healthy, with one rank far behind the others: named, with its lateness against the timeout "
+    "(issue 32)") {
+  Diagnosis d = near_miss(4, 7.0);
+  CHECK(d.verdict.cls == FailureClass::Healthy);
+  CHECK(d.verdict.summary.find("rank 4 arrived 6.90 s after the others") != std::string::npos);
+  CHECK(d.verdict.summary.find("10.00 s timeout") != std::string::npos);
+  const auto disc = discriminators_json(d.discriminators);
+  CHECK(disc["late_ranks"] == nlohmann::ordered_json::array({4}));
+  CHECK(disc["seconds_late"].get<double>() == Approx(7.0).margin(0.2));
+  for (const RankRow& r : d.ranks) CHECK(r.late == (r.rank == 4));
+  const std::string text = diagnosis_text(d);
+  CAPTURE(text);
+  CHECK(text.find("like rank") != std::string::npos);    // ranks that arrived together still fold
+  CHECK(text.find("4 like rank") == std::string::npos);  // rank 4 does not
+  CHECK(text.find("4, 5 like rank") == std::string::npos);
+  CHECK(text.find("2-5 like rank") == std::string::npos);
+}
+
+TEST_CASE("healthy, ranks arriving together: no rank is named late, and the table folds them") {
+  Diagnosis d = near_miss(4, 0.2);
+  CHECK(d.verdict.cls == FailureClass::Healthy);
+  CHECK(d.verdict.summary.find("arrived") == std::string::npos);
+  CHECK_FALSE(discriminators_json(d.discriminators).contains("late_ranks"));
+  for (const RankRow& r : d.ranks) CHECK_FALSE(r.late);
+  CHECK(diagnosis_text(d).find("(ranks 2-5 like rank 1)") != std::string::npos);
+}
+
+// "Like" is the same role, outcome and times within a small part of the job: a rank that
+// connected seconds after the others (a failed job's too) keeps its own row.
+TEST_CASE("the rank table folds a row only into a row it is like: same story, times close") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    const double arrive = r == 2 ? 6.0 : 1.0;
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(arrive, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r))
+        .io(RDZV_EV_RECV, 9.0, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r))
+        .exit(9.5, 1);
+  }
+  const std::string text = diagnosis_text(job.diagnose_it());
+  CAPTURE(text);
+  CHECK(text.find("(ranks 2, 3 like rank 1)") == std::string::npos);
+  CHECK(text.find("(rank 3 like rank 1)") != std::string::npos);
+}
+
 TEST_CASE("traces with no rank and no store port are no rendezvous: unknown, not healthy (issue 13 item 3)") {
   Job job;
   // `curl` under the shim: a lookup and a connect to port 443, no RANK.
@@ -709,6 +779,63 @@ TEST_CASE("name resolution on one rank: that rank, and the others resolved the n
   CHECK(d.verdict.next_step.find("getent hosts node0") != std::string::npos);
 }
 
+namespace {
+
+// Ranks 0, 2, 3 resolve node0 and connect; rank 1's lookups of it fail with `err`, each taking
+// `dur` seconds, one after the other from +1.0 s, `n` of them.
+Diagnosis failing_lookups(int err, double dur, int n) {
+  Job job;
+  for (int r : {0, 2, 3}) healthy_rank(job, r, 1.0, 12.0);
+  Proc& p = job.proc(1, 1001, "node1");
+  double t = 1.0;
+  for (int i = 0; i < n; ++i, t += dur + 0.1) p.resolve_to(t, "node0", {}, dur, err);
+  p.exit(t + 0.1, 1);
+  return job.diagnose_it();
+}
+
+}  // namespace
+
+// glibc's resolver waits at least a second for a DNS server before it tries again or gives up
+// with EAI_AGAIN: a lookup that failed with EAI_AGAIN after seconds is a server that did not
+// answer; EAI_NONAME is an answer (the name does not exist), whatever it took. Two repairs.
+TEST_CASE(
+    "a resolver that never answers: EAI_AGAIN after the lookup's seconds, and where to look (issue "
+    "32)") {
+  Diagnosis d = failing_lookups(EAI_AGAIN, 4.0, 2);
+  CHECK(d.verdict.cls == FailureClass::NameResolution);
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.cause == "resolver_not_answering");
+  CHECK(d.verdict.summary.find("EAI_AGAIN after 4.00 s") != std::string::npos);
+  CHECK(d.verdict.summary.find("did not answer") != std::string::npos);
+  CHECK(d.verdict.next_step.find("/etc/resolv.conf") != std::string::npos);
+  bool timed = false;
+  for (const Finding& f : d.findings)
+    for (const std::string& e : f.evidence)
+      timed |= e.find("EAI_AGAIN after 4.00 s") != std::string::npos;
+  CHECK(timed);
+  CHECK(discriminators_json(d.discriminators)["seconds_of_failed_lookup"] == 4.0);
+}
+
+TEST_CASE("a name that does not exist: EAI_NONAME at once, check the name and the hosts file") {
+  Diagnosis d = failing_lookups(EAI_NONAME, 0.002, 3);
+  CHECK(d.verdict.cls == FailureClass::NameResolution);
+  CHECK(d.verdict.cause == "name_unknown");
+  CHECK(d.verdict.summary.find("EAI_NONAME") != std::string::npos);
+  CHECK(d.verdict.summary.find("does not exist") != std::string::npos);
+  CHECK(d.verdict.summary.find("did not answer") == std::string::npos);
+  CHECK(d.verdict.next_step.find("/etc/hosts") != std::string::npos);
+}
+
+TEST_CASE(
+    "EAI_AGAIN at once: the resolver answered with a failure, it did not wait for a silent "
+    "server") {
+  Diagnosis d = failing_lookups(EAI_AGAIN, 0.003, 3);
+  CHECK(d.verdict.cls == FailureClass::NameResolution);
+  CHECK(d.verdict.cause == "resolver_failed");
+  CHECK(d.verdict.summary.find("did not answer") == std::string::npos);
+  CHECK(d.verdict.next_step.find("/etc/resolv.conf") != std::string::npos);
+}
+
 TEST_CASE("an IPv6 miss followed by an IPv4 hit is not a name-resolution failure") {
   Job job;
   for (int r = 0; r < 4; ++r) {
@@ -896,6 +1023,112 @@ TEST_CASE("connect timeout where only the store host's own loopback got through:
   CHECK(d.verdict.cls == FailureClass::ConnectTimeout);
   CHECK(d.verdict.initiating_rank == 0);
   CHECK(d.verdict.initiating_host == "node0");
+}
+
+namespace {
+
+// Issue 32: MASTER_ADDR=rdzv-master everywhere. Ranks 0-2 on node0 resolve it to the store,
+// 10.0.0.1, and connect; rank 3 on node1 resolves it to `stale` and its store connects go
+// there and fail with `err` (a time-out: nothing answered its SYNs; a refusal: nothing listens).
+Job& one_name_two_answers(Job& job, const rdzv_sockaddr& stale, int err) {
+  for (int r = 0; r < 3; ++r) {
+    Proc& p = job.proc(r, 1000 + r, "node0");
+    p.master("rdzv-master", kPort);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.resolve_to(0.95, "rdzv-master", ipv4(10, 0, 0, 1, 0))
+        .connect_to(1.0, 0, ipv4(10, 0, 0, 1, kPort), 0.001, static_cast<std::uint16_t>(40000 + r))
+        .io(RDZV_EV_RECV, 4.0, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r))
+        .exit(5.0, 1);
+  }
+  rdzv_sockaddr dest = stale;
+  dest.port = kPort;
+  Proc& odd = job.proc(3, 1003, "node1");
+  odd.master("rdzv-master", kPort).resolve_to(0.95, "rdzv-master", stale);
+  const double dur = err == ETIMEDOUT ? 1.5 : 0.001;
+  odd.connect_to(1.0, err, dest, dur).connect_to(2.6, err, dest, dur).exit(4.2, 1);
+  return job;
+}
+
+// Every line of the verdict and its findings (the "also consistent with" ones too).
+std::vector<std::string> all_words(const Diagnosis& d) {
+  std::vector<std::string> out{d.verdict.summary, d.verdict.next_step};
+  for (const Finding& f : d.findings) out.insert(out.end(), f.evidence.begin(), f.evidence.end());
+  return out;
+}
+
+bool says(const Diagnosis& d, const std::string& text) {
+  for (const std::string& line : all_words(d))
+    if (line.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+// The store was never at rank 3's address: no firewall, no store host to blame, and the rank
+// whose lookup differs initiated it, with both answers in the words.
+TEST_CASE(
+    "one name, two answers: the rank whose lookup sent it where no host answers initiated it "
+    "(issue 32)") {
+  Job job;
+  Diagnosis d = one_name_two_answers(job, ipv4(10, 255, 255, 7, 0), ETIMEDOUT).diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnreachable);
+  CHECK(d.verdict.cause == "resolved_elsewhere");
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.verdict.initiating_host == "node1");
+  CHECK(d.verdict.summary.find("rank 3 resolved rdzv-master to 10.255.255.7") != std::string::npos);
+  CHECK(d.verdict.summary.find("ranks 0-2 to 10.0.0.1") != std::string::npos);
+  CHECK(d.verdict.summary.find("timed out") != std::string::npos);
+  CHECK(d.verdict.next_step.find("getent hosts rdzv-master") != std::string::npos);
+  CHECK_FALSE(says(d, "firewall"));
+  CHECK_FALSE(says(d, "SYNs went unanswered while the store was listening"));
+  const auto disc = discriminators_json(d.discriminators);
+  CHECK(disc["destination"] == "10.255.255.7:29500");
+  CHECK(disc["ranks_resolved_elsewhere"] == nlohmann::ordered_json::array({3}));
+}
+
+TEST_CASE(
+    "one name, two answers, the other address refusing: the same mechanism, not a firewall "
+    "REJECT") {
+  for (const rdzv_sockaddr& stale : {ipv4(10, 0, 0, 9, 0), ipv4(127, 0, 1, 1, 0)}) {
+    Job job;
+    Diagnosis d = one_name_two_answers(job, stale, ECONNREFUSED).diagnose_it();
+    CAPTURE(d.verdict.summary);
+    CHECK(d.verdict.cls == FailureClass::StoreUnreachable);
+    CHECK(d.verdict.cause == "resolved_elsewhere");
+    CHECK(d.verdict.initiating_rank == 3);
+    CHECK(d.verdict.summary.find("ranks 0-2 to 10.0.0.1") != std::string::npos);
+    CHECK(d.verdict.summary.find("refused") != std::string::npos);
+    CHECK_FALSE(says(d, "firewall"));
+    CHECK_FALSE(says(d, "never listened"));
+    CHECK_FALSE(says(d, "listened 0"));
+  }
+}
+
+// The mechanism's limits: where the odd rank's answer is the address at which the others
+// reached the store, the name is not to blame (the path from it is), and where nobody reached
+// the store at an address that rank could compare (the store host's own loopback), nothing
+// says where the store was.
+TEST_CASE(
+    "one name, one answer: a rank timing out at the store's own address is no name resolving "
+    "elsewhere") {
+  Job job;
+  Diagnosis d = one_name_two_answers(job, ipv4(10, 0, 0, 1, 0), ETIMEDOUT).diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::ConnectTimeout);
+  CHECK(d.verdict.cause != "resolved_elsewhere");
+
+  Job alone;
+  Proc& s = alone.proc(0, 1000, "node0");
+  s.master("rdzv-master", kPort).bind(0.9, 0).listen(0.9);
+  s.resolve_to(0.95, "rdzv-master", ipv4(127, 0, 1, 1, 0))
+      .connect_to(1.0, 0, ipv4(127, 0, 1, 1, kPort))
+      .exit(5, 1);
+  Proc& o = alone.proc(1, 1001, "node1");
+  o.master("rdzv-master", kPort).resolve_to(0.95, "rdzv-master", ipv4(10, 0, 0, 5, 0));
+  o.connect_to(1.0, ETIMEDOUT, ipv4(10, 0, 0, 5, kPort), 1.5).exit(4, 1);
+  alone.world_size(2);
+  Diagnosis d2 = alone.diagnose_it();
+  CHECK(d2.verdict.cls == FailureClass::ConnectTimeout);
+  CHECK(d2.verdict.cause != "resolved_elsewhere");
 }
 
 TEST_CASE("store not ready: clients refused for seconds before the store host listened") {

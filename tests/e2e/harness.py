@@ -14,7 +14,9 @@ waits for every process (bounded), then
      printed, the trace files that must exist (and, where the scenario needs it, what they
      show, through `rdzvscope dump`);
   2. runs `rdzvscope analyze TRACEDIR --log LOGDIR/*.log --format json` and asserts
-     verdict.class, verdict.initiating_rank (and verdict.cause where the table names one);
+     verdict.class, verdict.initiating_rank (and verdict.cause where the table names one),
+     the discriminators the table names, and the words it names (its `words`: what the
+     summary, the evidence and the next step must say, and what none of them may say);
   3. runs `rdzvscope analyze --log LOGDIR/*.log --format json` (log only, no traces) and
      asserts the class, for the scenarios whose logs are distinctive.
 
@@ -76,6 +78,26 @@ def check_discriminators(diag, want, errors):
     for name, value in want.items():
         if got.get(name) != value:
             errors.append(f"traces+logs: discriminators.{name} {got.get(name)!r}, expected {value!r}")
+
+
+def check_words(diag, want, errors):
+    """The verdict's words say what the scenario's table says they must (its `words`): texts
+    that the summary, some evidence line, the next step must hold, and texts none may hold."""
+    verdict = diag.get("verdict") or {}
+    evidence = [line for f in diag.get("findings") or [] for line in f.get("evidence") or []]
+    fields = {"summary": [verdict.get("summary") or ""], "next_step": [verdict.get("next_step") or ""],
+              "evidence": evidence}
+    for field, texts in want.items():
+        if field == "nowhere":
+            continue
+        for text in texts:
+            if not any(text in line for line in fields[field]):
+                errors.append(f"traces+logs: the {field} lacks {text!r}")
+    everything = fields["summary"] + fields["next_step"] + evidence
+    for text in want.get("nowhere", ()):
+        for line in everything:
+            if text in line:
+                errors.append(f"traces+logs: the verdict says {text!r}: {line[:300]!r}")
 
 
 def check_withheld(h, run, ranks, errors):
@@ -168,6 +190,7 @@ def main():
             check_verdict(diag, spec["cls"], run.expect_rank, spec["cause"], verdict_errors,
                           "traces+logs")
             check_discriminators(diag, spec.get("discriminators") or {}, verdict_errors)
+            check_words(diag, spec.get("words") or {}, verdict_errors)
             if spec.get("withheld"):
                 check_withheld(h, run, spec["withheld"], verdict_errors)
         if spec["log_cls"] is not None:   # always set today; None would skip the check

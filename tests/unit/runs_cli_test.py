@@ -121,7 +121,8 @@ def case_text_and_markdown(tmp):
     expect(any(l.split()[:2] == ["a", "name_resolution"] for l in lines), "a table row per run", out)
     rc, out, err = run(["analyze", "--runs", a, b, "--format", "markdown"])
     expect(rc == 0 and "**Reproduced across runs:** yes" in out and "| a | name\\_resolution" not in out, "markdown", out)
-    expect("| a | name_resolution |" in out, "markdown table row", out)
+    # The class, with its cause where the rule names one (a name that does not exist).
+    expect("| a | name_resolution (name_unknown) |" in out, "markdown table row", out)
     rc, out, err = run(["analyze", "--runs", a, b, "--fail-on-problem"])
     expect(rc == 3, f"--fail-on-problem: exit {rc}", err)
 

@@ -37,6 +37,12 @@ from rdzvtest.traces import events, failed_resolves, files_of_rank, port_of, ran
 BOGUS_HOST = "rdzv-no-such-host.invalid"
 REJECT_NET = "10.231.0"   # store_unreachable: the veth pair between its two namespaces
 WORLD = 4
+RDZV_NAME = "rdzv-master"   # name_elsewhere*, resolver_silent: MASTER_ADDR, a name in hosts files
+SILENT_ADDR = "10.231.1.7"  # name_elsewhere: routed to the store's namespace, which drops it
+STALE_LOOPBACK = "127.0.1.1"   # name_elsewhere_refused: a stale line to a loopback address
+SILENT_DNS = "127.0.0.153"  # resolver_silent: a DNS server that never answers
+LATE_RANK_DELAY_S = 5       # healthy_late_rank: rank 4's lateness
+LATE_RANK_TIMEOUT_S = 8     # ... and the timeout it stays within
 
 # ---------------------------------------------------------------------------------------------
 # The expected outcome of every scenario, in one place.
@@ -52,6 +58,10 @@ WORLD = 4
 #   timeout    init_process_group timeout inside the ranks, seconds
 #   fault      what is injected, and what each rank prints (checked before the analyzer runs)
 #   discriminators  (optional) discriminator values the traces+logs analysis must give
+#   words      (optional) what the verdict's words must say (docs: "a verdict's words must be
+#              true"): dict(summary=, evidence=, next_step=: texts each must contain (evidence:
+#              some finding's line); nowhere=: texts none of them may contain)
+#   world      (optional) WORLD_SIZE of the job, when not WORLD
 #   withheld   (optional) ranks whose trace files, and own logs, are left out of a second
 #              analysis of the same run (a node whose trace directory was not mounted): it must
 #              say straggler_timeout, the lowest of them initiating, and name them absent
@@ -151,6 +161,47 @@ SCENARIOS = {
               "to the store port with a reset (iptables REJECT --reject-with tcp-reset): rank 2's "
               "connects are refused for its whole wait (`The client socket has timed out`) while "
               "rank 1 connects, and ranks 0 and 1 time out waiting for it"),
+    "name_elsewhere": dict(
+        cls="store_unreachable", rank=3, cause="resolved_elsewhere", log_cls=ANY_FAILURE,
+        log_ranks="any", timeout=3,
+        words=dict(summary=(f"rank 3 resolved {RDZV_NAME} to {SILENT_ADDR}",
+                            f"ranks 0-2 to {REJECT_NET}.1"),
+                   nowhere=("firewall",)),
+        fault=f"MASTER_ADDR={RDZV_NAME} on every rank, over two nodes (network namespaces joined by a "
+              f"veth pair, each with a host name and a hosts file of its own): node0's hosts file "
+              f"maps it to the store, {REJECT_NET}.1 (ranks 0-2), node1's stale line to "
+              f"{SILENT_ADDR} (rank 3), routed to node0, which drops it: no host answers there. "
+              f"Rank 3's connects time out (tcp_syn_retries=1) until `The client socket has timed "
+              f"out`, ranks 0-2 time out waiting for it. Not a firewall: the store was never there"),
+    "name_elsewhere_refused": dict(
+        cls="store_unreachable", rank=3, cause="resolved_elsewhere", log_cls=ANY_FAILURE,
+        log_ranks="any", timeout=3,
+        words=dict(summary=(f"rank 3 resolved {RDZV_NAME} to {STALE_LOOPBACK}",
+                            f"ranks 0-2 to {REJECT_NET}.1"),
+                   nowhere=("firewall",)),
+        fault=f"as name_elsewhere, node1's stale line mapping {RDZV_NAME} to {STALE_LOOPBACK} (the "
+              f"Debian installer's line for a host's own name): nothing listens there, rank 3's "
+              f"connects are refused until `The client socket has timed out`"),
+    "resolver_silent": dict(
+        cls="name_resolution", rank=1, cause="resolver_not_answering", log_cls="name_resolution",
+        log_ranks=(None, 1), timeout=3,
+        words=dict(summary=("EAI_AGAIN after", "did not answer"),
+                   evidence=("EAI_AGAIN after",),
+                   next_step=("/etc/resolv.conf",)),
+        fault=f"MASTER_ADDR={RDZV_NAME} on every rank, in a network namespace of their own; ranks "
+              f"0, 2, 3 have it in their hosts file, rank 1 (a mount namespace of its own) has not, "
+              f"and its resolv.conf names {SILENT_DNS} (options timeout:2 attempts:2), a UDP server "
+              f"that reads every query and never answers: its lookups end in EAI_AGAIN after about "
+              f"4 s (`gai error: -3`) until `The client socket has timed out`; the others time out "
+              f"waiting for it"),
+    "healthy_late_rank": dict(
+        cls="healthy", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks=(None,),
+        timeout=LATE_RANK_TIMEOUT_S, world=6,
+        discriminators={"late_ranks": [4]},
+        words=dict(summary=("rank 4 arrived",)),
+        fault=f"6 ranks, rank 4 sleeps {LATE_RANK_DELAY_S} s after `import torch`, before init (T="
+              f"{LATE_RANK_TIMEOUT_S} s): the others wait for it, and the job still succeeds. The "
+              f"verdict is healthy, and names rank 4 as far behind the others, against the timeout"),
     "transient_recv": dict(
         cls="transient_recv", rank="computed", cause=None, log_cls=ANY_FAILURE, log_ranks="any",
         timeout=3,
@@ -830,6 +881,193 @@ def sc_config_mismatch_addr(h, run):
     expect_traces(files, range(3), errors)
     expect(connected_to(files, 2, run.port), "rank 2: no completed store connect in its trace", errors)
     expect(not connected_to(files, 1), "rank 1 connected somewhere after all", errors)
+    return errors
+
+
+def stale_hosts_job(h, run, stale_addr, node1_setup=None):
+    """name_elsewhere*: MASTER_ADDR=RDZV_NAME on 4 ranks over two nodes (rejecting_netns_pair
+    without a rule), each a host name and a hosts file of its own: node0 (ranks 0-2, the
+    store's namespace) maps the name to the store, REJECT_NET.1; node1 (rank 3) has a stale
+    line mapping it to stale_addr. node1_setup(ins, inn) shapes what answers there."""
+    store = f"{REJECT_NET}.1"
+    good = write_hosts_file(os.path.join(run.dir, "hosts.node0"), [(store, RDZV_NAME)])
+    stale = write_hosts_file(os.path.join(run.dir, "hosts.node1"), [(stale_addr, RDZV_NAME)])
+    with rejecting_netns_pair(run, action=None) as (ins, inn):
+        if node1_setup:
+            node1_setup(ins, inn)
+        for r in range(WORLD):
+            prefix = inn + node_view_prefix(stale, "node1") if r == 3 else ins + node_view_prefix(good, "node0")
+            h.launch(run, r, master_addr=RDZV_NAME, prefix=prefix)
+        h.wait_all(run)
+    errors = []
+    for ns in run.netns:
+        expect(not os.path.exists(f"/run/netns/{ns}"), f"namespace {ns} still exists", errors)
+    for r in range(WORLD):
+        expect_exit(run, f"rank{r}", 1, errors)
+    expect_any_text(run, "rank3", gave_up_connecting(h, run, RDZV_NAME, run.port), errors)
+    files = h.dump(run)
+    if files is None:
+        return errors, None
+    expect_traces(files, range(WORLD), errors)
+    # The fault: one name, two answers, and rank 3's connects going to its own.
+    answers = {}
+    for f, ev in events(files, "resolve"):
+        if ev.get("host") == RDZV_NAME and not ev.get("gai_error") and ev.get("first"):
+            answers.setdefault(rank_of(f), set()).add(addr_of(ev["first"]))
+    run.notes.append(f"{RDZV_NAME} resolved to: " + ", ".join(f"rank {r} {sorted(a)}" for r, a in sorted(answers.items())))
+    expect(answers.get(3) == {stale_addr}, f"rank 3 resolved {RDZV_NAME} to {answers.get(3)}, "
+           f"expected {stale_addr}", errors)
+    for r in (0, 1, 2):
+        expect(answers.get(r) == {store}, f"rank {r} resolved {RDZV_NAME} to {answers.get(r)}", errors)
+    expect(connected_to(files, 1, run.port), "rank 1: no completed store connect in its trace", errors)
+    expect(not connected_to(files, 3, run.port), "rank 3 connected to the store after all", errors)
+    tried = {addr_of(ev.get("peer")) for _, ev in events(files, rank=3)
+             if ev.get("kind") in ("connect", "connect_done") and port_of(ev.get("peer")) == run.port}
+    expect(tried == {stale_addr}, f"rank 3's store connects went to {sorted(map(str, tried))}, expected "
+           f"{stale_addr}", errors)
+    return errors, files
+
+
+def addr_of(sockaddr):
+    """"10.231.0.1" of "10.231.0.1:29500" and of "[::ffff:10.231.0.1]:29500" (PyTorch 2.x asks
+    for IPv4-mapped answers), "::1" of "[::1]:29500" (dump's forms); None for none."""
+    if not sockaddr or ":" not in sockaddr:
+        return None
+    host = sockaddr.rsplit(":", 1)[0].strip("[]")
+    return host[len("::ffff:"):] if host.startswith("::ffff:") and "." in host else host
+
+
+def sc_name_elsewhere(h, run):
+    def drop_there(ins, inn):
+        # node1 routes SILENT_ADDR through node0, whose raw table drops it before routing:
+        # no host answers, no ICMP either; node1 gives up a SYN after ~3 s.
+        sh(*inn, "ip", "route", "add", f"{SILENT_ADDR}/32", "via", f"{REJECT_NET}.1")
+        sh(*inn, "sysctl", "-q", "-w", "net.ipv4.tcp_syn_retries=1")
+        sh(*ins, "iptables", "-t", "raw", "-A", "PREROUTING", "-d", SILENT_ADDR, "-j", "DROP")
+    errors, files = stale_hosts_job(h, run, SILENT_ADDR, drop_there)
+    if files is not None:
+        timed_out = [ev for _, ev in events(files, rank=3)
+                     if ev.get("errno_name") == "ETIMEDOUT" or "abandoned" in (ev.get("flags") or [])
+                     or (ev.get("kind") == "poll" and "store" in (ev.get("flags") or []))]
+        expect(timed_out, "rank 3: no store connect that timed out in its trace", errors)
+    return errors
+
+
+def sc_name_elsewhere_refused(h, run):
+    errors, files = stale_hosts_job(h, run, STALE_LOOPBACK)
+    if files is not None:
+        n = sum(1 for _, ev in events(files, rank=3) if ev.get("errno_name") == "ECONNREFUSED")
+        expect(n >= 2, f"rank 3: {n} refused store connects in its trace", errors)
+    return errors
+
+
+@contextlib.contextmanager
+def lone_netns(run):
+    """A network namespace of the run's own, its loopback up: whatever binds there (a DNS
+    server on port 53) touches nothing of the machine's. Yields its command prefix; always
+    deleted."""
+    tag = f"rdzvln-{os.getpid()}"
+    require_netns_tools(run.name)
+    delete_orphan_netns("rdzvln")
+    subprocess.run(["ip", "netns", "del", tag], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run.netns = (tag,)
+    try:
+        sh("ip", "netns", "add", tag)
+        inns = ("ip", "netns", "exec", tag)
+        sh(*inns, "ip", "link", "set", "lo", "up")
+        yield inns
+    finally:
+        subprocess.run(["ip", "netns", "del", tag], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+
+
+# A DNS server that reads every query and never answers (it counts them on stdout).
+SILENT_DNS_SERVER = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 53))
+print("listening", flush=True)
+n = 0
+while True:
+    s.recvfrom(4096)
+    n += 1
+    print(f"query {n} dropped", flush=True)
+"""
+
+
+def resolver_view_prefix(hosts_file, resolv_conf):
+    """Runs the rest with `hosts_file` on /etc/hosts and `resolv_conf` on /etc/resolv.conf, in
+    a mount namespace of its own (the machine's files are not touched)."""
+    binds = [f"mount --bind {shlex.quote(hosts_file)} /etc/hosts",
+             f"mount --bind {shlex.quote(resolv_conf)} /etc/resolv.conf"]
+    return ("unshare", "--mount", "--propagation", "private", "sh", "-c",
+            " && ".join(binds + ['exec "$@"']), "sh")
+
+
+def sc_resolver_silent(h, run):
+    known = write_hosts_file(os.path.join(run.dir, "hosts.known"), [("127.0.0.1", RDZV_NAME)])
+    unknown = write_hosts_file(os.path.join(run.dir, "hosts.unknown"), [])
+    resolv = os.path.join(run.dir, "resolv.silent")
+    with open(resolv, "w") as f:
+        f.write(f"nameserver {SILENT_DNS}\noptions timeout:2 attempts:2\n")
+    errors = []
+    with lone_netns(run) as inns:
+        dns_log = os.path.join(run.dir, "dns.out")
+        dns = start("dns", None, [*inns, "python3", "-c", SILENT_DNS_SERVER, SILENT_DNS], job_env(), dns_log)
+        try:
+            deadline = time.monotonic() + 10
+            while "listening" not in dns.text() and dns.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            expect("listening" in dns.text(), f"the silent DNS server did not start: {dns.text()[-300:]}", errors)
+            for r in range(WORLD):
+                prefix = inns + (resolver_view_prefix(unknown, resolv) if r == 1 else node_view_prefix(known))
+                h.launch(run, r, master_addr=RDZV_NAME, prefix=prefix)
+            h.wait_all(run)
+        finally:
+            h.terminate([dns])
+    queries = dns.text().count("dropped")
+    run.notes.append(f"the silent DNS server dropped {queries} queries")
+    expect(queries >= 1, "the silent DNS server received no query", errors)
+    for r in range(WORLD):
+        expect_exit(run, f"rank{r}", 1, errors)
+    expect_text(run, "rank1", ["gai error: -3", "The client socket has timed out"], errors)
+    for r in (0, 2, 3):
+        expect("gai error" not in run.by_label(f"rank{r}").text(), f"rank{r}: a lookup failed", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    slow = [ev for f, ev in failed_resolves(files, RDZV_NAME) if rank_of(f) == 1]
+    expect(slow and all(ev.get("gai_error") == "EAI_AGAIN" for ev in slow),
+           f"rank 1: failed lookups of {RDZV_NAME}: {slow[:2]}", errors)
+    expect(slow and (slow[0].get("dur_ns") or 0) > 1e9,
+           f"rank 1's failed lookup took {(slow[0].get('dur_ns') or 0) / 1e9 if slow else None} s, "
+           f"not the resolver's timeout", errors)
+    return errors
+
+
+def sc_healthy_late_rank(h, run):
+    world = run.spec["world"]
+    ps = [h.launch(run, r, world=world, env={"E2E_DELAY_S": str(LATE_RANK_DELAY_S)} if r == 4 else None)
+          for r in range(world)]
+    h.wait_all(run)
+    errors = []
+    for p in ps:
+        expect_exit(run, p.label, 0, errors)
+        expect_text(run, p.label, "e2e: done", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(world), errors)
+    first = {}
+    for f, ev in events(files):
+        if ev.get("kind") == "connect" and "store" in (ev.get("flags") or []):
+            first.setdefault(rank_of(f), wall_ns(f, ev))
+    if len(first) == world:
+        others = sorted(v for k, v in first.items() if k != 4)
+        late = (first[4] - others[len(others) // 2]) / 1e9
+        run.notes.append(f"rank 4's first store connect {late:.2f}s after the others' median, theirs "
+                         f"within {(others[-1] - others[0]) / 1e9:.2f}s")
+        expect(late > LATE_RANK_DELAY_S - 2, f"rank 4 arrived only {late:.1f}s after the others", errors)
     return errors
 
 
