@@ -304,9 +304,6 @@ KNOWN_WRONG = {
     **{f"{fault}.{target}.{phase}.hand.*": CONSEQUENCE_BLAMED
        for fault in ("crash", "exit0", "sigkill", "sigstop", "stall") for target in ("worker", "highest")
        for phase in ("store_traffic", "first_collective")},
-    "name_elsewhere.*": "issue 32 job 1: connect_timeout with the store host (rank 0) initiating, 'SYNs went "
-                        "unanswered while the store was listening (a firewall, ...)': the store was never at "
-                        "the address the target's node resolved",
     "name_elsewhere_nohost.*": "store_unreachable with the right rank and both addresses, but the summary offers "
                                "'a firewall REJECT rule, a route' first, though the traces hold the two lookups "
                                "of the name with different results",
