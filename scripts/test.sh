@@ -56,8 +56,12 @@ bash scripts/install-deps.sh
 stage build
 bash scripts/build.sh -DRDZVSCOPE_WERROR=ON
 mkdir -p "$BUILD_DIR/Testing" && rm -f "$RETRY_LOG"
-# Light tests fill the cores; PyTorch jobs, mostly waiting, are capped by their own slots.
-CTEST_JOBS=${RDZVSCOPE_CTEST_JOBS:-$(($(nproc) + 2))}
+# One test a core: two PyTorch jobs (mostly waiting, capped by their own slots) may now run
+# together, or a job beside a light test. More (nproc + 2, with the background builds at nice 19
+# and other work on the machine) made timing-bound integration and attach tests miss their
+# marks on the 2-core VM (fresh clone at fc9dcb6: 5 of 722 failed, all load-bound);
+# RDZVSCOPE_CTEST_JOBS sets it.
+CTEST_JOBS=${RDZVSCOPE_CTEST_JOBS:-$(nproc)}
 
 if [ $quick = 1 ]; then
   stage ctest-quick
