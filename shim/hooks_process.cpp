@@ -1,11 +1,13 @@
 // Process life: fork/vfork/posix_spawn, the exec family, exit/_exit/_Exit and the return
-// from main. None of these creates a trace file: a job script's sed/date/mkdir processes
+// from main; the signals a process sends (kill, killpg) and the children it reaps (waitpid,
+// wait4, wait): how a launcher stopped its workers, and how each of them ended. None of these creates a trace file: a job script's sed/date/mkdir processes
 // leave nothing behind; they are recorded only in a process that already traces.
 #include <alloca.h>
 #include <errno.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -86,6 +88,24 @@ int traced_spawn(real::posix_spawn_fn fn, rdzv_op op, pid_t* pid, const char* pa
   return r;
 }
 
+// A signal sent (kill, killpg), recorded once the call returned: a signal that ends the sender
+// itself (kill(getpid(), SIGKILL)) leaves no record, as a kill by anyone else would not.
+int sent_signal(rdzv_op op, pid_t target, int sig, int r) {
+  if (sig == 0 || in_guard()) return r;  // signal 0 only asks whether the target exists
+  RecordScope scope;
+  record_proc(RDZV_EV_SIGNAL, op, r, r < 0 ? scope.call_errno() : 0, target, nullptr, sig);
+  return r;
+}
+
+// A child reaped: its pid and wait status (an exit or the signal that ended it; a child that
+// only stopped or continued is not reaped).
+pid_t reaped(rdzv_op op, pid_t r, int status) {
+  if (r <= 0 || in_guard() || !(WIFEXITED(status) || WIFSIGNALED(status))) return r;
+  RecordScope scope;
+  record_proc(RDZV_EV_REAP, op, r, 0, r, nullptr, status);
+  return r;
+}
+
 pid_t vfork_unavailable() {
   errno = ENOSYS;
   return -1;
@@ -129,6 +149,35 @@ RDZV_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_fil
                              char* const envp[]) {
   return traced_spawn(real::posix_spawnp(), RDZV_OP_POSIX_SPAWNP, pid, file, fa, attr, argv,
                       envp);
+}
+
+RDZV_EXPORT int kill(pid_t pid, int sig) {
+  return sent_signal(RDZV_OP_KILL, pid, sig, real::kill()(pid, sig));
+}
+
+RDZV_EXPORT int killpg(pid_t pgrp, int sig) {
+  return sent_signal(RDZV_OP_KILLPG, pgrp, sig, real::killpg()(pgrp, sig));
+}
+
+RDZV_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
+  int own = 0;
+  int* st = status ? status : &own;
+  const pid_t r = real::waitpid()(pid, st, options);
+  return reaped(RDZV_OP_WAITPID, r, *st);
+}
+
+RDZV_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
+  int own = 0;
+  int* st = status ? status : &own;
+  const pid_t r = real::wait4()(pid, st, options, usage);
+  return reaped(RDZV_OP_WAIT4, r, *st);
+}
+
+RDZV_EXPORT pid_t wait(int* status) {
+  int own = 0;
+  int* st = status ? status : &own;
+  const pid_t r = real::wait()(st);
+  return reaped(RDZV_OP_WAIT, r, *st);
 }
 
 RDZV_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {

@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -72,6 +73,11 @@
   X(execve, int, (const char*, char* const*, char* const*))                                     \
   X(execvpe, int, (const char*, char* const*, char* const*))                                    \
   X(fexecve, int, (int, char* const*, char* const*))                                            \
+  X(kill, int, (pid_t, int))                                                                    \
+  X(killpg, int, (pid_t, int))                                                                  \
+  X(waitpid, pid_t, (pid_t, int*, int))                                                         \
+  X(wait4, pid_t, (pid_t, int*, int, struct rusage*))                                           \
+  X(wait, pid_t, (int*))                                                                        \
   X(exit, void, (int))                                                                          \
   X(_exit, void, (int))                                                                         \
   X(_Exit, void, (int))                                                                         \

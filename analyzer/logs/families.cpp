@@ -41,9 +41,12 @@ bool says_any(sv s) {
 // --- Matchers ---------------------------------------------------------------------------
 
 // gloo's and NCCL's own connections between ranks (after the store): their refused, reset or
-// closed connects are no store failure.
+// closed connects are no store failure. Nor is a read or write on one of gloo's pairs (pair.cc)
+// that found the connection reset or closed ("Read error [H]:P: Connection reset by peer",
+// "Connection closed by peer [H]:P"): the rank at the other end of that pair went away.
 bool transport_connect_failed(sv s) {
   if (says_all<"pair.cc", "connect ">(s)) return true;  // gloo::IoException
+  if (says<"pair.cc">(s) && says_any<"Read error", "Write error", "closed by peer", "reset by peer">(s)) return true;
   if (says<"gloo::IoException">(s)) return true;
   if (says_all<"Proxy Call to rank", "failed">(s)) return true;  // NCCL proxy
   return says<"NCCL WARN">(s) &&
@@ -156,6 +159,39 @@ std::optional<LaunchSettingLine> launch_setting_in(sv body) {
 
 bool states_launch_setting(sv s) { return launch_setting_in(s).has_value(); }
 
+// One line of torchrun's failure summary (the ChildFailedError block): its header, or a field
+// of one failure, "  NAME<spaces>: VALUE", with the forms each field's value takes there.
+std::optional<LaunchSettingLine> failure_summary_field_in(sv body) {
+  const sv m = message_start(body);
+  if (m.starts_with("Root Cause (first observed failure)")) return LaunchSettingLine{"root_cause", ""};
+  // The agent's own error line before the summary: "failed (exitcode: 1) local_rank: 2 (pid:
+  // 23296) of binary: ...", behind a glog prefix on 2.x, "ERROR:torch...api:" on 1.x.
+  if (const size_t p = body.find("failed (exitcode: "); p != npos && contains(body.substr(p), ") local_rank: "))
+    return LaunchSettingLine{"first_failure", body.substr(p + 8)};
+  static constexpr sv kNames[] = {"rank", "exitcode", "error_file", "traceback"};
+  for (sv name : kNames) {
+    if (!m.starts_with(name)) continue;
+    sv rest = m.substr(name.size());
+    size_t spaces = 0;
+    while (spaces < rest.size() && rest[spaces] == ' ') ++spaces;
+    if (!rest.substr(spaces).starts_with(":")) return std::nullopt;
+    sv value = rest.substr(spaces + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+    // The forms torchrun gives them: "2 (local_rank: 2)", "1 (pid: 23296)", and names
+    // padded to one column ("traceback :", not a word that merely starts a sentence).
+    if (name == "rank" && !(contains(value, "(local_rank: ") && !value.empty() && is_digit(value[0])))
+      return std::nullopt;
+    if (name == "exitcode" && !(contains(value, "(pid: ") && !value.empty() && (is_digit(value[0]) || value[0] == '-')))
+      return std::nullopt;
+    if (name == "traceback" && spaces == 0) return std::nullopt;
+    return LaunchSettingLine{name, value};
+  }
+  return std::nullopt;
+}
+
+bool states_failure_summary_field(sv s) { return failure_summary_field_in(s).has_value(); }
+
 // --- Value finders ----------------------------------------------------------------------
 
 // "N/M" right after the "seconds waiting for clients. " at body[p]: the clients joined of
@@ -223,6 +259,13 @@ void find_launch_setting(sv body, LogEvent& ev) {
   if (auto s = launch_setting_in(body)) {
     ev.setting = std::string(s->name);
     ev.setting_value = std::string(s->value.substr(0, 200));
+  }
+}
+
+void find_failure_summary_field(sv body, LogEvent& ev) {
+  if (auto f = failure_summary_field_in(body)) {
+    ev.setting = std::string(f->name);
+    ev.setting_value = std::string(f->value.substr(0, 300));
   }
 }
 
@@ -478,6 +521,14 @@ constexpr FamilyRow kFamilies[] = {
      .versions = "torchrun with LOGLEVEL=INFO: bare on 1.x, after a glog prefix on 2.x",
      .example = "I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]"
                 "   run_id                   : info1"},
+    {.family = Family::WorkerFailure,
+     .name = "worker_failure",
+     .scope = Scope::Setting,
+     .anchors = {"Root Cause", "exitcode", "error_file", "traceback :", "local_rank:"},
+     .matches = states_failure_summary_field,
+     .values = find_failure_summary_field,
+     .versions = "torchrun (torchelastic), 1.10 on; seen on 2.13",
+     .example = "  exitcode  : 1 (pid: 23296)"},
 };
 
 // What the classifier and the prefilter rely on, checked where the rows are written.

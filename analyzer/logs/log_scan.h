@@ -66,6 +66,15 @@ enum class Family {
   // LogFacts keeps the lines apart (teardown_marks); what the agent logs after one is the
   // job's teardown.
   AgentTeardown,
+  // torchrun's failure summary, the ChildFailedError block its agent prints when a worker
+  // failed: the header "Root Cause (first observed failure):" and each failure's fields,
+  // "  rank      : 2 (local_rank: 2)", "  exitcode  : 1 (pid: 23296)" (-15 and "(SIGTERM)" for
+  // the workers the agent stopped), "  error_file: <N/A>", "  traceback : ..."; and the agent's
+  // error line above it, "failed (exitcode: 1) local_rank: 2 (pid: 23296) of binary: ..."
+  // (LogEvent::setting "root_cause", "rank", "exitcode", "error_file", "traceback" or
+  // "first_failure", setting_value the rest). No failure by itself: LogFacts puts each
+  // failure's lines together (worker_failures).
+  WorkerFailure,
   // Issue 13. The families below are not rendezvous (store) failures: LogFacts keeps them
   // apart from the events the rules read (LogFacts::other_errors), so that a log holding only
   // them is `unknown` with the line quoted, never `healthy`.
@@ -94,7 +103,8 @@ inline bool is_other_error(Family f) {
 // The families of c10d / TCPStore / elastic messages about the rendezvous (what LogScan::matched
 // counts): neither another error nor a statement of the launcher (a setting, a success).
 inline bool is_rendezvous_message(Family f) {
-  return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown;
+  return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown &&
+         f != Family::WorkerFailure;
 }
 
 struct LogEvent {
@@ -124,7 +134,8 @@ struct LogEvent {
   // exchange): the rank whose key was awaited, 2; the first key's last path element.
   std::optional<int> awaited_rank;
   // LaunchSetting: the setting's name as torchrun prints it ("run_id", "rdzv_endpoint",
-  // "rdzv_backend", "min_nodes", "max_nodes", "nproc_per_node") and its value.
+  // "rdzv_backend", "min_nodes", "max_nodes", "nproc_per_node") and its value. WorkerFailure:
+  // the field's name ("root_cause", "rank", "exitcode", "error_file", "traceback") and value.
   std::string setting, setting_value;
   bool has(Family f) const { return family == f || (also >> static_cast<int>(f)) & 1u; }
 };

@@ -39,6 +39,82 @@ bool Context::any_rank_failed() const {
   return false;
 }
 
+bool Context::parent_is_agent(const Process& p) const {
+  return std::any_of(traces.processes.begin(), traces.processes.end(), [&](const Process& q) {
+    return q.role == Role::Agent && q.pid_space == p.pid_space && q.pid == p.header.ppid;
+  });
+}
+
+bool Context::died_on_its_own(const ProcessFacts& f) const {
+  const Ending& e = ending(f);
+  if (!e.failed() || e.stopped() || f.first_error) return false;
+  if (f.proc->rank < 0) return true;
+  // A rendezvous error, or an error of gloo's or NCCL's own connections, that its own log
+  // lines show: it died of that, not on its own.
+  for (const LogEvent& l : logs.events)
+    if (l.rank == f.proc->rank) return false;
+  for (const LogEvent& l : logs.other_errors)
+    if (l.rank == f.proc->rank && l.family != LogFamily::ErrorLine) return false;
+  return true;
+}
+
+std::optional<std::int64_t> Context::failure_time(const ProcessFacts& f) const {
+  const Ending& e = ending(f);
+  if (!e.failed()) return std::nullopt;
+  if (f.first_error) return end_ns(*f.first_error);
+  if (e.stopped()) return e.sent_ns;
+  return e.over_ns.value_or(e.last_seen_ns);
+}
+
+std::optional<Context::Death> Context::first_death() const {
+  constexpr std::int64_t kSlackNs = 50'000'000;  // a death's time is an upper bound
+  const auto rs = ranks();
+  std::optional<Death> best;
+  for (const ProcessFacts* f : rs) {
+    const Ending& e = ending(*f);
+    if (!died_on_its_own(*f) || !e.over_ns || (f->proc->cut_short && e.how == Ending::How::Vanished)) continue;
+    const std::int64_t by = *e.over_ns;
+    if (best && by >= best->by_ns) continue;
+    Death d{f, by, {}};
+    bool first = true, seen_after = false;
+    for (const ProcessFacts* g : rs) {
+      if (g == f) continue;
+      const auto t = failure_time(*g);
+      if (!t) continue;
+      // The earliest it may have failed: a rank with no exit record that no traced process
+      // stopped and no rendezvous error may have died any time after it was last seen (its
+      // parent's reap comes a poll later), unless the end of its connection, read when the
+      // kernel closed its sockets, says when.
+      const Ending& ge = ending(*g);
+      std::int64_t earliest = *t;
+      if (!g->first_error && !ge.stopped() && !g->proc->exit_ns)
+        earliest = ge.hangup_ns ? std::min(*t, *ge.hangup_ns) : std::min(*t, ge.last_seen_ns);
+      if (earliest < e.last_seen_ns || earliest < by - kSlackNs) {
+        first = false;
+        break;
+      }
+      d.after.push_back(g);
+      // Alive after it was over, and then failed: its record (an exit, an error) or its
+      // launcher's signal came later, or its store connection stayed open more than the slack
+      // longer (its end read then). Processes killed together leave no such sign.
+      seen_after = seen_after || ge.last_seen_ns > by || (ge.stopped() && ge.sent_ns > by) ||
+                   (ge.hangup_ns && *ge.hangup_ns > by + kSlackNs);
+    }
+    if (first && seen_after) best = std::move(d);
+  }
+  return best;
+}
+
+const LogEvent* Context::crash_line(const ProcessFacts& f) const {
+  if (f.proc->rank < 0) return nullptr;
+  const LogEvent* out = nullptr;
+  for (const LogEvent& l : logs.other_errors)
+    if (l.rank == f.proc->rank && l.family == LogFamily::ErrorLine &&
+        l.text.find("Traceback (most recent call last)") == std::string::npos)
+      out = &l;
+  return out;
+}
+
 void Context::find_expected_ranks(std::optional<int> given) {
   const auto rs = ranks();
   if (rs.empty() && !given) return;
@@ -302,6 +378,77 @@ Finding finding_for(FailureClass cls, const ProcessFacts& f, std::optional<std::
 #include "reader/names.h"
 
 namespace rdzvscope {
+
+namespace {
+
+std::string sender_words(const Process& p) {
+  return p.role == Role::Agent ? "its launcher agent (" + p.pid_words() + " on " + p.host + ")" : p.label();
+}
+
+}  // namespace
+
+std::string log_line_words(const LogEvent& e) {
+  return e.file + ":" + std::to_string(e.line) + ": " + e.text.substr(0, 200);
+}
+
+std::string ending_words(const Context& c, const ProcessFacts& f) {
+  const Ending& e = c.ending(f);
+  if (e.stopped()) {
+    std::string s = "was stopped by " + sender_words(*e.signalled_by) + " with " + signal_name(e.sent_signal) + " at " +
+                    rel(c, e.sent_ns);
+    if (e.how == Ending::How::Signaled && e.signal != e.sent_signal) s += " and ended by " + signal_name(e.signal);
+    return s;
+  }
+  switch (e.how) {
+    case Ending::How::Exited:
+      return "exited with status " + (e.status ? std::to_string(*e.status) : std::string("?")) + " at " +
+             rel(c, f.proc->exit_ns.value_or(e.reaped_ns.value_or(*e.over_ns)));
+    case Ending::How::Signaled:
+      return "was killed by " + signal_name(e.signal) + " (its parent reaped it at " + rel(c, e.reaped_ns.value_or(*e.over_ns)) +
+             (e.hangup_ns && e.hangup_seen_by && e.over_ns == e.hangup_ns
+                  ? "; " + e.hangup_seen_by->label() + " read the end of its store connection at " + rel(c, *e.hangup_ns)
+                  : std::string()) +
+             ")";
+    case Ending::How::Vanished: break;
+  }
+  std::string s = "vanished without an exit record after " + rel(c, e.last_seen_ns) +
+                  " (killed by a signal: SIGKILL from the OOM killer or a scheduler, say)";
+  if (e.hangup_ns && e.hangup_seen_by)
+    s += "; " + e.hangup_seen_by->label() + " read the end of its store connection at " + rel(c, *e.hangup_ns) +
+         ", which it had not closed: it was dead by then";
+  return s;
+}
+
+std::string crash_words(const Context& c, const ProcessFacts& f) {
+  if (const LogEvent* l = c.crash_line(f)) return "its exception: " + log_line_words(*l);
+  for (const auto& w : c.logs.worker_failures) {
+    if (w.rank != f.proc->rank || f.proc->rank < 0) continue;
+    if (w.exception_line)
+      return "its exception: " + w.file + ":" + std::to_string(w.exception_line) + ": " + w.exception.substr(0, 200) +
+             " (torchrun's summary at line " + std::to_string(w.line) + " names it the root cause)";
+    if (w.exception.empty() && w.traceback.empty() && w.error_file.empty()) break;
+    std::string s = "torchrun's summary (" + w.file + ":" + std::to_string(w.line) + "): exit code " +
+                    (w.exitcode ? std::to_string(*w.exitcode) : std::string("?"));
+    if (!w.error_file.empty()) s += ", error file " + w.error_file;
+    if (!w.exception.empty()) s += ", exception: " + w.exception.substr(0, 200);
+    else if (!w.traceback.empty()) s += ", traceback: " + w.traceback.substr(0, 200);
+    return s;
+  }
+  return "";
+}
+
+std::string ending_short(const Context& c, const ProcessFacts& f) {
+  const Ending& e = c.ending(f);
+  if (e.stopped())
+    return "stopped (" + signal_name(e.sent_signal) +
+           (e.signalled_by->role == Role::Agent ? std::string(" from its agent") : " from " + e.signalled_by->label()) + ")";
+  switch (e.how) {
+    case Ending::How::Exited: return "exit " + (e.status ? std::to_string(*e.status) : std::string("?"));
+    case Ending::How::Signaled: return "killed (" + signal_name(e.signal) + ")";
+    case Ending::How::Vanished: break;
+  }
+  return "vanished";
+}
 
 std::string describe(const Event& e) {
   std::string what = kind_name(e.kind);

@@ -11,6 +11,7 @@
 
 #include "address.h"
 #include "diagnosis.h"
+#include "endings.h"
 #include "log_facts.h"
 #include "name_answers.h"
 #include "rank_facts.h"
@@ -21,6 +22,7 @@ struct Context {
   const TraceInputs& traces;
   const LogFacts& logs;
   std::vector<ProcessFacts> facts;
+  std::vector<Ending> endings;  // how each of facts ended, in the same order (endings.h)
 
   // The ranks the job expected and the ones of them no traced process is (find_expected_ranks).
   std::optional<int> expected_world_size;
@@ -47,7 +49,7 @@ struct Context {
   // world_size: the ranks the job expects, when the user knows it (watch --world-size); else
   // found in the headers or logs.
   Context(const TraceInputs& t, const LogFacts& l, std::optional<int> world_size = std::nullopt)
-      : traces(t), logs(l), facts(derive_facts(t.processes)) {
+      : traces(t), logs(l), facts(derive_facts(t.processes)), endings(find_endings(facts, t)) {
     find_expected_ranks(world_size);
     find_absent_nodes();
     find_missing_agents();
@@ -94,6 +96,36 @@ struct Context {
   // on a rendezvous error of its own. Workers it started show as its spawns, or (when attach
   // came later) as traced processes whose parent it is.
   bool gave_up_its_rendezvous(const Process& agent) const;
+
+  // Its parent is a traced launcher agent (torchrun's worker).
+  bool parent_is_agent(const Process& p) const;
+  const Ending& ending(const ProcessFacts& f) const { return endings[static_cast<std::size_t>(&f - facts.data())]; }
+  // A rank that ended on its own: it failed (a non-zero exit, a signal, it vanished) while no
+  // traced process had signalled it, without a rendezvous error of its own, neither in its
+  // trace nor among its log lines (an exception that is no store error is its own).
+  bool died_on_its_own(const ProcessFacts& f) const;
+  // The first rank that died on its own, when the traces prove it first: the time it was
+  // surely over is known (an exit record, its parent's reap, another process reading the end
+  // of its store connection), every other rank that failed did so after it was last seen
+  // alive and no earlier than 50 ms before that time (a rank killed without a record of it
+  // may have died any time after its own last record, unless the end of its connection says
+  // when: that is the earliest it may have failed), and at least one of them was seen alive
+  // after that time (a record of its own, its launcher's signal, or its store connection still
+  // open more than 50 ms later) and failed: its consequences. nullopt otherwise (a whole job killed at once proves no order).
+  struct Death {
+    const ProcessFacts* f = nullptr;
+    std::int64_t by_ns = 0;                    // it was over by then
+    std::vector<const ProcessFacts*> after;    // the ranks that failed after it, by rank
+  };
+  std::optional<Death> first_death() const;
+  // When a failed process's failure showed: its first error, else the time it was surely
+  // over (a signal a traced process sent it, its exit, its reap, the end of its connection),
+  // else the last thing seen of it. nullopt when it did not fail.
+  std::optional<std::int64_t> failure_time(const ProcessFacts& f) const;
+  // The exception line of a rank's crash in the logs given: the last Python exception line
+  // (not a "Traceback" header) among the lines matched to that rank (its prefix or its log
+  // file's name), or nullptr.
+  const LogEvent* crash_line(const ProcessFacts& f) const;
 
  private:
   // WORLD_SIZE from the traced ranks' headers when they agree (else the logs' "k/N clients
@@ -144,6 +176,19 @@ std::optional<int> rank_of(const LogEvent& e);
 }  // namespace rdzvscope
 
 namespace rdzvscope {
+// How a process ended, in words with times: "exited with status 1 at +4.80 s", "vanished
+// without an exit record after +14.92 s (killed by a signal: SIGKILL, the OOM killer?); the
+// store host rank 0 (vm pid 7) read the end of its connection at +14.94 s", "was stopped by
+// the launcher agent pid 7 on vm (SIGTERM at +3.20 s)".
+std::string ending_words(const Context& c, const ProcessFacts& f);
+// Its crash in the logs given: "its exception: rank1.log:23: RuntimeError: ..." (the exception
+// line matched to it), else what torchrun's summary says of it ("torchrun's summary (FILE:LINE):
+// exit code 1, traceback: ..."); "" when the logs say nothing of it.
+std::string crash_words(const Context& c, const ProcessFacts& f);
+// "exit 1", "killed (SIGKILL)", "vanished", "stopped (SIGTERM from its agent)": for tables.
+std::string ending_short(const Context& c, const ProcessFacts& f);
+// "rank1.log:23: RuntimeError: ..." (the text cut to 200 bytes).
+std::string log_line_words(const LogEvent& e);
 // "ECONNREFUSED on connect to 127.0.0.1:29500", "recv of 0 bytes from ...": one event in words.
 std::string describe(const Event& e);
 // The kinds of activity in an arrival snapshot: "idle/waiting (0.4 s CPU in 6.1 s, read 2 MB)".

@@ -53,6 +53,10 @@ struct Evidence {
   std::optional<double> seconds_to_first_failure;   // launch to the first failure
   std::optional<TimeoutFact> timeout;
   std::vector<int> late_ranks;                      // straggler_timeout: who arrived late
+  // Ranks that died on their own (docs/classes.md, "Dead ranks"): the one that died first
+  // (rank_died, broken_pipe/peer_died), or a rank the others waited for that died before it
+  // reached the store (straggler_timeout). Their rows say how they ended, never "late".
+  std::vector<int> dead_ranks;
   std::optional<std::string> unresolved_name;       // name_resolution: the name that failed
   // The ranks the job expected (WORLD_SIZE, the same in every traced rank's header; else the
   // logs' "k/N clients joined") of which no process is in the traces: never started, or
@@ -160,6 +164,11 @@ struct RankRow {
   std::optional<int> exit_status;
   bool vanished = false;
   bool late = false;
+  // Evidence::dead_ranks: it died on its own. `ended` says how a dead rank ended ("exit 1",
+  // "killed (SIGKILL)", "vanished"), or that a traced launcher stopped the rank ("stopped
+  // (SIGTERM from its agent)"); "" otherwise. The JSON row has them only when set.
+  bool dead = false;
+  std::string ended;
   // A rank the job expected of which no process was traced (Evidence::absent_ranks): only
   // `rank` is set, every time is empty.
   bool absent = false;

@@ -24,6 +24,7 @@ enum class FailureClass {
   ConfigMismatch,
   StoreUnreachable,
   StalePeerAddress,
+  RankDied,
 };
 
 // "straggler_timeout": the name in reports and in rdzvscope.diagnosis/1.

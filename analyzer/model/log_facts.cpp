@@ -1,6 +1,7 @@
 #include "log_facts.h"
 
 #include <algorithm>
+#include <string>
 
 namespace rdzvscope {
 
@@ -130,13 +131,147 @@ void set_aside_teardown(std::vector<LogEvent>& events, const std::vector<LogEven
 bool is_teardown_store_error(const LogEvent& e) { return is_store_io_error(e) || e.has(LogFamily::RendezvousClosed); }
 bool is_any(const LogEvent&) { return true; }
 
+// "2 (local_rank: 2)" -> 2 and 2; "1 (pid: 23296)" -> 1 and 23296: the number at the start,
+// and the one after `key`.
+std::optional<int> leading_number(const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(v, &used);
+    return used ? std::optional<int>(n) : std::nullopt;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::optional<int> number_after_key(const std::string& v, const char* key) {
+  const auto p = v.find(key);
+  return p == std::string::npos ? std::nullopt : leading_number(v.substr(p + std::char_traits<char>::length(key)));
+}
+
+bool is_exception_text(const LogEvent& e) {
+  return e.family == LogFamily::ErrorLine && e.text.find("Traceback (most recent call last)") == std::string::npos &&
+         e.text.find("terminate called") == std::string::npos;
+}
+
+// The root cause's own exception line, where the agent's log holds its workers' output without
+// rank prefixes (torchrun's default). A worker's output goes to the agent's; the agent stops the
+// other workers with SIGTERM, whose default action prints nothing. So when every other failure
+// of the summary is a signal (a negative exit code), the last unprefixed exception line of that
+// file before the agent's "failed (exitcode: N) local_rank: L (pid: P)" line for the root cause
+// (same pid), and after the file's previous summary, is the root cause's.
+void find_root_cause_exceptions(LogFacts& facts, const std::vector<const LogEvent*>& first_failure_lines) {
+  for (LogFacts::WorkerFailure& root : facts.worker_failures) {
+    if (!root.root_cause || !root.exception.empty() || !root.pid) continue;
+    const bool others_signalled = std::all_of(facts.worker_failures.begin(), facts.worker_failures.end(), [&](const auto& w) {
+      const bool same_summary = w.file == root.file && w.origin == root.origin && w.line < root.line && root.line - w.line < 400;
+      return &w == &root || !same_summary || (w.exitcode && *w.exitcode < 0);
+    });
+    if (!others_signalled) continue;
+    const LogEvent* agent_line = nullptr;
+    for (const LogEvent* e : first_failure_lines)
+      if (e->file == root.file && e->origin == root.origin && e->line < root.line &&
+          number_after_key(e->setting_value, "(pid: ") == root.pid)
+        agent_line = e;
+    if (!agent_line) continue;
+    std::uint64_t after = 0;  // the file's previous summary
+    for (const auto& w : facts.worker_failures)
+      if (w.file == root.file && w.root_cause && w.line < agent_line->line) after = std::max(after, w.line);
+    for (const LogEvent& e : facts.other_errors)
+      if (e.file == root.file && e.origin == root.origin && e.rank < 0 && e.line > after && e.line < agent_line->line &&
+          is_exception_text(e)) {
+        root.exception = e.text;
+        root.exception_line = e.line;
+      }
+  }
+}
+
+// torchrun's summaries put together: in each file (and host of a merged log), a "rank" line
+// starts a failure and the lines below it fill it in; the first failure after a "Root Cause"
+// header is that summary's root cause. The exception line of a traceback field (a worker whose
+// main is wrapped in @record writes its traceback to the error file, and torchrun prints it
+// here) is the last exception line of the same file within 60 lines below it.
+void put_failures_together(LogFacts& facts) {
+  struct Source {
+    std::string file, origin;
+    bool root_pending = false;
+  };
+  std::vector<Source> sources;
+  auto source_of = [&](const LogEvent& e) -> Source& {
+    for (Source& s : sources)
+      if (s.file == e.file && s.origin == e.origin) return s;
+    sources.push_back({e.file, e.origin, false});
+    return sources.back();
+  };
+  std::vector<std::pair<std::size_t, std::uint64_t>> traceback_at;  // failure, line of its traceback field
+  std::vector<const LogEvent*> first_failure_lines;
+  for (const LogEvent& e : facts.worker_failure_lines) {
+    Source& src = source_of(e);
+    if (e.setting == "first_failure") {
+      first_failure_lines.push_back(&e);
+      continue;
+    }
+    if (e.setting == "root_cause") {
+      src.root_pending = true;
+      continue;
+    }
+    if (e.setting == "rank") {
+      LogFacts::WorkerFailure f;
+      f.file = e.file;
+      f.origin = e.origin;
+      f.line = e.line;
+      f.root_cause = src.root_pending;
+      src.root_pending = false;
+      f.rank = leading_number(e.setting_value).value_or(-1);
+      f.local_rank = number_after_key(e.setting_value, "(local_rank: ").value_or(-1);
+      facts.worker_failures.push_back(std::move(f));
+      continue;
+    }
+    // A field belongs to the last failure of its source, started at most 8 lines above.
+    LogFacts::WorkerFailure* f = nullptr;
+    for (auto it = facts.worker_failures.rbegin(); it != facts.worker_failures.rend(); ++it)
+      if (it->file == e.file && it->origin == e.origin) {
+        if (e.line > it->line && e.line - it->line <= 8) f = &*it;
+        break;
+      }
+    if (!f) continue;
+    if (e.setting == "exitcode") {
+      f->exitcode = leading_number(e.setting_value);
+      f->pid = number_after_key(e.setting_value, "(pid: ");
+    } else if (e.setting == "error_file") {
+      if (e.setting_value != "<N/A>") f->error_file = e.setting_value;
+    } else if (e.setting == "traceback") {
+      if (e.setting_value.rfind("To enable traceback", 0) != 0) f->traceback = e.setting_value;
+      if (e.setting_value.rfind("Traceback (most recent call last)", 0) == 0)
+        traceback_at.emplace_back(static_cast<std::size_t>(f - facts.worker_failures.data()), e.line);
+    }
+  }
+  for (const auto& [i, at] : traceback_at) {
+    LogFacts::WorkerFailure& f = facts.worker_failures[i];
+    for (const LogEvent& e : facts.other_errors)
+      if (e.family == LogFamily::ErrorLine && e.file == f.file && e.line > at && e.line <= at + 60 &&
+          e.text.find("Traceback (most recent call last)") == std::string::npos) {
+        f.exception = e.text;
+        f.exception_line = e.line;
+      }
+  }
+  find_root_cause_exceptions(facts, first_failure_lines);
+}
+
 }  // namespace
+
+const LogFacts::WorkerFailure* LogFacts::root_cause() const {
+  for (const WorkerFailure& f : worker_failures)
+    if (f.root_cause) return &f;
+  return nullptr;
+}
 
 void add_log_event(LogFacts& facts, LogEvent e) {
   if (e.family == LogFamily::LaunchSetting)
     add_launch_setting(facts.launch_configs, e);
   else if (e.family == LogFamily::AgentTeardown)
     facts.teardown_marks.push_back(std::move(e));
+  else if (e.family == LogFamily::WorkerFailure)
+    facts.worker_failure_lines.push_back(std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else
@@ -145,6 +280,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
 
 void settle_log_facts(LogFacts& facts) {
   for (auto& c : facts.launch_configs) settle_nnodes(c);
+  facts.worker_failures.clear();
+  put_failures_together(facts);
   set_aside_teardown(facts.events, facts.teardown_marks, is_teardown_store_error);
   set_aside_teardown(facts.other_errors, facts.teardown_marks, is_any);
   set_aside_shutdown_errors(facts.events);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,30 @@ struct LogFacts {
   // succeeded, or its exit barrier failed), in file order. What the same agent logs after one
   // is the job's teardown (settle_log_facts).
   std::vector<LogEvent> teardown_marks;
+  // torchrun's failure summary (worker_failure lines: the ChildFailedError block its agent
+  // prints once a worker failed), one entry per failure it lists, in file order. The one under
+  // "Root Cause (first observed failure)" is the worker whose failure torchrun saw first; the
+  // others are the workers it then stopped (exitcode -15: SIGTERM) or that failed too.
+  struct WorkerFailure {
+    std::string file, origin;
+    std::uint64_t line = 0;       // its "rank" line
+    bool root_cause = false;
+    int rank = -1, local_rank = -1;
+    std::optional<int> exitcode;  // negative: the signal that ended it (-15: SIGTERM)
+    std::optional<int> pid;
+    std::string error_file;       // "" when torchrun says <N/A>
+    std::string traceback;        // "" when it only says how to enable tracebacks
+    // Its exception line: below a traceback field (a worker whose main torchrun's @record
+    // wraps), else, for the root cause, the worker's own line in the agent's log (see
+    // put_failures_together in log_facts.cpp); exception_line is where it is, 0 when none.
+    std::string exception;
+    std::uint64_t exception_line = 0;
+  };
+  std::vector<WorkerFailure> worker_failures;
+  // The summary's lines as read, until settle_log_facts puts each failure together.
+  std::vector<LogEvent> worker_failure_lines;
+  // The first root cause of torchrun's summaries, or nullptr.
+  const WorkerFailure* root_cause() const;
   std::string torch_version;  // from the logs, "" when not printed
   std::string version_hint;   // ">=2.5" / "<=2.4" from message styles, "" when no clue
   // The log rows of the table (input_stats.h): log_files, partial_log_files (read up to
@@ -55,7 +80,8 @@ LogFacts load_logs(const std::vector<std::string>& paths);
 // among other_errors, the rest among events.
 void add_log_event(LogFacts& facts, LogEvent e);
 
-// What is derived once the events are in: torchrun's --nnodes from min/max nodes, and the
+// What is derived once the events are in: torchrun's --nnodes from min/max nodes, torchrun's
+// failure summaries put together (worker_failures), and the
 // errors of the job's teardown are set aside. Once every worker of a node exited 0, its agent
 // still talks to the store: the exit barrier, keep-alive heartbeats, the rendezvous shutdown.
 // When the agent that hosts the store exits first, each of these calls fails (a 0-byte read, a

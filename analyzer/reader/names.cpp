@@ -40,6 +40,7 @@ constexpr Named<rdzv_kind> kKinds[] = {
     {RDZV_EV_SEND, "send"},             {RDZV_EV_RECV, "recv"},
     {RDZV_EV_POLL, "poll"},             {RDZV_EV_SOCKOPT, "sockopt"},
     {RDZV_EV_CLOSE, "close"},           {RDZV_EV_TCP_STATE, "tcp_state"},
+    {RDZV_EV_SIGNAL, "signal"},         {RDZV_EV_REAP, "reap"},
 };
 static_assert(std::size(kKinds) == RDZV_EV_KIND_MAX, "a name for every kind");
 
@@ -86,6 +87,11 @@ constexpr Named<rdzv_op> kOps[] = {
     {RDZV_OP_KERNEL, "kernel"},
     {RDZV_OP_SENDMMSG, "sendmmsg"},
     {RDZV_OP_RECVMMSG, "recvmmsg"},
+    {RDZV_OP_KILL, "kill"},
+    {RDZV_OP_KILLPG, "killpg"},
+    {RDZV_OP_WAITPID, "waitpid"},
+    {RDZV_OP_WAIT4, "wait4"},
+    {RDZV_OP_WAIT, "wait"},
 };
 static_assert(std::size(kOps) == RDZV_OP_MAX, "a name for every op");
 

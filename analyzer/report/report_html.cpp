@@ -46,6 +46,7 @@ std::string secs(double s) { return fmt::format("{:+.2f} s", s); }
 // One row of the arrival chart: a rank, or a host's ranks folded (min / median / max).
 struct ChartRow {
   std::string label, css, tip;
+  std::string ended;  // RankRow::ended ("exit 1", "stopped (SIGTERM from its agent)"), drawn at its end
   std::optional<double> launch, resolved, connect, connected, error, end;
   bool vanished = false;
   std::optional<double> last_seen;  // vanished ranks: their last traced event
@@ -80,6 +81,8 @@ ChartRow row_of(const Diagnosis& d, const RankRow& r) {
   c.vanished = r.vanished;
   c.error_text = r.first_error;
   if (r.late || r.absent) c.css += " late";
+  if (r.dead) c.css += " dead";
+  c.ended = r.ended;
   if (r.absent) c.css += " absent";
   if (r.rank && r.rank == d.verdict.initiating_rank) c.css += " initiating";
   if (r.absent) {
@@ -91,7 +94,8 @@ ChartRow row_of(const Diagnosis& d, const RankRow& r) {
   c.tip = c.label + " (pid " + std::to_string(r.pid) + ", " + r.role + "): launched " + t(c.launch) + ", resolved " +
           t(c.resolved) + ", first store connect " + t(c.connect) + ", connected " + t(c.connected) +
           (r.first_error.empty() ? "" : ", first error " + t(c.error) + " " + r.first_error) + ", " +
-          (r.vanished ? std::string("vanished") : "exit " + (r.exit_status ? std::to_string(*r.exit_status) : std::string("?")));
+          (r.dead ? (r.ended == "exit 0" ? "ended before joining: " : "died on its own: ") + r.ended
+           : r.vanished ? std::string("vanished") : "exit " + (r.exit_status ? std::to_string(*r.exit_status) : std::string("?")));
   return c;
 }
 
@@ -167,7 +171,7 @@ Chart build_chart(const Diagnosis& d) {
     // The ranks the verdict is about keep their own rows, on top; the rest fold by host.
     std::map<std::string, std::vector<const RankRow*>, HostOrder> by_host;
     for (const RankRow& r : d.ranks) {
-      if (r.late || r.absent || (r.rank && r.rank == d.verdict.initiating_rank)) ch.rows.push_back(row_of(d, r));
+      if (r.late || r.dead || r.absent || (r.rank && r.rank == d.verdict.initiating_rank)) ch.rows.push_back(row_of(d, r));
       else by_host[r.host].push_back(&r);
     }
     for (const auto& [host, rs] : by_host) ch.rows.push_back(host_row(d, host, rs));
@@ -235,7 +239,11 @@ std::string svg_axis(const ChartGeometry& g) {
 // A row's band, label and LATE/FIRST badge.
 std::string svg_row_label(const ChartGeometry& g, const ChartRow& r, double y, double mid) {
   std::string s = "<rect class=\"band\" x=\"0\" y=\"" + num(y) + "\" width=\"" + num(g.W) + "\" height=\"" + num(g.rh) + "\"/>\n";
-  std::string badge = r.css.find("late") != std::string::npos ? "LATE" : r.css.find("initiating") != std::string::npos ? "FIRST" : "";
+  // A dead rank is DEAD, never LATE: it did not come because it had ended (issue 32).
+  std::string badge = r.css.find(" dead") != std::string::npos     ? (r.ended == "exit 0" ? "ENDED" : "DEAD")
+                      : r.css.find("late") != std::string::npos       ? "LATE"
+                      : r.css.find("initiating") != std::string::npos ? "FIRST"
+                                                                      : "";
   s += "<text class=\"label\" x=\"" + num(badge.empty() ? g.L - 10 : g.L - 52) + "\" y=\"" + num(mid + 4) + "\" text-anchor=\"end\">" +
        esc(r.label.size() > 34 ? r.label.substr(0, 33) + "~" : r.label) + "</text>\n";
   if (!badge.empty())
@@ -276,7 +284,12 @@ std::string svg_row_marks(const ChartGeometry& g, const ChartRow& r, double mid)
   if (r.css.find(" absent") != std::string::npos)
     s += "<text class=\"mk-vanished\" x=\"" + num(g.x(0) + 6) + "\" y=\"" + num(mid + 4) + "\">absent: no trace of this rank</text>\n";
   if (r.end) s += "<rect class=\"mk-exit\" x=\"" + num(g.x(*r.end) - 1.5) + "\" y=\"" + num(mid - 7) + "\" width=\"3\" height=\"14\"/>\n";
-  else if (r.vanished && last)
+  if (!r.ended.empty() && (r.end || last)) {  // a dead or stopped rank: how it ended, beside its end
+    if (!r.end) s += "<path class=\"mk-gone\" d=\"M" + num(g.x(*last)) + " " + num(mid - 7) + "v14\"/>";
+    s += "<text class=\"mk-vanished\" x=\"" + num(g.x(r.end ? *r.end : *last) + 6) + "\" y=\"" + num(mid + 4) + "\">" +
+         (r.css.find(" dead") == std::string::npos ? "" : r.ended == "exit 0" ? "ended: " : "died: ") + esc(r.ended) +
+         "</text>\n";
+  } else if (!r.end && r.vanished && last)
     s += "<path class=\"mk-gone\" d=\"M" + num(g.x(*last)) + " " + num(mid - 7) + "v14\"/><text class=\"mk-vanished\" x=\"" +
          num(g.x(*last) + 6) + "\" y=\"" + num(mid + 4) + "\">vanished (no exit)</text>\n";
   return s;
@@ -329,7 +342,7 @@ h2{font-size:16px;margin:0 0 8px}
 svg.chart{display:block;font-size:12px;max-width:100%;height:auto}
 svg .grid{stroke:#edf0f4;stroke-width:1}svg .axis text{fill:var(--muted);font-size:11px}
 svg .band{fill:transparent}svg .row:nth-of-type(even) .band{fill:#fafbfc}
-svg .row.initiating .band{fill:#fde7e4}svg .row.late .band{fill:#fff1d6}
+svg .row.initiating .band{fill:#fde7e4}svg .row.late .band{fill:#fff1d6}svg .row.dead .band{fill:#fde7e4}
 svg .label{fill:var(--ink);font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
 svg .row.late .label,svg .row.initiating .label{font-weight:700}
 svg .badge{fill:var(--warn)}svg .row.initiating:not(.late) .badge{fill:var(--bad)}
@@ -372,13 +385,15 @@ std::string rank_table(const Diagnosis& d) {
                   "<tr><th>rank</th><th>host</th><th>pid</th><th>role</th><th>launched</th><th>resolved</th><th>store connect</th>"
                   "<th>connected</th><th>first error</th><th>exit</th></tr>\n";
   for (const RankRow& r : d.ranks) {
-    std::string cls = std::string(r.late || r.absent ? " late" : "") + (r.rank && r.rank == d.verdict.initiating_rank ? " initiating" : "");
+    std::string cls = std::string(r.late || r.absent ? " late" : "") + (r.dead ? " bad" : "") +
+                      (r.rank && r.rank == d.verdict.initiating_rank ? " initiating" : "");
     s += "<tr class=\"" + (cls.empty() ? std::string() : cls.substr(1)) + "\"><td>" + (r.rank ? std::to_string(*r.rank) : "-") +
          "</td><td>" + (r.absent ? std::string("-") : esc(r.host)) + "</td><td>" + (r.absent ? std::string("-") : std::to_string(r.pid)) +
          "</td><td>" + esc(r.role) + "</td><td>" +
          t(r.launched_ns) + "</td><td>" + t(r.resolved_ns) + "</td><td>" + t(r.first_store_connect_ns) + "</td><td>" +
          t(r.connected_ns) + "</td><td>" + (r.first_error.empty() ? "-" : t(r.first_error_ns) + " " + esc(r.first_error)) +
-         "</td><td>" + (r.absent ? std::string("absent (no trace)") : r.vanished ? std::string("vanished")
+         "</td><td>" + (r.absent ? std::string("absent (no trace)") : r.dead ? (r.ended == "exit 0" ? "ended before joining: " : "died on its own: ") + esc(r.ended)
+                        : !r.ended.empty() ? esc(r.ended) : r.vanished ? std::string("vanished")
                         : r.exit_status ? std::to_string(*r.exit_status) : "?") + "</td></tr>\n";
   }
   return s + "</table>\n</details>\n";

@@ -99,6 +99,10 @@ ojson rank_row_json(const RankRow& r) {
                {"late", r.late}};
   // Added in issue 17: a process in a PID namespace of its own (a container) says which.
   if (!r.container.empty()) row["container"] = r.container;
+  // Added in issue 32: only on the rows of ranks that died on their own (Evidence::dead_ranks),
+  // and on the rows of ranks a traced launcher stopped ("ended").
+  if (r.dead) row["dead"] = true;
+  if (!r.ended.empty()) row["ended"] = r.ended;
   if (r.pid_namespace) row["pid_namespace"] = r.pid_namespace;
   // Added in issue 17: only on the rows of ranks with no trace (Evidence::absent_ranks),
   // which have no process: no host, no pid.

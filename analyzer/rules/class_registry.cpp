@@ -42,6 +42,11 @@ std::string broken_pipe_on(const std::string& host, const Diagnosis& last) {
          "(`journalctl -k | grep -i -E 'oom|killed'` there); " + last.verdict.next_step;
 }
 
+std::string rank_died_on(const std::string& host, const Diagnosis& last) {
+  return "find why the process on " + host + " dies every time: its crash in its own log, and "
+         "`journalctl -k | grep -i -E 'oom|killed'` there; " + last.verdict.next_step;
+}
+
 std::string port_conflict_on(const std::string& host, const Diagnosis&) {
   return "on " + host + ", find what holds the store port (`ss -ltnp`) and pick another MASTER_PORT";
 }
@@ -61,6 +66,11 @@ std::string broken_pipe_moving(const Diagnosis& last) {
          "<= 2.7: upgrade PyTorch past 2.8 (2.9.1 confirmed) and retest before debugging nodes or the network";
 }
 
+std::string rank_died_moving(const Diagnosis&) {
+  return "a different rank died first in each run: read each one's crash (its log, its exit status or signal) "
+         "and look at what they share (memory limits and the OOM killer, the data they read, the code path)";
+}
+
 std::string transient_moving(const Diagnosis&) {
   return "a transient: relaunch, and investigate only if it keeps reproducing (no node is to blame, it moved)";
 }
@@ -76,7 +86,7 @@ std::string any_class_moving(const Diagnosis& last) {
 }
 
 // Strongest first. Precedence follows causality (class_registry.h).
-constexpr std::array<ClassRow, 11> kRegistry{{
+constexpr std::array<ClassRow, 12> kRegistry{{
     {FailureClass::RdzvCollision, 95, 95, rule_rdzv_collision, false, any_class_on, any_class_moving},
     {FailureClass::PortConflict, 90, 90, rule_port_conflict, true, port_conflict_on, any_class_moving},
     {FailureClass::NameResolution, 85, 85, rule_name_resolution, true, name_resolution_on, any_class_moving},
@@ -94,6 +104,11 @@ constexpr std::array<ClassRow, 11> kRegistry{{
     {FailureClass::BrokenPipe, 80, 60, rule_broken_pipe, false, broken_pipe_on, broken_pipe_moving},
     {FailureClass::ConnectTimeout, 75, 75, rule_connect_timeout, true, connect_timeout_on, any_class_moving},
     {FailureClass::StragglerTimeout, 70, 70, rule_straggler, false, straggler_on, straggler_moving},
+    // A rank that died on its own first, the others stopped by their launcher or failing after
+    // it: below the symptoms that name the dead rank in their own words (the others' timeouts
+    // waiting for it, their connections to it broken), above a start-up race they survived.
+    // A rank can die at any time, after the rendezvous too: not startup_only.
+    {FailureClass::RankDied, 68, 68, rule_rank_died, false, rank_died_on, rank_died_moving},
     {FailureClass::StoreNotReady, 65, 65, rule_store_not_ready, true, any_class_on, any_class_moving},
     {FailureClass::TransientRecv, 40, 40, rule_transient_recv, false, any_class_on, transient_moving},
 }};

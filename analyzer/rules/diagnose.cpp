@@ -165,6 +165,11 @@ void adopt(std::vector<Candidate>& candidates, Diagnosis& d) {
   for (std::size_t i = 1; i < candidates.size(); ++i) {
     // transient_recv means "no other cause": beside another verdict it says nothing.
     if (candidates[i].verdict.cls == FailureClass::TransientRecv) continue;
+    // rank_died names the rank that died first; a verdict that names the same rank (the others'
+    // timeouts waiting for it, their connections to it broken) says that in its own words.
+    if (candidates[i].verdict.cls == FailureClass::RankDied && candidates[i].verdict.initiating_rank &&
+        candidates[i].verdict.initiating_rank == d.verdict.initiating_rank)
+      continue;
     Finding also;
     also.cls = candidates[i].verdict.cls;
     also.evidence.push_back("also consistent with " + std::string(name_of(also.cls)) + ": " +
@@ -307,6 +312,10 @@ std::string other_error_words(const std::vector<LogEvent>& errors) {
                             first->text.substr(0, 200);
   switch (first->family) {
     case LogFamily::TransportError:
+      if (first->text.find("closed by peer") != std::string::npos || first->text.find("reset by peer") != std::string::npos)
+        return "a gloo connection between ranks was closed or reset by the rank at its other end, not the c10d "
+               "store (" + where + "): that rank most likely died first (killed: its log then ends without an "
+               "error); the ranks' logs side by side, or a trace with rdzvscope run, name it";
       return "gloo/NCCL's own connections between ranks failed, not the c10d store (" + where +
              "); check the interface they use (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) and the "
              "firewall between nodes";
@@ -397,23 +406,37 @@ std::optional<std::pair<const ProcessFacts*, std::int64_t>> first_failure(const 
 void note_after_startup(const Context& c, Diagnosis& d) {
   if (d.verdict.cls == FailureClass::Healthy) return;
   const auto completed = c.rendezvous_completed_ns();
-  const auto first = first_failure(c);
-  if (!completed || !first || first->second < *completed) return;
+  auto first = first_failure(c);
+  // The verdict found which rank died first (Evidence::dead_ranks): that one, whatever the
+  // last records of the ranks stopped or killed after it say.
+  if (!d.evidence.dead_ranks.empty())
+    if (const ProcessFacts* dead = c.rank(d.evidence.dead_ranks.front()))
+      if (auto t = failure_time(*dead)) first = {{dead, *t}};
+  if (!completed || !first) return;
   const Process& p = *first->first->proc;
+  // A rank that vanished was alive at its last record and gone by the time another process
+  // read the end of its connection (endings.h): when it was last seen a moment before the
+  // others finished connecting, it died after them all the same if it was gone only after.
+  const Ending& e = c.ending(*first->first);
+  const bool vanished_then_gone = p.vanished() && e.over_ns.has_value();
+  const std::int64_t gone_ns = vanished_then_gone ? *e.over_ns : first->second;
+  const std::int64_t at = first->second < *completed && gone_ns >= *completed ? gone_ns : first->second;
+  if (at < *completed) return;
   Evidence& ev = d.evidence;
   ev.rendezvous_completed_ns = *completed;
   ev.first_failed_rank = p.rank;
-  ev.first_failure_ns = first->second;
+  ev.first_failure_ns = at;
   const std::string how = p.vanished() ? "vanished (killed by a signal?)"
                           : p.exit_status ? "exited with status " + std::to_string(*p.exit_status)
                                           : "failed";
   d.verdict.summary = "the rendezvous completed at " + rel(c, *completed) +
                       " (every rank reached the store and its peers); the failure came after it, first on " +
-                      p.label() + (p.vanished() ? ", last seen at " : " at ") + rel(c, first->second) + ": " +
+                      p.label() + (p.vanished() ? ", last seen at " : " at ") + rel(c, first->second) +
+                      (gone_ns > first->second ? " and gone by " + rel(c, gone_ns) : std::string()) + ": " +
                       d.verdict.summary;
   d.verdict.next_step = "not a start-up failure: read " + p.label() + "'s log around " + rel(c, first->second) +
                         " (it " + how + " first); " + d.verdict.next_step;
-  d.discriminators.set("rendezvous_completed", AfterRendezvous{rel(c, *completed), p.rank, rel(c, first->second)});
+  d.discriminators.set("rendezvous_completed", AfterRendezvous{rel(c, *completed), p.rank, rel(c, at)});
 }
 
 // A job torchrun restarted: the diagnosis is the last attempt's.
@@ -460,9 +483,12 @@ std::vector<RankRow> rank_rows(const Context& c, const Diagnosis& d) {
   std::vector<RankRow> rows;
   // Late: straggler_timeout's late ranks, or a healthy job's ranks far behind the others.
   const std::set<int> late(d.evidence.late_ranks.begin(), d.evidence.late_ranks.end());
+  const std::set<int> dead(d.evidence.dead_ranks.begin(), d.evidence.dead_ranks.end());
   for (const ProcessFacts* f : c.ranks()) {
     RankRow row = row_for(c, *f);
-    row.late = late.count(f->proc->rank) > 0;
+    row.dead = dead.count(f->proc->rank) > 0;
+    row.late = late.count(f->proc->rank) > 0 && !row.dead;
+    if (row.dead || c.ending(*f).stopped()) row.ended = ending_short(c, *f);
     rows.push_back(row);
   }
   constexpr std::size_t kMaxAbsentRows = 256;

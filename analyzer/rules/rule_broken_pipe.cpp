@@ -79,11 +79,28 @@ std::optional<PipeHit> first_pipe_failure(const Context& c, const ProcessFacts& 
   return PipeHit{&f, first, peer_of(c, f, *first)};
 }
 
+const ProcessFacts* facts_of(const Context& c, const Process* p) {
+  for (const auto& f : c.facts)
+    if (f.proc == p) return &f;
+  return nullptr;
+}
+
 std::vector<PipeHit> find_pipe_hits(const Context& c) {
   std::vector<PipeHit> hits;
   for (const auto& f : c.facts) {
     if (!f.failed()) continue;  // a pipe that breaks at a clean shutdown is no failure
     if (auto h = first_pipe_failure(c, f)) hits.push_back(*h);
+  }
+  // The other side of a dead rank's store connection: the store host reads its end (0 bytes,
+  // or a reset) when the kernel closes the sockets of the rank that died, which never closed
+  // that socket itself. A read that only the store's side makes, so not among the store
+  // host's own failures (rank_facts.cpp): counted here for the first rank that died, when the
+  // store host failed after it.
+  if (const auto death = c.first_death()) {
+    const Ending& e = c.ending(*death->f);
+    const ProcessFacts* reader = facts_of(c, e.hangup_seen_by);
+    const bool counted = std::any_of(hits.begin(), hits.end(), [&](const PipeHit& h) { return h.f == reader; });
+    if (e.hangup_event && reader && reader->failed() && !counted) hits.push_back({reader, e.hangup_event, death->f});
   }
   return hits;
 }
@@ -106,8 +123,11 @@ void find_dead_peer(const Context& c, BrokenPipes& b) {
     std::int64_t end = p.exit_ns ? *p.exit_ns : p.last_event_ns();
     // A peer that died of its own rendezvous error (it timed out waiting, say) is a
     // consequence of that error, which another rule names; only an unexplained death counts.
-    const bool unexplained =
-        (p.vanished() || (h.peer->failed() && !h.peer->first_error)) && !c.gave_up_its_rendezvous(p);
+    // A process a traced launcher stopped (torchrun SIGTERMs the other workers once one
+    // failed) did not die on its own either, nor one whose own log shows the error it died of
+    // (gloo's "Connection closed by peer" on the store host, when another rank died first).
+    const bool unexplained = ((p.vanished() && !c.ending(*h.peer).stopped()) || c.died_on_its_own(*h.peer)) &&
+                             !c.gave_up_its_rendezvous(p);
     bool ended_first = unexplained && end <= h.e->wall_ns + 50'000'000;
     if (ended_first && (!b.dead || end < b.died_at)) {
       b.dead = h.peer;
@@ -137,6 +157,23 @@ const PipeHit* earliest_pipe_hit(const std::vector<PipeHit>& hits) {
   return first;
 }
 
+// The ranks that failed after the dead one, and their own errors in the logs: consequences.
+std::string consequences_words(const Context& c, const ProcessFacts& dead) {
+  const auto death = c.first_death();
+  if (!death || death->f != &dead) return "";
+  std::vector<int> ranks;
+  for (const ProcessFacts* g : death->after) ranks.push_back(g->proc->rank);
+  int lines = 0;
+  for (const LogEvent& l : c.logs.other_errors)
+    if (l.family == LogFamily::TransportError && l.rank != dead.proc->rank) ++lines;
+  for (const LogEvent& l : c.logs.events)
+    if ((l.has(LogFamily::BrokenPipe) || l.has(LogFamily::ConnectionReset)) && l.rank != dead.proc->rank) ++lines;
+  return "; rank(s) " + rank_list(ranks) + " failed after it" +
+         (lines ? " (their " + std::to_string(lines) +
+                      " log line(s) of connections reset or closed by their peer are its consequences)"
+                : std::string(": consequences of its death"));
+}
+
 void word_peer_died(const Context& c, const BrokenPipes& b, const PipeHit* first, Candidate& out) {
   Verdict& v = out.verdict;
   v.cause = "peer_died";
@@ -146,9 +183,15 @@ void word_peer_died(const Context& c, const BrokenPipes& b, const PipeHit* first
   const Process& p = *b.dead->proc;
   std::string how = p.vanished() ? "vanished without an exit (killed by a signal, OOM killer?)"
                                  : "exited with status " + std::to_string(p.exit_status.value_or(-1));
-  v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " " + how + " at " +
-              rel(c, b.died_at) + "; " + std::to_string(b.hits.size()) +
-              " rank(s) then saw their store connection break";
+  const std::string after = consequences_words(c, *b.dead);
+  if (!after.empty() && p.rank >= 0) out.evidence.dead_ranks.push_back(p.rank);
+  if (!after.empty())  // a rank proven dead first (Context::first_death): how it ended, in full
+    v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " died: it " + ending_words(c, *b.dead) +
+                after;
+  else
+    v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " " + how + " at " +
+                rel(c, b.died_at) + "; " + std::to_string(b.hits.size()) +
+                " rank(s) then saw their store connection break";
   v.next_step = "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
                 p.host + " around " + iso8601_utc(b.died_at);
   Finding fd = finding_for(FailureClass::BrokenPipe, *b.dead, b.died_at);

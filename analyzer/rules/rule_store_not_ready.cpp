@@ -78,7 +78,34 @@ void word_late_store(const Context& c, const Refusals& r, Verdict& v, Finding& f
   if (!act.empty()) fd.evidence.push_back(server.proc->label() + " before listening: " + act);
 }
 
-void word_absent_store(const Refusals& r, Verdict& v, Finding& fd) {
+// The process that would have hosted the store, when the traces show it ended before it ever
+// listened: rank 0 started by hand (init_process_group's TCPStore server is rank 0's), not under
+// a launcher agent (torchrun's agent hosts the store there), that died on its own.
+const ProcessFacts* store_host_dead_before_listening(const Context& c) {
+  const ProcessFacts* r0 = c.rank(0);
+  if (!r0 || r0->listen_ns || c.parent_is_agent(*r0->proc) || !c.died_on_its_own(*r0) || !c.ending(*r0).over_ns)
+    return nullptr;
+  return r0;
+}
+
+void word_absent_store(const Context& c, const Refusals& r, Verdict& v, Finding& fd) {
+  if (const ProcessFacts* dead = r.elsewhere ? nullptr : store_host_dead_before_listening(c)) {
+    const std::string crash = crash_words(c, *dead);
+    v.initiating_rank = rank_of(*dead);
+    v.initiating_host = dead->proc->host;
+    v.summary = "nothing ever listened on the store port " + std::to_string(r.port) + ": " + dead->proc->label() +
+                ", which hosts the store, " + ending_words(c, *dead) + " before it listened" +
+                (crash.empty() ? std::string() : " (" + crash + ")") +
+                "; the others' refused connects and their timeouts are consequences of its death";
+    v.next_step = c.ending(*dead).how == Ending::How::Exited
+                      ? "read " + dead->proc->label() + "'s crash" +
+                            (crash.empty() ? std::string(" in its own log") : " (" + crash + ")") +
+                            " and fix what it died of before init_process_group"
+                      : "find what killed " + dead->proc->label() + ": `journalctl -k | grep -i -E 'oom|killed'` on " +
+                            dead->proc->host + ", and its own log";
+    fd.evidence.push_back(dead->proc->label() + " " + ending_words(c, *dead) + ", with no listen on the store port");
+    return;
+  }
   if (!r.elsewhere) {
     v.summary = "nothing ever listened on the store port " + std::to_string(r.port) +
                 ": the store host never started (or was not traced)";
@@ -95,13 +122,24 @@ void word_absent_store(const Refusals& r, Verdict& v, Finding& fd) {
                 "localhost: containers or pods with their own network each have their own loopback";
 }
 
+// c10d retries a refused connect until its timeout: a client refused while the store was not
+// up yet, that connected once it was, lost time and nothing else. When every refused client
+// connected and a rank failed all the same, the store's late start is not why (the failure
+// came later: a rank that died, an error after the rendezvous), and a start-up race is no
+// verdict for it. A job that succeeded is still told of the race, the near miss it was.
+bool survived(const Context& c) {
+  for (const auto& f : c.facts)
+    if (!f.refused.empty() && !f.connected_ns) return false;
+  return c.any_rank_failed();
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_store_not_ready(const Context& c) {
   const Refusals r = find_refusals(c);
   const bool never_listened = r.count > 0 && !r.server;
   const std::int64_t window = r.server && r.count ? *r.server->listen_ns - r.first_ns : 0;
-  const bool traced_case = never_listened || (r.count > 0 && window >= kRaceNs);
+  const bool traced_case = never_listened || (r.count > 0 && window >= kRaceNs && !survived(c));
 
   auto log_hits = c.logs.of({LogFamily::NotListeningYet, LogFamily::ClientConnectTimeout,
                              LogFamily::ConnectTimeoutLegacy});
@@ -121,7 +159,7 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
     if (r.server)
       word_late_store(c, r, v, fd);
     else
-      word_absent_store(r, v, fd);
+      word_absent_store(c, r, v, fd);
     out.findings.push_back(fd);
   } else {
     v.confidence = "low";

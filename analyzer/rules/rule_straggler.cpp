@@ -149,18 +149,87 @@ void word_absent(const Context& c, Arrivals& a, const std::string& gave_up, Cand
   std::sort(a.late_ranks.begin(), a.late_ranks.end());
 }
 
+// A late rank that never reached the store because it had ended before: it died on its own (an
+// exception before init_process_group, the OOM killer), or it left early (exit 0). Gone, not
+// late. Its exit record, its parent's reap or the end of its connections says when it was over.
+bool died_before_arriving(const Context& c, const ProcessFacts& f) {
+  const Ending& e = c.ending(f);
+  const bool left_early = e.how == Ending::How::Exited && !e.failed() && !f.first_error;
+  return !f.arrival_ns() && e.over_ns && (c.died_on_its_own(f) || left_early);
+}
+
+// The rank the others waited for died: when, how, its crash, and that they waited for a dead
+// rank (it died before they gave up) or that it was still on its way when they did.
+void word_dead(const Context& c, const Arrivals& a, const ProcessFacts& dead, const std::string& gave_up,
+               Verdict& v) {
+  const Ending& e = c.ending(dead);
+  const bool before = *e.over_ns <= a.first_timeout;
+  const std::string crash = crash_words(c, dead);
+  v.initiating_rank = rank_of(dead);
+  v.initiating_host = dead.proc->host;
+  v.confidence = "high";
+  const bool left = !e.failed();  // exit 0: it left before joining
+  v.summary = dead.proc->label() + " " + ending_words(c, dead) + " before it reached the store" +
+              (crash.empty() ? "" : " (" + crash + ")") +
+              (before ? (left ? ": it ended without joining" + gave_up + " waiting for a rank that had left"
+                              : ": it died before it could join" + gave_up + " waiting for a rank that was already dead")
+                      : gave_up + " while it was still on its way; it ended after that, before reaching the store");
+  if (left)
+    v.next_step = "find why " + dead.proc->label() + " ended with status 0 before init_process_group (an early return "
+                  "or sys.exit in its script, a path taken on that rank only: its own log); the other ranks' "
+                  "timeouts are consequences, a longer timeout would not help";
+  else if (e.how == Ending::How::Exited)
+    v.next_step = "read " + dead.proc->label() + "'s crash" +
+                  (crash.empty() ? std::string(" in its own log (its traceback, above its exit)") : " (" + crash + ")") +
+                  " and fix what it died of before init_process_group; the other ranks' timeouts are consequences "
+                  "of its death, a longer timeout would not help";
+  else
+    v.next_step = "find what killed " + dead.proc->label() + " before init_process_group: `journalctl -k | grep -i -E "
+                  "'oom|killed'` on " + dead.proc->host + " around " + iso8601_utc(*e.over_ns) +
+                  " (the OOM killer, a scheduler's limit), and its own log; the other ranks' timeouts are consequences "
+                  "of its death";
+}
+
 // The latest of the traced late ranks initiates: how late, what it was doing, what to do.
+// A rank that never reached the store and whose trace ends without an exit record, with no
+// traced launcher that stopped it (started by hand, or by a launcher rdzvscope did not trace):
+// killed by a signal (the OOM killer, a scheduler), or still on its way when the others gave
+// up. Nothing in the traces tells the two apart, so the words say both.
+void word_vanished_on_its_way(const Context& c, const ProcessFacts& f, const std::string& gave_up, Verdict& v) {
+  const Ending& e = c.ending(f);
+  v.initiating_rank = rank_of(f);
+  v.initiating_host = f.proc->host;
+  v.confidence = "high";
+  v.summary = f.proc->label() + " never reached the store: its trace ends at " + rel(c, e.last_seen_ns) +
+              " with no exit record, so it was killed by a signal (the OOM killer, a scheduler) or was still on "
+              "its way when the others gave up" + gave_up;
+  const std::string act = activity(f);
+  v.next_step = "find out whether " + f.proc->label() + " was killed: `journalctl -k | grep -i -E 'oom|killed'` on " +
+                f.proc->host + " around " + iso8601_utc(e.last_seen_ns) +
+                ", and its own log (a traceback, or nothing after its start); if it was still running, what it does "
+                "before init_process_group" + (act.empty() ? std::string() : " (before it vanished it was " + act + ")") +
+                " is what held it";
+}
+
 void word_worst_late(const Context& c, const Arrivals& a, const ProcessFacts& worst, const std::string& gave_up,
                      Verdict& v) {
+  if (died_before_arriving(c, worst)) return word_dead(c, a, worst, gave_up, v);
+  if (!worst.arrival_ns() && worst.proc->vanished() && !c.ending(worst).stopped() &&
+      !c.parent_is_agent(*worst.proc) && !worst.proc->cut_short)
+    return word_vanished_on_its_way(c, worst, gave_up, v);
   const auto timeout = c.timeout_ms();
   const double late_s = a.lateness(&worst) / 1e9;
   v.initiating_rank = rank_of(worst);
   v.initiating_host = worst.proc->host;
   v.confidence = "high";
+  const Ending& e = c.ending(worst);
   v.summary = worst.proc->label() + (worst.arrival_ns() ? " reached the store " + fmt_seconds(late_s) + " after the others"
                                                         : " never reached the store (still missing " + fmt_seconds(late_s) +
                                                               " after the others arrived)") +
-              gave_up;
+              gave_up +
+              (e.stopped() && !worst.arrival_ns()
+                   ? "; it " + ending_words(c, worst) + ", while it was still on its way"
+                   : std::string());
   const std::string act = activity(worst);
   std::string why = act.empty() ? "" : " Before it arrived it was " + act + ".";
   double raise_to = late_s + (timeout ? *timeout / 1000.0 : 0) * 1.5 + 1;
@@ -171,6 +240,15 @@ void word_worst_late(const Context& c, const Arrivals& a, const ProcessFacts& wo
 
 Finding late_finding(const Context& c, const Arrivals& a, const ProcessFacts& f) {
   const auto timeout = c.timeout_ms();
+  if (died_before_arriving(c, f)) {
+    Finding fd = finding_for(FailureClass::StragglerTimeout, f, c.ending(f).over_ns);
+    fd.evidence.push_back(f.proc->label() + ": launched at " + rel(c, f.proc->launched_ns) +
+                          ", no store connect at all: it " + ending_words(c, f) +
+                          ", before reaching the store and with no rendezvous error of its own; the others gave up "
+                          "waiting from " + rel(c, a.first_timeout) +
+                          (timeout ? " (timeout " + std::to_string(*timeout) + " ms)" : std::string()));
+    return fd;
+  }
   Finding fd = finding_for(FailureClass::StragglerTimeout, f, f.arrival_ns());
   fd.evidence.push_back(f.proc->label() + ": launched at " + rel(c, f.proc->launched_ns) + ", " +
                         (f.arrival_ns() ? "first store connect at " + rel(c, *f.arrival_ns()) + ", " +
@@ -227,6 +305,8 @@ std::optional<Candidate> from_traces(const Context& c, Arrivals a) {
                           describe(*a.waited.front()->wait_timeouts.front()) + ")");
   out.findings.push_back(fast);
   out.evidence.late_ranks = a.late_ranks;
+  for (auto* f : a.late)
+    if (died_before_arriving(c, *f)) out.evidence.dead_ranks.push_back(f->proc->rank);
   out.discriminators.set("late_ranks", RankSet{a.late_ranks});
   out.discriminators.set("seconds_late", Seconds{std::round(late_s * 100) / 100});
   out.discriminators.set("timed_out_ranks", RankSet{a.fast_ranks});

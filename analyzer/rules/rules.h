@@ -20,6 +20,7 @@ std::optional<Candidate> rule_straggler(const Context& c);
 std::optional<Candidate> rule_store_not_ready(const Context& c);
 std::optional<Candidate> rule_transient_recv(const Context& c);
 std::optional<Candidate> rule_stale_peer_address(const Context& c);
+std::optional<Candidate> rule_rank_died(const Context& c);
 
 // The verdict on one model (Context: the facts derived once from the traces and logs). The
 // reports that need more than the Diagnosis (timeline, markdown) take the same model, so

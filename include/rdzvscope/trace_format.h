@@ -79,7 +79,13 @@ enum rdzv_kind {
   RDZV_EV_SOCKOPT = 16,   /* SO_RCVTIMEO/SO_SNDTIMEO: net.timeout_ms; net.size = optname */
   RDZV_EV_CLOSE = 17,     /* close: byte/call totals of a store socket or fate of a pending connect */
   RDZV_EV_TCP_STATE = 18, /* bpf only: net.tcp_state new state, net.size old state */
-  RDZV_EV_KIND_MAX = 18
+  /* kill/killpg by this process: proc.child_pid = the target as given (killpg: the process
+   * group), proc.status = the signal; ret/err of the call. Signal 0 (a probe) is not recorded. */
+  RDZV_EV_SIGNAL = 19,
+  /* waitpid/wait4/wait that reaped a child: proc.child_pid = the child, proc.status = its wait
+   * status (WIFEXITED: exit status; WIFSIGNALED: the signal that ended it). */
+  RDZV_EV_REAP = 20,
+  RDZV_EV_KIND_MAX = 20
 };
 
 /* Which call (or probe) produced the record. */
@@ -98,6 +104,7 @@ enum rdzv_op {
   /* Several messages in one call: size is what the messages asked for, ret the bytes of those
    * done (not the count of messages the call returns), so that they read as any send/recv. */
   RDZV_OP_SENDMMSG, RDZV_OP_RECVMMSG,
+  RDZV_OP_KILL, RDZV_OP_KILLPG, RDZV_OP_WAITPID, RDZV_OP_WAIT4, RDZV_OP_WAIT,
   RDZV_OP_MAX
 };
 
@@ -300,7 +307,7 @@ enum rdzv_payload {
 static inline enum rdzv_payload rdzv_payload_of(unsigned kind) {
   switch (kind) {
     case RDZV_EV_PROC_START: case RDZV_EV_PROC_EXIT: case RDZV_EV_FORK: case RDZV_EV_EXEC:
-    case RDZV_EV_SPAWN: return RDZV_PAYLOAD_PROC;
+    case RDZV_EV_SPAWN: case RDZV_EV_SIGNAL: case RDZV_EV_REAP: return RDZV_PAYLOAD_PROC;
     case RDZV_EV_SNAPSHOT: return RDZV_PAYLOAD_SNAPSHOT;
     case RDZV_EV_RESOLVE: return RDZV_PAYLOAD_RESOLVE;
     case RDZV_EV_CLOSE: return RDZV_PAYLOAD_CLOSE;

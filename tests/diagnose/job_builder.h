@@ -172,9 +172,10 @@ class Proc {
   }
   // Store server side of a client's connection: send/recv on the socket accept() returned
   // for the client at 10.0.0.2:client_port.
-  Proc& serve(unsigned kind, double t, std::int64_t ret, std::uint16_t client_port, std::uint16_t port = kPort) {
+  Proc& serve(unsigned kind, double t, std::int64_t ret, std::uint16_t client_port, std::uint16_t port = kPort,
+              std::uint16_t flags = 0) {
     rdzv_record r = make_record(kind, kind == RDZV_EV_SEND ? RDZV_OP_SEND : RDZV_OP_RECV, t);
-    r.flags = RDZV_F_STORE;
+    r.flags = static_cast<std::uint16_t>(RDZV_F_STORE | flags);
     r.ret = ret;
     r.u.net.peer = ipv4(10, 0, 0, 2, client_port);
     r.u.net.local = ipv4(10, 0, 0, 1, port);
@@ -193,6 +194,26 @@ class Proc {
     r.u.snap.read_bytes = read_bytes;
     r.u.snap.rchar = read_bytes;
     r.u.snap.since_start_ns = static_cast<std::uint64_t>(age_s * 1e9);
+    return add(r);
+  }
+  // Its parent's pid (a launcher agent's, for a torchrun worker).
+  Proc& parent(int ppid) {
+    b_.header().ppid = ppid;
+    return *this;
+  }
+  // A signal this process sent (kill, or killpg of the target's process group).
+  Proc& signal(double t, int target, int sig, unsigned op = RDZV_OP_KILLPG) {
+    rdzv_record r = make_record(RDZV_EV_SIGNAL, op, t);
+    r.u.proc.child_pid = target;
+    r.u.proc.status = sig;
+    return add(r);
+  }
+  // A child this process reaped, with its raw wait status (exit code << 8, or the signal).
+  Proc& reap(double t, int child, int wait_status) {
+    rdzv_record r = make_record(RDZV_EV_REAP, RDZV_OP_WAITPID, t);
+    r.ret = child;
+    r.u.proc.child_pid = child;
+    r.u.proc.status = wait_status;
     return add(r);
   }
   Proc& exit(double t, int status) {

@@ -235,12 +235,14 @@ TEST_CASE("a late store in one network namespace is not hidden by an early store
           "of another", "[identity][netns]") {
   // Before store_not_ready matched stores by namespace, job-b's store (listening at 0.5) made
   // every refusal of job-a look like one after its store was up: no store_not_ready at all.
+  // job-a's client gives up (its connect timeout) before its store listens: a client that
+  // connected once the store was up would have survived the late start (issue 32).
   Job job;
   in_netns(job, 0, 201, kNetnsB, "job-b").bind(0.5, 0).listen(0.5).add(loopback_connect(0.6, 0, 40100)).exit(9.0, 0);
   in_netns(job, 1, 202, kNetnsB, "job-b").add(loopback_connect(0.6, 0, 40101)).exit(9.0, 0);
   Proc& client = in_netns(job, 1, 102, kNetnsA, "job-a");
   for (int i = 0; i < 4; ++i) client.add(loopback_connect(1.0 + i, ECONNREFUSED, 0));
-  client.add(loopback_connect(5.0, 0, 40001)).exit(7.0, 1);
+  client.exit(4.5, 1);
   in_netns(job, 0, 101, kNetnsA, "job-a").bind(4.9, 0).listen(4.9).add(loopback_connect(5.0, 0, 40000)).exit(7.0, 1);
   const Diagnosis d = job.diagnose_it();
   INFO(all_evidence(d));

@@ -2,6 +2,8 @@
 // the nearby classes do not steal the verdict.
 #include <catch2/catch.hpp>
 
+#include <csignal>
+
 #include "rules/class_registry.h"
 #include "report/report.h"
 #include "job_builder.h"
@@ -153,10 +155,12 @@ TEST_CASE("straggler: the late rank is named, not the ranks that timed out") {
 
 TEST_CASE("straggler stopped by torchrun before its first socket call: named, lateness at least to the end") {
   // PyTorch 2.x under torchrun: the agent SIGTERMs every worker once one fails, so the late
-  // rank (its file made at load) has no store connect and no exit record.
+  // rank (its file made at load) has no store connect and no exit record. Traced by a shim
+  // older than the signal records: the agent's SIGTERM is not on record.
   Job job;
+  job.proc(-1, 999).cmdline("/usr/bin/python3 /usr/bin/torchrun --nproc-per-node 4 train.py").exit(4.5, 1);
   for (int r = 0; r < 4; ++r) {
-    Proc& p = job.proc(r, 1000 + r);
+    Proc& p = job.proc(r, 1000 + r).parent(999);
     if (r == 2) continue;
     p.connect(1.0, 0, kPort, 0.001, 40000 + r).rcvtimeo(1.01, 3000);
     p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, 40000 + r).exit(4.1, 1);
@@ -1397,7 +1401,7 @@ TEST_CASE("records with impossible times are left out and counted, the verdict s
 }
 
 TEST_CASE("every failure class has one name that reads back, and every class but healthy/unknown one registry row") {
-  for (int i = 0; i <= static_cast<int>(FailureClass::StoreUnreachable); ++i) {
+  for (int i = 0; i <= static_cast<int>(FailureClass::RankDied); ++i) {  // the last enumerator
     const auto cls = static_cast<FailureClass>(i);
     INFO("enumerator " << i);
     REQUIRE(class_named(name_of(cls)) == cls);
@@ -1412,4 +1416,490 @@ TEST_CASE("every failure class has one name that reads back, and every class but
     CHECK(r.precedence_unshown <= r.precedence);
     last = r.precedence;
   }
+}
+
+// Issue 32: a dead rank is dead, not late; its peers' errors are its consequences.
+namespace {
+
+const RankRow* row_of_rank(const Diagnosis& d, int rank) {
+  for (const RankRow& r : d.ranks)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+bool has_finding_of(const Diagnosis& d, FailureClass cls, const std::string& words) {
+  for (const Finding& f : d.findings)
+    for (const std::string& e : f.evidence)
+      if (e.find(words) != std::string::npos && (f.cls == cls || e.find(std::string(name_of(cls))) != std::string::npos))
+        return true;
+  return false;
+}
+
+// 4 ranks; rank 0's store listens at +3.0 s, 2.5 s after ranks 1-3 were first refused (c10d
+// retries silently); every rank then connects to the store and to its peers (gloo's pairs, at
+// +3.5 s): the rendezvous completed. Rank 1 is SIGKILLed at about +4.0 s (no exit record); the
+// kernel closes its sockets, the store host reads 0 bytes on its store connection at +4.02 s,
+// and ranks 0, 2 and 3 fail at +4.04-4.05 s, their gloo connections reset or closed.
+void rank_killed_after_the_rendezvous(Job& job) {
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    const auto port = static_cast<std::uint16_t>(40000 + r);
+    if (r == 0) {
+      p.bind(3.0, 0).listen(3.0).connect(3.05, 0, kPort, 0.001, port);
+      for (int c = 1; c < 4; ++c) p.accept(3.1, static_cast<std::uint16_t>(40000 + c));
+    } else {
+      p.connect(0.5, ECONNREFUSED).connect(1.5, ECONNREFUSED).connect(2.5, ECONNREFUSED);
+      p.connect(3.1, 0, kPort, 0.001, port);
+    }
+    p.io(RDZV_EV_SEND, 3.2, 8, 0, 0, port).peer_connect(3.5, static_cast<std::uint16_t>(50000 + r));
+    if (r == 1) {
+      p.io(RDZV_EV_SEND, 4.0, 8, 0, 0, port);  // its last record: killed right after
+      continue;
+    }
+    if (r == 0) p.serve(RDZV_EV_RECV, 4.02, 0, 40001, kPort, RDZV_F_ZERO_READ);
+    p.exit(r == 0 ? 4.05 : 4.04, 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a rank killed after the rendezvous completed is named dead, its peers' errors consequences; the "
+          "start-up race it survived is no verdict (issue 32 item 1)") {
+  Job job;
+  rank_killed_after_the_rendezvous(job);
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:6530: "
+               "Connection reset by peer.", 0, "rank0.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+               "[127.0.0.1]:57256.", 3, "rank3.log");
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  // Before: store_not_ready, rank 0, "the store host rank 0 listened 2.50 s after the first
+  // client tried", after "the rendezvous completed".
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
+  CHECK(d.verdict.cause == "peer_died");
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.confidence == "high");
+  CHECK(d.verdict.summary.find("the rendezvous completed") != std::string::npos);
+  CHECK(d.verdict.summary.find("vanished without an exit record") != std::string::npos);
+  CHECK(d.verdict.summary.find("killed by a signal") != std::string::npos);
+  CHECK(d.verdict.summary.find("rank 0 (node0 pid 1000) read the end of its store connection") != std::string::npos);
+  CHECK(d.verdict.summary.find("rank(s) 0, 2, 3 failed after it") != std::string::npos);
+  CHECK(d.verdict.summary.find("consequences") != std::string::npos);
+  CHECK(d.verdict.summary.find("listened") == std::string::npos);
+  CHECK_FALSE(has_finding_of(d, FailureClass::StoreNotReady, "store_not_ready"));
+  const RankRow* dead = row_of_rank(d, 1);
+  REQUIRE(dead);
+  CHECK(dead->dead);
+  CHECK(dead->ended == "vanished");
+  CHECK(d.evidence.dead_ranks == std::vector<int>{1});
+}
+
+TEST_CASE("refused connects that c10d's retry absorbed do not explain a failure that came after them "
+          "(issue 32 item 1)") {
+  // The same late store, every client connected, then the store host alone exits 1 with no
+  // error of its own and nothing else is known: not store_not_ready (the race was survived).
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(3.0, 0).listen(3.0);
+    else p.connect(0.5, ECONNREFUSED).connect(1.5, ECONNREFUSED).connect(2.5, ECONNREFUSED);
+    p.connect(3.1, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
+    p.exit(5.0, r == 0 ? 1 : 0);
+  }
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls != FailureClass::StoreNotReady);
+  // The same job succeeding is still told of its near miss.
+  Job ok;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = ok.proc(r, 1000 + r);
+    if (r == 0) p.bind(3.0, 0).listen(3.0);
+    else p.connect(0.5, ECONNREFUSED).connect(1.5, ECONNREFUSED).connect(2.5, ECONNREFUSED);
+    p.connect(3.1, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).exit(5.0, 0);
+  }
+  CHECK(ok.diagnose_it().verdict.cls == FailureClass::StoreNotReady);
+}
+
+TEST_CASE("a whole job killed at once names no rank dead first") {
+  // scancel: every rank vanishes together; the store host read the end of one connection just
+  // before it went too. Nothing shows who went first.
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    const auto port = static_cast<std::uint16_t>(40000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(1.0, 0, kPort, 0.001, port).peer_connect(1.5, static_cast<std::uint16_t>(50000 + r));
+    p.io(RDZV_EV_SEND, 9.0, 8, 0, 0, port);
+    if (r == 0) p.serve(RDZV_EV_RECV, 9.01, 0, 40002, kPort, RDZV_F_ZERO_READ);
+  }
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls != FailureClass::RankDied);
+  CHECK(d.verdict.cls != FailureClass::BrokenPipe);
+  CHECK(d.evidence.dead_ranks.empty());
+}
+
+TEST_CASE("a rank that exits before it reaches the store is dead, not late: its exit, its exception, its crash "
+          "to read; its row is not LATE (issue 32 item 2)") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 1) {  // raised before init_process_group: exit record, status 1, no socket call
+      p.exit(0.8, 1);
+      continue;
+    }
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r), kPort)
+        .exit(4.1, 1);
+  }
+  job.log_line("Traceback (most recent call last):", 1, "rank1.log");
+  job.log_line("FileNotFoundError: [Errno 2] No such file or directory: '/data/shard-1.bin'", 1, "rank1.log");
+  job.log_line("torch.distributed.DistStoreError: wait timeout after 3000ms, keys: /default_pg/0//cpu//0/1", 2,
+               "rank2.log");
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 1);
+  // Before: "rank 1 (...) never reached the store (still missing 3.08 s after the others
+  // arrived)", next step "... checkpoint or data loading ...".
+  CHECK(d.verdict.summary.find("rank 1 (node0 pid 1001) exited with status 1 at +0.") != std::string::npos);
+  CHECK(d.verdict.summary.find("before it reached the store") != std::string::npos);
+  CHECK(d.verdict.summary.find("rank1.log:2: FileNotFoundError: [Errno 2]") != std::string::npos);
+  CHECK(d.verdict.summary.find("it died before it could join") != std::string::npos);
+  CHECK(d.verdict.summary.find("late") == std::string::npos);
+  CHECK(d.verdict.summary.find("never reached") == std::string::npos);
+  CHECK(d.verdict.next_step.find("read rank 1") != std::string::npos);
+  CHECK(d.verdict.next_step.find("crash") != std::string::npos);
+  CHECK(d.verdict.next_step.find("data loading") == std::string::npos);
+  for (const Finding& f : d.findings)
+    for (const std::string& e : f.evidence) CHECK(e.find("still missing") == std::string::npos);
+  const RankRow* dead = row_of_rank(d, 1);
+  REQUIRE(dead);
+  CHECK_FALSE(dead->late);
+  CHECK(dead->dead);
+  CHECK(dead->ended == "exit 1");
+  CHECK(d.evidence.late_ranks == std::vector<int>{1});  // the others waited for it all the same
+  // The HTML draws it DEAD, with how it ended; never LATE.
+  const std::string html = diagnosis_html(d);
+  CHECK(html.find(">DEAD<") != std::string::npos);
+  CHECK(html.find(">LATE<") == std::string::npos);
+  CHECK(html.find("died: exit 1") != std::string::npos);
+}
+
+namespace {
+
+// torchrun (one agent, 4 workers, pids 2000-2003, the agent's store on port 29600): worker 2
+// raises before init_process_group and exits 1 at +3.0 s; workers 0, 1 and 3 wait at the
+// agent's store until the agent, which reaped worker 2, stops them with SIGTERM (killpg) at
+// +3.1 s. They leave no exit record.
+constexpr std::uint16_t kWorkerStore = 29600;
+
+Proc& torchrun_agent(Job& job, int pid = 1900) {
+  Proc& agent = job.proc(-1, pid);
+  agent.cmdline("/usr/bin/python3 /usr/bin/torchrun --nnodes 1 --nproc-per-node 4 --rdzv-backend c10d "
+                "--rdzv-endpoint node0:29400 train.py");
+  agent.header().store_ports[0] = kWorkerStore;
+  agent.bind(0.5, 0, kWorkerStore).listen(0.5, kWorkerStore);
+  return agent;
+}
+
+void worker_died_under_torchrun(Job& job, bool signals_traced) {
+  Proc& agent = torchrun_agent(job);
+  for (int r = 0; r < 4; ++r) {
+    Proc& w = job.proc(r, 2000 + r).parent(1900);
+    w.header().store_ports[0] = kWorkerStore;
+    if (r == 2) {
+      w.exit(3.0, 1);
+      continue;
+    }
+    w.connect(1.0, 0, kWorkerStore, 0.001, static_cast<std::uint16_t>(40000 + r));
+    w.io(RDZV_EV_SEND, 1.01, 8, 0, 0, static_cast<std::uint16_t>(40000 + r), kWorkerStore);
+    agent.accept(1.0, static_cast<std::uint16_t>(40000 + r), kWorkerStore);
+  }
+  agent.reap(3.05, 2002, 1 << 8);
+  if (signals_traced)
+    for (int r : {0, 1, 3}) agent.signal(3.1, 2000 + r, SIGTERM);
+  for (int r : {0, 1, 3})
+    agent.serve(RDZV_EV_RECV, 3.12, 0, static_cast<std::uint16_t>(40000 + r), kWorkerStore, RDZV_F_ZERO_READ);
+  if (signals_traced)
+    for (int r : {0, 1, 3}) agent.reap(3.2, 2000 + r, SIGTERM);
+  agent.exit(3.5, 1);
+}
+
+}  // namespace
+
+TEST_CASE("under torchrun the worker that died first initiates; the agent's SIGTERM to the others is named "
+          "(issue 32 item 3)") {
+  Job job;
+  worker_died_under_torchrun(job, true);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  // Before: unknown, "rank(s) 0-3 failed without a rendezvous error in their traces".
+  CHECK(d.verdict.cls == FailureClass::RankDied);
+  CHECK(d.verdict.cause == "exited");
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK(d.verdict.confidence == "high");
+  CHECK(d.verdict.summary.find("rank 2 (node0 pid 2002) died first: it exited with status 1 at +3.") !=
+        std::string::npos);
+  CHECK(d.verdict.summary.find("before it reached the store") != std::string::npos);
+  CHECK(d.verdict.summary.find("rank(s) 0, 1, 3 were stopped by their launcher agent (pid 1900 on node0) with "
+                               "SIGTERM from +3.") != std::string::npos);
+  CHECK(d.verdict.next_step.find("crash") != std::string::npos);
+  const RankRow* stopped = row_of_rank(d, 0);
+  REQUIRE(stopped);
+  CHECK(stopped->ended == "stopped (SIGTERM from its agent)");
+  CHECK_FALSE(stopped->dead);
+  CHECK(row_of_rank(d, 2)->dead);
+}
+
+TEST_CASE("a worker killed by a signal is named so from its parent's reap record") {
+  Job job;
+  worker_died_under_torchrun(job, true);
+  const TraceInputs& t = job.load_it();
+  const Context c(t, job.logs());
+  for (const ProcessFacts& f : c.facts) {
+    if (f.proc->rank == 0) {
+      CHECK(c.ending(f).how == Ending::How::Signaled);
+      CHECK(c.ending(f).signal == SIGTERM);
+      CHECK(c.ending(f).stopped());
+    }
+    if (f.proc->rank == 2) {
+      CHECK(c.ending(f).how == Ending::How::Exited);
+      CHECK(c.ending(f).status == 1);
+      CHECK_FALSE(c.ending(f).stopped());
+    }
+  }
+}
+
+TEST_CASE("traces without signal records: the others vanished after the dead worker, their connections' end "
+          "seen by the agent's store") {
+  // A shim older than the signal records, and an agent that hosts the workers' store on a port
+  // its trace knows (torchrun's static backend: --master-port).
+  Job job;
+  worker_died_under_torchrun(job, false);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::RankDied);
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK(d.verdict.summary.find("rank(s) 0, 1, 3 vanished after it") != std::string::npos);
+}
+
+namespace {
+
+// torchrun 2.13's end of a job whose worker 2 raised: the worker's own traceback (no rank
+// prefix: torchrun's default), the agent's SIGTERMs and error line, then the ChildFailedError
+// summary (as printed in a real run, tests/e2e torchrun worker_crashed).
+void torchrun_summary_lines(Job& job) {
+  for (const char* line : {
+           "[rank2] e2e: crashing before init_process_group",
+           "Traceback (most recent call last):",
+           "  File \"/work/tests/e2e/rank.py\", line 99, in main",
+           "RuntimeError: e2e: rank 2 crashed before init_process_group",
+           "W1203 02:59:03.938000 23271 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process "
+           "23294 closing signal SIGTERM",
+           "E1203 02:59:03.985000 23271 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+           "local_rank: 2 (pid: 23296) of binary: /usr/bin/python3",
+           "Traceback (most recent call last):",
+           "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+           "============================================================",
+           "Failures:",
+           "[1]:",
+           "  time      : 2026-12-03_02:59:03",
+           "  host      : localhost",
+           "  rank      : 0 (local_rank: 0)",
+           "  exitcode  : -15 (pid: 23294)  (SIGTERM)",
+           "  error_file: <N/A>",
+           "  traceback : Signal 15 (SIGTERM) received by PID 23294",
+           "[2]:",
+           "  time      : 2026-12-03_02:59:03",
+           "  host      : localhost",
+           "  rank      : 1 (local_rank: 1)",
+           "  exitcode  : -15 (pid: 23295)  (SIGTERM)",
+           "  error_file: <N/A>",
+           "  traceback : Signal 15 (SIGTERM) received by PID 23295",
+           "[3]:",
+           "  time      : 2026-12-03_02:59:03",
+           "  host      : localhost",
+           "  rank      : 3 (local_rank: 3)",
+           "  exitcode  : -15 (pid: 23297)  (SIGTERM)",
+           "  error_file: <N/A>",
+           "  traceback : Signal 15 (SIGTERM) received by PID 23297",
+           "------------------------------------------------------------",
+           "Root Cause (first observed failure):",
+           "[0]:",
+           "  time      : 2026-12-03_02:59:03",
+           "  host      : localhost",
+           "  rank      : 2 (local_rank: 2)",
+           "  exitcode  : 1 (pid: 23296) ",
+           "  error_file: <N/A>",
+           "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+           "============================================================"})
+    job.log_line(line, -1, "agent.log");
+}
+
+}  // namespace
+
+TEST_CASE("from torchrun's failure summary alone: the root cause is the dead rank, with its exit code and "
+          "exception; the others' SIGTERM is the agent stopping them (issue 32 item 3)") {
+  Job job;
+  torchrun_summary_lines(job);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  REQUIRE(job.logs().worker_failures.size() == 4);
+  const auto* root = job.logs().root_cause();
+  REQUIRE(root);
+  CHECK(root->rank == 2);
+  CHECK(root->local_rank == 2);
+  CHECK(root->exitcode == 1);
+  CHECK(root->pid == 23296);
+  CHECK(root->exception == "RuntimeError: e2e: rank 2 crashed before init_process_group");
+  CHECK(root->exception_line == 4);
+  CHECK(job.logs().worker_failures[0].exitcode == -15);
+  // Before: unknown, "the logs hold an error that is no rendezvous failure rdzvscope knows".
+  CHECK(d.verdict.cls == FailureClass::RankDied);
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK(d.verdict.confidence == "medium");
+  CHECK(d.verdict.summary.find("names rank 2 as the first observed failure: exit code 1, exception (line 4): "
+                               "RuntimeError: e2e: rank 2 crashed before init_process_group") != std::string::npos);
+  CHECK(d.verdict.summary.find("rank(s) 0, 1, 3 exit code -15 (SIGTERM): the agent stopped them") != std::string::npos);
+}
+
+TEST_CASE("torchrun's summary does not outrank the rendezvous error that killed its root cause") {
+  // The root cause died of a store timeout the logs show: that error names the case.
+  Job job;
+  job.log_line("torch.distributed.DistStoreError: wait timeout after 3000ms, keys: /default_pg/0//cpu//0/2", -1,
+               "agent.log");
+  torchrun_summary_lines(job);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+}
+
+TEST_CASE("a rank that exits 0 before it reaches the store left early: not late either") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 3) {
+      p.exit(0.7, 0);
+      continue;
+    }
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r), kPort)
+        .exit(4.1, 1);
+  }
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.verdict.summary.find("exited with status 0") != std::string::npos);
+  CHECK(d.verdict.summary.find("it ended without joining") != std::string::npos);
+  CHECK(d.verdict.next_step.find("ended with status 0 before init_process_group") != std::string::npos);
+  CHECK_FALSE(row_of_rank(d, 3)->late);
+  CHECK(row_of_rank(d, 3)->ended == "exit 0");
+}
+
+TEST_CASE("a rank started by hand that never reached the store and left no exit record: killed, or still on "
+          "its way; the words say both") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 1) {  // SIGKILLed before its first socket call (its file made at load)
+      p.snapshot(0.4, RDZV_SNAP_FAILURE, 0.2, 1000, 0.4);
+      continue;
+    }
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r), kPort)
+        .exit(4.1, 1);
+  }
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.summary.find("never reached the store: its trace ends at +") != std::string::npos);
+  CHECK(d.verdict.summary.find("with no exit record, so it was killed by a signal") != std::string::npos);
+  CHECK(d.verdict.summary.find("still missing") == std::string::npos);
+  CHECK(d.verdict.next_step.find("journalctl") != std::string::npos);
+}
+
+TEST_CASE("a straggler its torchrun agent stopped on its way is late, and the words say the agent stopped it") {
+  Job job;
+  Proc& agent = torchrun_agent(job);
+  for (int r = 0; r < 4; ++r) {
+    Proc& w = job.proc(r, 2000 + r).parent(1900);
+    w.header().store_ports[0] = kWorkerStore;
+    if (r == 2) continue;  // asleep before init_process_group
+    w.connect(1.0, 0, kWorkerStore, 0.001, static_cast<std::uint16_t>(40000 + r)).rcvtimeo(1.01, 3000);
+    w.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r), kWorkerStore)
+        .exit(4.1, 1);
+  }
+  agent.reap(4.15, 2000, 1 << 8).signal(4.2, 2002, SIGTERM).reap(4.3, 2002, SIGTERM).exit(4.5, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK(d.verdict.summary.find("never reached the store") != std::string::npos);
+  CHECK(d.verdict.summary.find("was stopped by its launcher agent (pid 1900 on node0) with SIGTERM") !=
+        std::string::npos);
+  CHECK(row_of_rank(d, 2)->late);
+  CHECK(row_of_rank(d, 2)->ended == "stopped (SIGTERM from its agent)");
+}
+
+TEST_CASE("torchrun's summary with a worker killed by a signal its agent does not send: that worker, not the "
+          "root cause torchrun saw in the same poll (low)") {
+  // 2.13, a worker SIGKILLed after init_process_group: the agent caught every end in one poll
+  // and named rank 0 (exit 1, gloo's reset) the root cause.
+  Job job;
+  for (const char* line : {
+           "Failures:", "[1]:", "  rank      : 1 (local_rank: 1)", "  exitcode  : -9 (pid: 12850)  (SIGKILL)",
+           "  error_file: <N/A>", "  traceback : Signal 9 (SIGKILL) received by PID 12850", "[2]:",
+           "  rank      : 2 (local_rank: 2)", "  exitcode  : 1 (pid: 12851) ", "  error_file: <N/A>",
+           "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+           "Root Cause (first observed failure):", "[0]:", "  rank      : 0 (local_rank: 0)",
+           "  exitcode  : 1 (pid: 12849) ", "  error_file: <N/A>",
+           "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"})
+    job.log_line(line, -1, "agent.log");
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::RankDied);
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.confidence == "low");
+  CHECK(d.verdict.summary.find("exit code -9 (SIGKILL), a signal its agent does not send first") != std::string::npos);
+}
+
+TEST_CASE("rank 0, which hosts the store, raising before it listened is named dead, not 'never started'") {
+  Job job;
+  job.proc(0, 1000).exit(0.8, 1);  // raised after import torch, before init_process_group
+  job.log_line("ValueError: bad config key 'lr_sched'", 0, "rank0.log");
+  for (int r = 1; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    for (int i = 0; i < 4; ++i) p.connect(1.0 + i, ECONNREFUSED);
+    p.exit(5.0, 1);
+  }
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  // Before: store_not_ready with no rank, "the store host never started (or was not traced)".
+  // Its exit came before the others' first refused connect: proven first, rank_died.
+  CHECK(d.verdict.cls == FailureClass::RankDied);
+  CHECK(d.verdict.initiating_rank == 0);
+  CHECK(d.verdict.summary.find("exited with status 1 at +0.") != std::string::npos);
+  CHECK(d.verdict.summary.find("before it listened: it hosts the store") != std::string::npos);
+  CHECK(d.verdict.summary.find("ValueError: bad config key") != std::string::npos);
+  CHECK(d.verdict.summary.find("never started") == std::string::npos);
+  // The others refused while it was still importing, before it raised: not proven first, and
+  // store_not_ready names it, dead.
+  Job race;
+  race.proc(0, 1000).exit(2.5, 1);
+  race.log_line("ValueError: bad config key 'lr_sched'", 0, "rank0.log");
+  for (int r = 1; r < 4; ++r) {
+    Proc& p = race.proc(r, 1000 + r);
+    for (int i = 0; i < 4; ++i) p.connect(1.0 + i, ECONNREFUSED);
+    p.exit(5.0, 1);
+  }
+  const Diagnosis e = race.diagnose_it();
+  INFO(e.verdict.summary);
+  CHECK(e.verdict.cls == FailureClass::StoreNotReady);
+  CHECK(e.verdict.initiating_rank == 0);
+  CHECK(e.verdict.summary.find("which hosts the store, exited with status 1 at +2.") != std::string::npos);
+  CHECK(e.verdict.summary.find("ValueError: bad config key") != std::string::npos);
+  CHECK(e.verdict.summary.find("never started") == std::string::npos);
 }

@@ -100,6 +100,24 @@ def check_words(diag, want, errors):
                 errors.append(f"traces+logs: the verdict says {text!r}: {line[:300]!r}")
 
 
+def check_log_words(diag, want, errors):
+    """The logs-only verdict's summary holds each of `want` (the scenario's `log_words`)."""
+    summary = ((diag or {}).get("verdict") or {}).get("summary") or ""
+    for text in want:
+        if text not in summary:
+            errors.append(f"logs only: the summary lacks {text!r}")
+
+
+def check_dead_rows(diag, ranks, errors):
+    """The rank table's rows of `ranks` say how they ended ("dead", "ended"), and none is late
+    (issue 32: a dead rank is dead, not late)."""
+    rows = {r.get("rank"): r for r in (diag or {}).get("ranks") or []}
+    for rank in ranks:
+        row = rows.get(rank) or {}
+        if not row.get("dead") or not row.get("ended") or row.get("late"):
+            errors.append(f"traces+logs: rank {rank}'s row is not marked dead with how it ended: {row}")
+
+
 def check_withheld(h, run, ranks, errors):
     """The same run analyzed without the trace files and logs of `ranks`: a rank WORLD_SIZE
     expects and no trace shows is absent, and the one the others timed out waiting for."""
@@ -191,6 +209,7 @@ def main():
                           "traces+logs")
             check_discriminators(diag, spec.get("discriminators") or {}, verdict_errors)
             check_words(diag, spec.get("words") or {}, verdict_errors)
+            check_dead_rows(diag, spec.get("dead") or (), verdict_errors)
             if spec.get("withheld"):
                 check_withheld(h, run, spec["withheld"], verdict_errors)
         if spec["log_cls"] is not None:   # always set today; None would skip the check
@@ -199,6 +218,7 @@ def main():
             log_ranks = spec["log_ranks"] if spec["log_ranks"] == "any" else tuple(spec["log_ranks"])
             check_verdict(diag, spec["log_cls"], log_ranks, None, verdict_errors,
                           "logs only")
+            check_log_words(diag, spec.get("log_words") or (), verdict_errors)
     except AnalyzerMissing as e:
         log(f"FAIL [{name}]: {e}")
         log(f"[{name}] (the fault itself was reproduced and checked; {time.monotonic() - t_start:.1f}s)")

@@ -7,6 +7,9 @@
  *   forks spawn PORT SELF        connect; posix_spawn(SELF stage3) with the scrubbed env
  *   forks vfork PORT SELF        connect; vfork; child execve(SELF stage3) with it
  *   forks exec_fail PORT         execve() of a missing and of a non-executable file
+ *   forks signals PORT           connect; three children: a (connects, waits) gets kill(SIGTERM)
+ *                                after a kill(a, 0) probe, b (its own process group, connects,
+ *                                waits) killpg(SIGKILL), c exits 7; reaped by waitpid, wait4, wait
  * stderr gets "key=pid" lines the driver uses to find the files. */
 #include "common.h"
 
@@ -31,6 +34,14 @@ static void refused(const char* what, int port) {
   struct sockaddr_in a = it_loopback(port);
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   REPORT(what, connect(fd, (struct sockaddr*)&a, sizeof a));
+  close(fd);
+}
+
+/* The same connect, unreported: children that run at once would print in any order. */
+static void refused_quietly(int port) {
+  struct sockaddr_in a = it_loopback(port);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  (void)connect(fd, (struct sockaddr*)&a, sizeof a);
   close(fd);
 }
 
@@ -90,6 +101,36 @@ int main(int argc, char** argv) {
     REPORT("execv not executable", execv("/etc/hostname", args));
     refused("connect after failed execs", port);
     return 65;
+  }
+  if (strcmp(mode, "signals") == 0) {
+    refused("parent connect", port);
+    fprintf(stderr, "parent=%d\n", (int)getpid());
+    pid_t a = fork();
+    if (a == 0) {
+      refused_quietly(port);
+      for (;;) pause();
+    }
+    pid_t b = fork();
+    if (b == 0) {
+      setpgid(0, 0);
+      refused_quietly(port);
+      for (;;) pause();
+    }
+    setpgid(b, b); /* whichever of the two runs first */
+    pid_t c = fork();
+    if (c == 0) _exit(7);
+    fprintf(stderr, "a=%d\nb=%d\nc=%d\n", (int)a, (int)b, (int)c);
+    usleep(300 * 1000); /* a and b made their connects */
+    REPORT("kill probe", kill(a, 0));
+    REPORT("kill", kill(a, SIGTERM));
+    REPORT("killpg", killpg(b, SIGKILL));
+    waitpid(a, &status, 0);
+    printf("a: signaled=%d sig=%d\n", WIFSIGNALED(status), WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    wait4(b, &status, 0, NULL);
+    printf("b: signaled=%d sig=%d\n", WIFSIGNALED(status), WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    wait(&status);
+    report_status("c", status);
+    return 66;
   }
   if (strcmp(mode, "exec_stage3") == 0) {
     refused("stage3 connect", port);

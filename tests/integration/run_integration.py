@@ -800,6 +800,31 @@ def fork_child_trace():
 
 
 @scenario
+def signal_and_reap():
+    """kill/killpg and the children reaped (waitpid, wait4, wait) are recorded in the sender's
+    trace: how a launcher stopped its workers and how each ended. A kill(pid, 0) probe is not."""
+    port = free_port()
+    plain, traced = run_both([prog("forks"), "signals", str(port)], ports=[port], expect_rc=66)
+    for want in ("a: signaled=1 sig=15", "b: signaled=1 sig=9", "c: exited=1 code=7"):
+        check(want in plain.out, f"plain run: no {want!r}", plain.describe())
+    kids = stderr_values(traced)
+    parent = one_trace(traced)
+    sent = parent.find("signal")
+    check([(e["op"], e["child_pid"], e["status"], e["ret"]) for e in sent] ==
+          [("kill", kids["a"], signal.SIGTERM, 0), ("killpg", kids["b"], signal.SIGKILL, 0)],
+          "signal events wrong (the kill(a, 0) probe must not be one)", sent)
+    reaped = parent.find("reap")
+    check([(e["op"], e["child_pid"], e["status"]) for e in reaped] ==
+          [("waitpid", kids["a"], signal.SIGTERM), ("wait4", kids["b"], signal.SIGKILL),
+           ("wait", kids["c"], 7 << 8)], "reap events wrong (raw wait statuses)", reaped)
+    # Killed: no exit record of their own (a child that had not made its connect yet when it
+    # was killed, on a loaded machine, has no file at all).
+    for t in traces_of(traced):
+        if t.pid in (kids["a"], kids["b"]):
+            check(not t.find("proc_exit"), f"child {t.pid} killed but has an exit record", t.lines())
+
+
+@scenario
 def exec_chain_scrubbed_env():
     port = free_port()
     self_path = prog("forks")

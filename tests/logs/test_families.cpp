@@ -465,3 +465,54 @@ TEST_CASE("the family table: every row's example holds one of its anchors", "[fa
     CHECK(held);
   }
 }
+
+TEST_CASE("worker_failure: torchrun's ChildFailedError summary, field by field (2.13; 1.x the same block)",
+          "[families]") {
+  // As torchrun 2.13 printed it in a real run (e2e torchrun worker_crashed).
+  auto e = must("Root Cause (first observed failure):", Family::WorkerFailure);
+  CHECK(e.setting == "root_cause");
+  e = must("  rank      : 2 (local_rank: 2)", Family::WorkerFailure);
+  CHECK(e.setting == "rank");
+  CHECK(e.setting_value == "2 (local_rank: 2)");
+  e = must("  exitcode  : -15 (pid: 23294)  (SIGTERM)", Family::WorkerFailure);
+  CHECK(e.setting == "exitcode");
+  CHECK(e.setting_value == "-15 (pid: 23294)  (SIGTERM)");
+  e = must("  exitcode  : 1 (pid: 23296) ", Family::WorkerFailure);
+  CHECK(e.setting_value == "1 (pid: 23296)");
+  e = must("  error_file: <N/A>", Family::WorkerFailure);
+  CHECK(e.setting == "error_file");
+  e = must("  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+           Family::WorkerFailure);
+  CHECK(e.setting == "traceback");
+  e = must("  traceback : Signal 15 (SIGTERM) received by PID 23294", Family::WorkerFailure);
+  CHECK(e.setting_value == "Signal 15 (SIGTERM) received by PID 23294");
+  e = must("E1203 02:59:03.985000 23271 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+           "(exitcode: 1) local_rank: 2 (pid: 23296) of binary: /usr/bin/python3",
+           Family::WorkerFailure);
+  CHECK(e.setting == "first_failure");
+  CHECK(e.setting_value == "exitcode: 1) local_rank: 2 (pid: 23296) of binary: /usr/bin/python3");
+  e = must("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 4242) "
+           "of binary: /usr/bin/python3", Family::WorkerFailure);  // 1.x
+  CHECK(e.setting == "first_failure");
+  // Look-alikes: a rank or an exit code in other words is no field of the summary.
+  for (const char* line : {"rank: 2 joined", "  rank      : two", "exitcode 1", "traceback: see above",
+                           "the traceback follows"}) {
+    INFO(line);
+    const auto ev = classify_line(line);
+    CHECK((!ev || ev->family != Family::WorkerFailure));
+  }
+}
+
+TEST_CASE("transport_error: gloo's pair found its connection reset or closed by the rank at its other end",
+          "[families]") {
+  // 1.13 and 2.13 when a peer rank was SIGKILLed after init_process_group (e2e rank_killed).
+  must("RuntimeError: [./gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:17630: Connection reset by peer",
+       Family::TransportError);
+  must("RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:3493",
+       Family::TransportError);
+  must("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+       "by peer [127.0.0.1]:57256. This is typically caused by a remote worker crashing.",
+       Family::TransportError);
+  // The store's own reset stays a store error.
+  must("torch.distributed.DistNetworkError: Connection reset by peer", Family::ConnectionReset);
+}

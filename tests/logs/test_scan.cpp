@@ -61,11 +61,12 @@ TEST_CASE("every family table example is found in a file, with its line number",
     CHECK(scan.events[i].file == f);
   }
   CHECK(scan.lines == line);
-  // `matched` counts the c10d lines; those that are no store failure (issue 13) and torchrun's
-  // launch settings and their agents' word that the workers succeeded are not.
+  // `matched` counts the c10d lines; those that are no store failure (issue 13), torchrun's
+  // launch settings, their agents' word that the workers succeeded and the lines of their
+  // failure summaries are not.
   size_t c10d = 0;
   for (const auto& e : scan.events) c10d += rdzv::logs::is_rendezvous_message(e.family);
-  CHECK(c10d + 6 == scan.events.size());  // 4 other errors, a launch setting, a success
+  CHECK(c10d + 7 == scan.events.size());  // 4 other errors, a launch setting, a success, a summary line
   CHECK(scan.matched == c10d);
   CHECK(scan.bytes == content.size());
 }

@@ -123,15 +123,18 @@ FAULTS = {f.name: f for f in (
     Fault("crash", "the target raises an exception (exit 1, traceback in its log)",
           targets=("store", "worker", "highest"), phases=("before_connect", "store_traffic", "first_collective"),
           dead=True,
-          accept={"before_connect": ("straggler_timeout",),
-                  "store_traffic": ("broken_pipe/peer_died",),
-                  "first_collective": ("broken_pipe/peer_died",)},
-          accept_store={"before_connect": ("store_not_ready",)},
-          why="before its first connect the others wait for a rank that never comes (there is no class of "
-              "its own for a dead rank: straggler_timeout names it, and the words must say it died, with "
-              "its exit status); the store host dead before it listened leaves nothing listening "
-              "(store_not_ready); after init_process_group its peers lose their connections to a process "
-              "that died without a rendezvous error of its own (broken_pipe, cause peer_died)",
+          accept={"before_connect": ("straggler_timeout", "rank_died"),
+                  "store_traffic": ("broken_pipe/peer_died", "rank_died"),
+                  "first_collective": ("broken_pipe/peer_died", "rank_died")},
+          accept_store={"before_connect": ("store_not_ready", "rank_died")},
+          why="before its first connect the others wait for a rank that never comes: straggler_timeout "
+              "names it when they timed out waiting (the words must say it died, with its exit status), "
+              "rank_died when their launcher stopped them first (torchrun SIGTERMs the other workers once "
+              "one failed); the store host dead before it listened leaves nothing listening "
+              "(store_not_ready, or rank_died when its death came before the others' first refused "
+              "connect); after init_process_group its peers lose their connections to a process "
+              "that died without a rendezvous error of its own (broken_pipe, cause peer_died), or their "
+              "launcher stops them (rank_died)",
           left_out={("store", "*", "torchrun-*"): NOT_A_WORKER_UNDER_TORCHRUN,
                     ("node", "*", "*"): ONE_NODE_HERE}),
     Fault("exit0", "the target's process ends with status 0, its work not done",
@@ -146,11 +149,12 @@ FAULTS = {f.name: f for f in (
                     ("node", "*", "*"): ONE_NODE_HERE}),
     Fault("sigkill", "the target is SIGKILLed (the OOM killer, say)",
           phases=("before_connect", "store_traffic", "first_collective"), dead=True,
-          accept={"before_connect": ("straggler_timeout",),
-                  "store_traffic": ("broken_pipe/peer_died",), "first_collective": ("broken_pipe/peer_died",)},
-          why="before its first connect, as crash (the others wait for a rank that is gone); after "
-              "init_process_group its peers' connections to it break (EOF, ECONNRESET) and it left no "
-              "error: the first to die initiated it",
+          accept={"before_connect": ("straggler_timeout", "rank_died"),
+                  "store_traffic": ("broken_pipe/peer_died", "rank_died"),
+                  "first_collective": ("broken_pipe/peer_died", "rank_died")},
+          why="before its first connect, as crash (the others wait for a rank that is gone, or their "
+              "launcher stops them); after init_process_group its peers' connections to it break (EOF, "
+              "ECONNRESET) and it left no error: the first to die initiated it",
           left_out={("store", "*", "*"): "the store host SIGKILLed is the fault store_killed",
                     ("node", "*", "*"): ONE_NODE_HERE}),
     Fault("store_killed", "the store host is SIGKILLed (under torchrun: the agent, which hosts it)",
@@ -291,18 +295,16 @@ FAULTS = {f.name: f for f in (
 
 # Cells known to be wrong with today's analyzer (glob patterns over cell names), with why; a
 # cell on this list that is wrong at high confidence is reported but does not fail the run.
-DEAD_CALLED_LATE = ("issue 32 job 3: a rank dead before its first store connect (exception, exit 0, SIGKILL) is "
-                    "straggler_timeout with the right rank, but the summary calls it late ('never reached the "
-                    "store (still missing N s after the others arrived)') and says nothing of its death")
 CONSEQUENCE_BLAMED = ("after init_process_group, a worker dies or stalls; rank 0, the store host, then exits 1 "
                       "of its own gloo error (all_reduce or barrier) and a client's store connection breaks: "
                       "broken_pipe/peer_died names rank 0 (seen for crash, SIGKILL and stall, 1.13 and 2.13; "
                       "when it does not happen the verdict is unknown)")
 KNOWN_WRONG = {
-    **{f"{fault}.{target}.before_connect.*": DEAD_CALLED_LATE
-       for fault in ("crash", "exit0", "sigkill") for target in ("worker", "highest")},
+    # crash and sigkill after init_process_group: right since the rank that died first is found
+    # from how each process ended (analyzer/model/endings.cpp); a rank that left with status 0,
+    # froze or stalls is no death, and still blamed this way.
     **{f"{fault}.{target}.{phase}.hand.*": CONSEQUENCE_BLAMED
-       for fault in ("crash", "exit0", "sigkill", "sigstop", "stall") for target in ("worker", "highest")
+       for fault in ("exit0", "sigstop", "stall") for target in ("worker", "highest")
        for phase in ("store_traffic", "first_collective")},
     "name_elsewhere_nohost.*": "store_unreachable with the right rank and both addresses, but the summary offers "
                                "'a firewall REJECT rule, a route' first, though the traces hold the two lookups "
@@ -312,9 +314,6 @@ KNOWN_WRONG = {
                                                     "ever listened on the store port: the store host never "
                                                     "started', while the agent's store was up on the port in "
                                                     "the worker's header",
-    "crash.store.before_connect.hand.*": "the store host (rank 0) raised before it listened: store_not_ready with no "
-                                         "rank, 'the store host never started', where rank 0 exited with status 1 "
-                                         "and its exception is in its log (sample of seed 51608)",
     "store_late.store.before_connect.hand.*": "by timing: when some clients still retry as the late store "
                                               "listens, they join, the store host times out waiting for the "
                                               "others ('3/4 clients joined') and exits 1, and the verdict is "

@@ -18,7 +18,7 @@ TEST_CASE("every kind has its snake_case name", "[names]") {
   const char* expected[] = {"proc_start", "proc_exit", "fork",    "exec",         "spawn",
                             "snapshot",   "resolve",   "connect", "connect_done", "bind",
                             "listen",     "accept",    "send",    "recv",         "poll",
-                            "sockopt",    "close",     "tcp_state"};
+                            "sockopt",    "close",     "tcp_state", "signal",      "reap"};
   REQUIRE(std::size(expected) == RDZV_EV_KIND_MAX);
   for (unsigned k = 1; k <= RDZV_EV_KIND_MAX; ++k) CHECK(kind_name(k) == expected[k - 1]);
   CHECK(kind_name(0) == "kind_0");
@@ -35,7 +35,8 @@ TEST_CASE("every op has its own name, in enum order", "[names]") {
       "epoll_wait",  "epoll_pwait", "getsockopt",    "setsockopt",     "close",
       "fork",        "vfork",       "posix_spawn",   "posix_spawnp",   "exec",
       "exit",        "_exit",       "destructor",    "init",           "kernel",
-      "sendmmsg",    "recvmmsg"};
+      "sendmmsg",    "recvmmsg",    "kill",          "killpg",         "waitpid",
+      "wait4",       "wait"};
   REQUIRE(std::size(expected) == RDZV_OP_MAX);
   for (unsigned op = 0; op < RDZV_OP_MAX; ++op) CHECK(op_name(op) == expected[op]);
   CHECK(op_name(RDZV_OP_MAX) == "op_" + std::to_string(RDZV_OP_MAX));

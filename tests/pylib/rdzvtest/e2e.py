@@ -68,7 +68,7 @@ LATE_RANK_TIMEOUT_S = 8     # ... and the timeout it stays within
 # ---------------------------------------------------------------------------------------------
 ANY_FAILURE = ("name_resolution", "broken_pipe", "connect_timeout", "straggler_timeout",
                "store_not_ready", "port_conflict", "rdzv_collision", "transient_recv", "unknown",
-               "config_mismatch", "store_unreachable")
+               "config_mismatch", "store_unreachable", "rank_died")
 
 SCENARIOS = {
     "healthy": dict(
@@ -202,6 +202,30 @@ SCENARIOS = {
         fault=f"6 ranks, rank 4 sleeps {LATE_RANK_DELAY_S} s after `import torch`, before init (T="
               f"{LATE_RANK_TIMEOUT_S} s): the others wait for it, and the job still succeeds. The "
               f"verdict is healthy, and names rank 4 as far behind the others, against the timeout"),
+    # Issue 32: a dead rank is dead, not late. `log_words`: what the logs-only summary must say;
+    # `dead`: the ranks whose rows must say how they ended ("dead", never "late").
+    "rank_killed": dict(
+        cls="broken_pipe", rank=1, cause="peer_died", log_cls=ANY_FAILURE, log_ranks="any", timeout=8,
+        words=dict(summary=("rank 1 (", "vanished without an exit record", "killed by a signal",
+                            "the rendezvous completed", "failed after it"),
+                   nowhere=("store_not_ready",)),
+        dead=(1,),
+        fault="rank 0, the store host, sleeps 2 s after `import torch` (the others' first connects are "
+              "refused: a start-up race they survive); every rank joins; rank 1 then SIGKILLs itself right "
+              "after init_process_group (what the OOM killer does: no exit record); ranks 0, 2, 3 fail in "
+              "their all_reduce on gloo's `Connection reset by peer` / `Connection closed by peer`. The "
+              "analyzer must name rank 1 dead, not the store's late start (store_not_ready, rank 0, before)"),
+    "rank_crashed": dict(
+        cls="straggler_timeout", rank=1, cause=None, log_cls="straggler_timeout", log_ranks=(None, 1),
+        timeout=3,
+        words=dict(summary=("rank 1 (", "exited with status 1", "before it reached the store",
+                            "RuntimeError: e2e fault: an exception at before_init"),
+                   next_step=("crash",),
+                   nowhere=("still missing", "data loading")),
+        dead=(1,),
+        fault="rank 1 raises right after `import torch`, before init_process_group (exit 1, its traceback "
+              "in rank1.log); ranks 0, 2, 3 time out waiting for it. The summary must say it exited with "
+              "status 1 before reaching the store, with its exception line, not that it was late"),
     "transient_recv": dict(
         cls="transient_recv", rank="computed", cause=None, log_cls=ANY_FAILURE, log_ranks="any",
         timeout=3,
@@ -1121,6 +1145,57 @@ def sc_rdzv_collision(h, run):
     return errors
 
 
+# rank_killed: how long rank 0, the store host, sleeps before its init_process_group (the
+# others' connects are refused meanwhile, and c10d retries them: a start-up race survived).
+STORE_RACE_S = 2
+
+
+def sc_rank_killed(h, run):
+    for r in range(WORLD):
+        env = {0: {"E2E_DELAY_S": str(STORE_RACE_S)}, 1: {"E2E_FAULT": "sigkill@after_init"}}.get(r)
+        h.launch(run, r, env=env)
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, "rank1", -signal.SIGKILL, errors)
+    expect_text(run, "rank1", ["e2e: joined", "e2e: fault sigkill at after_init"], errors)
+    for r in (0, 2, 3):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_text(run, f"rank{r}", "e2e: joined", errors)
+        expect_any_text(run, f"rank{r}", ["Connection reset by peer", "Connection closed by peer"], errors)
+    files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    expect(not any(ev.get("kind") == "proc_exit" for _, ev in events(files, rank=1)),
+           "rank 1's trace has a proc_exit although it was SIGKILLed", errors)
+    refused = [ev for _, ev in events(files) if ev.get("errno_name") == "ECONNREFUSED"
+               and port_of(ev.get("peer")) == run.port]
+    run.notes.append(f"{len(refused)} refused store connects while rank 0 slept")
+    return errors
+
+
+def sc_rank_crashed(h, run):
+    for r in range(WORLD):
+        h.launch(run, r, env={"E2E_FAULT": "raise@before_init"} if r == 1 else None)
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, "rank1", 1, errors)
+    expect_text(run, "rank1", ["e2e: fault raise at before_init",
+                               "RuntimeError: e2e fault: an exception at before_init"], errors)
+    for r in (0, 2, 3):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_any_text(run, f"rank{r}", said(h, "store_wait_timeout"), errors)
+    files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    exits = [ev for _, ev in events(files, "proc_exit", rank=1)]
+    expect(len(exits) == 1 and exits[0].get("status") == 1, f"rank 1's exit records: {exits}", errors)
+    expect(not any("store" in (ev.get("flags") or []) for _, ev in events(files, "connect", rank=1)),
+           "rank 1 reached the store", errors)
+    return errors
+
+
 class ClosingProxy:
     """Listens on 127.0.0.1:port and forwards to 127.0.0.1:target; the FIRST accepted
     connection is never forwarded: it is closed with a FIN after its first query. target: a
@@ -1424,6 +1499,20 @@ TORCHRUN_SCENARIOS = {
         fault="worker 1 (of 2) reaches the workers' store through a proxy that closes its first "
               "connection after the first query: its connect/validate fails once, TCPStore "
               "retries it, the job succeeds"),
+    # Issue 32: torchrun's summary names the worker that died first ("Root Cause (first observed
+    # failure)"); the tool must never know less.
+    "worker_crashed": dict(
+        cls="rank_died", rank=2, cause="exited", log_cls="rank_died", log_ranks=(2,), timeout=5,
+        words=dict(summary=("rank 2 (", "died first", "exited with status 1", "before it reached the store",
+                            "stopped by their launcher agent", "SIGTERM",
+                            "RuntimeError: e2e fault: an exception at before_init"),
+                   next_step=("crash",)),
+        log_words=("names rank 2 as the first observed failure: exit code 1",
+                   "RuntimeError: e2e fault: an exception at before_init", "(SIGTERM): the agent stopped them"),
+        dead=(2,),
+        fault="worker 2 raises right after `import torch`, before init_process_group (exit 1); the agent "
+              "SIGTERMs workers 0, 1, 3 (killpg), and its ChildFailedError summary names rank 2 as the "
+              "root cause (exitcode 1), the others exitcode -15"),
     "last_call": dict(
         cls="healthy", rank=None, cause=None, log_cls=("healthy", "unknown"), log_ranks="any",
         timeout=5,
@@ -1961,6 +2050,30 @@ def tr_transient_recv(h, run):
             and "zero_read" in (ev.get("flags") or []) and port_of(ev.get("peer")) == proxy_port}
     expect(zero == {1}, f"ranks with a 0-byte store read from the proxy: {sorted(zero)}, "
                         f"expected [1] ({retried})", errors)
+    return errors
+
+
+def tr_worker_crashed(h, run):
+    agent = launch_torchrun(h, run, rank_env={2: {"E2E_FAULT": "raise@before_init"}})
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, agent.label, 1, errors)
+    expect_text(run, "rank2", "e2e: fault raise at before_init", errors)
+    for r in (0, 1, 3):
+        expect("e2e: done" not in run.by_label(f"rank{r}").text(), f"rank{r} finished", errors)
+    text = agent.text()
+    expect("Root Cause (first observed failure)" in text and "exitcode  : 1 (pid:" in text,
+           "torchrun's summary does not name a root cause with exit code 1", errors)
+    expect("exitcode  : -15" in text, "torchrun's summary shows no worker stopped with SIGTERM", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    exits = [ev for _, ev in events(files, "proc_exit", rank=2)]
+    expect(len(exits) == 1 and exits[0].get("status") == 1, f"worker 2's exit records: {exits}", errors)
+    sent = [ev for f, ev in events(files, "signal") if f["header"]["pid"] == agent.pid]
+    expect(len(sent) >= 3 and all(ev.get("status") == signal.SIGTERM for ev in sent),
+           f"the agent's signal records: {sent}", errors)
     return errors
 
 
