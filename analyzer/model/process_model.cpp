@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <memory>
@@ -173,18 +174,48 @@ bool touched_store(const Process& p) {
   return false;
 }
 
+// When a process was surely alive: from its start to its exit record, or, with none (killed,
+// or still running), to the end of the traces.
+std::pair<std::int64_t, std::int64_t> lifetime(const Process& p) {
+  return {p.launched_ns, p.exit_ns.value_or(std::numeric_limits<std::int64_t>::max())};
+}
+
+// Started after q and over before it: a program q ran (or one of q's children ran), even
+// where the process in between was not traced (a shell's `$(...)` subshell forks without
+// using the network, so it leaves no file, and its children's ppid leads nowhere).
+bool lived_within(const Process& p, const Process& q) {
+  const auto [p_start, p_end] = lifetime(p);
+  const auto [q_start, q_end] = lifetime(q);
+  return q_start <= p_start && p.exit_ns && p_end <= q_end;
+}
+
 // A rank's file is made at load (the shim opens it early for processes with RANK set), so the
-// programs a rank starts inherit its identity and leave files too: a child of a process of
-// the same rank and job that never touched the store is that rank's helper, not the rank.
+// programs a rank starts inherit its identity and leave files too: a process of the same rank
+// and job that never touched the store is that rank's helper, not the rank, when it is the
+// child of another of the rank's processes or lived within one's lifetime (wrapper scripts:
+// pyenv's shims, `module load`, a training script's `git rev-parse`, whose exit status says
+// nothing about the rank).
 void mark_helpers(std::vector<Process>& procs) {
   std::map<std::pair<std::string, std::int32_t>, const Process*> by_pid;
-  for (const Process& p : procs) by_pid[{p.pid_space, p.pid}] = &p;
+  std::map<std::pair<std::string, std::int32_t>, std::vector<const Process*>> by_rank;
+  for (const Process& p : procs) {
+    by_pid[{p.pid_space, p.pid}] = &p;
+    if (p.rank >= 0 && p.role == Role::Worker) by_rank[{p.job_key, p.rank}].push_back(&p);
+  }
   for (Process& p : procs) {
     if (p.rank < 0 || p.role != Role::Worker || touched_store(p)) continue;
     auto parent = by_pid.find({p.pid_space, p.header.ppid});
-    if (parent == by_pid.end()) continue;
-    const Process& q = *parent->second;
-    if (q.rank == p.rank && q.job_key == p.job_key && q.launched_ns <= p.launched_ns) p.role = Role::Helper;
+    if (parent != by_pid.end()) {
+      const Process& q = *parent->second;
+      if (q.rank == p.rank && q.job_key == p.job_key && q.launched_ns <= p.launched_ns) {
+        p.role = Role::Helper;
+        continue;
+      }
+    }
+    const auto& same_rank = by_rank[{p.job_key, p.rank}];
+    if (std::any_of(same_rank.begin(), same_rank.end(),
+                    [&](const Process* q) { return q != &p && q->pid_space == p.pid_space && lived_within(p, *q); }))
+      p.role = Role::Helper;
   }
 }
 

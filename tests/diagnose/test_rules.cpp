@@ -1585,6 +1585,33 @@ TEST_CASE("a rank that exits before it reaches the store is dead, not late: its 
   CHECK(html.find("died: exit 1") != std::string::npos);
 }
 
+TEST_CASE("a program a rank ran through an untraced shell is its helper: its exit status is not the rank's death") {
+  // Found with `rdzvscope run -- python3 ...` where python3 is pyenv's shim: bash runs
+  // `$(readlink ...)` in subshells that fork without using the network (no file of their
+  // own), so the programs they start name a ppid no trace has, and one of them exits 1.
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 1) {
+      p.exit(0.8, 1);
+      continue;
+    }
+    if (r == 0) p.bind(0.9, 0).listen(0.9);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).rcvtimeo(1.01, 3000);
+    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r), kPort)
+        .exit(4.1, 1);
+  }
+  job.proc(1, 5001).parent(4999).exit(0.2, 1);    // rank 1's wrapper's `readlink`
+  job.proc(2, 5002).parent(4998).exit(0.3, 128);  // rank 2's `git rev-parse HEAD`, not a repository
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.summary.find("rank 1 (node0 pid 1001) exited with status 1") != std::string::npos);
+  CHECK(d.verdict.summary.find("pid 5001") == std::string::npos);
+  CHECK(d.verdict.summary.find("pid 5002") == std::string::npos);
+  CHECK(d.ranks.size() == 4);
+}
+
 namespace {
 
 // torchrun (one agent, 4 workers, pids 2000-2003, the agent's store on port 29600): worker 2
