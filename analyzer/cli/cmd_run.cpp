@@ -3,6 +3,9 @@
 // Sets up the environment that makes every process of CMD (and its children, which inherit
 // it) load the shim and write its trace into DIR, then becomes CMD through exec: no
 // wrapper process stays in between, so signals, exit status and job control are CMD's own.
+// With --verdict it stays CMD's parent instead (supervise.h): it forwards the scheduler's
+// signals and, when CMD fails or is cancelled, prints the verdict on stderr (run_verdict.h)
+// before ending with CMD's own status.
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +24,7 @@
 #include "diagnostics.h"
 #include "out_dir.h"
 #include "run_env.h"
+#include "run_verdict.h"
 #include "shim_locator.h"
 
 #ifndef RDZVSCOPE_LIBDIR
@@ -36,6 +40,7 @@ struct RunOptions {
   std::string shim;
   std::optional<unsigned> max_mb;
   std::vector<std::string> inject;  // --inject FAULT, repeatable
+  bool verdict = false;             // stay the parent; the verdict on stderr when CMD fails
   std::vector<std::string> command;
 };
 
@@ -48,6 +53,20 @@ std::string exe_dir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string(".") : exe.parent_path().string();
+}
+
+// --verdict: CMD as a child; its failure or cancellation analyzed; its status given back.
+int run_with_verdict(const std::vector<std::string>& command, const std::string& dir) {
+  const ChildEnd end = run_supervised(command);
+  if (!end.started) {
+    log_for("run")->error("{}", end.error);
+    return kExitExecFailed;
+  }
+  if (end.failed() && print_run_verdict(dir, end)) {
+    const char* strict = std::getenv("RDZVSCOPE_STRICT");  // the test suite's, as for analyze
+    if (strict && std::string(strict) == "1") return kExitContradiction;
+  }
+  end_like(end);
 }
 
 int run_run(const RunOptions& opt) {
@@ -97,6 +116,8 @@ int run_run(const RunOptions& opt) {
     log_for("")->warn("rehearsal: injecting {} (every injected call is marked in the trace)",
                       inject.value());
 
+  if (opt.verdict) return run_with_verdict(opt.command, job_trace_root(dir.value()));
+
   std::vector<char*> argv;
   for (const auto& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -130,6 +151,9 @@ Command add_run_command(CLI::App& app) {
                   "store-reset[:bytes=N] (docs/commands.md)")
       ->type_name("FAULT")
       ->allow_extra_args(false);  // one FAULT per --inject
+  sub->add_flag("--verdict", opt->verdict,
+               "Stay the parent of CMD: forward SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1/2 to it and, when it "
+               "fails or is cancelled, print the verdict from DIR on stderr; the exit status stays CMD's");
   sub->add_option("command", opt->command, "The command to trace, after --")->type_name("CMD [ARGS...]");
   return Command{sub, [opt] { return run_run(*opt); }};
 }

@@ -88,4 +88,12 @@ std::string expand_out_dir(const std::string& pattern) {
   return out;
 }
 
+std::string job_trace_root(const std::string& pattern) {
+  const std::size_t host_at = pattern.find("%h");
+  if (host_at == std::string::npos) return expand_out_dir(pattern);
+  const std::size_t cut = pattern.rfind('/', host_at);
+  if (cut == std::string::npos) return ".";
+  return expand_out_dir(cut == 0 ? "/" : pattern.substr(0, cut));
+}
+
 }  // namespace rdzvscope::cli

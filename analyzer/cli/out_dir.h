@@ -23,4 +23,9 @@ Result<std::string> prepare_out_dir(const std::string& dir);
 // writes every process's file itself).
 std::string expand_out_dir(const std::string& pattern);
 
+// The directory that holds this job's traces on every host, for a reader on this host: the
+// pattern cut before its first component that names the host (%h: each host writes its own
+// directory below it), the other placeholders expanded as here, now. "/s/%j/%h" -> "/s/31".
+std::string job_trace_root(const std::string& pattern);
+
 }  // namespace rdzvscope::cli

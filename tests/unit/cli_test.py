@@ -10,13 +10,16 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
+import time
 
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from rdzvtest.cli import expect, run_case, run_cli  # noqa: E402
+from rdzvtest.ports import free_port  # noqa: E402
 
 RDZVSCOPE, MAKE_TRACE, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -378,6 +381,76 @@ def case_run_exec_fails(tmp):
     expect(rc == 127, f"exit {rc}", err)
     expect("rdzvscope run: no-such-command-rdzvscope: No such file or directory" in err,
            "names the command", err)
+
+
+def case_run_verdict_status(tmp):
+    # --verdict keeps the command's exit status, says nothing when it succeeds, and says how it
+    # failed (with no traces here: these commands never use the network).
+    out_dir = os.path.join(tmp, "t")
+    rc, out, err = run(["run", "--verdict", "--out", out_dir, "--", "sh", "-c", "exit 7"])
+    expect(rc == 7, f"exit {rc}", err)
+    expect("rdzvscope: the command exited with status 7" in err, "says how it ended", err)
+    expect("holds no trace and there is no verdict" in err, "no traces: no verdict, said so", err)
+    rc, out, err = run(["run", "--verdict", "--out", out_dir, "--", "/bin/true"])
+    expect(rc == 0 and "the command" not in err, f"success: exit {rc}, nothing said", err)
+    rc, out, err = run(["run", "--verdict", "--out", out_dir, "--", "no-such-command-rdzvscope"])
+    expect(rc == 127, f"exec failure: exit {rc}", err)
+    expect("rdzvscope run: no-such-command-rdzvscope: No such file or directory" in err, "names it", err)
+    # A command killed by a signal: rdzvscope ends by the same signal, without a core of its own.
+    rc, out, err = run(["run", "--verdict", "--out", out_dir, "--", "sh", "-c", "kill -SEGV $$"], cwd=tmp)
+    expect(rc == -signal.SIGSEGV, f"ends by SIGSEGV like the command: {rc}", err)
+    expect("was killed by SIGSEGV" in err, "says so", err)
+    expect(not any(n.startswith("core") for n in os.listdir(tmp)), "no core file", os.listdir(tmp))
+
+
+def case_run_verdict_forwards_signals(tmp):
+    # A scheduler's signals reach the command through rdzvscope, which stays its parent: the
+    # command sees SIGUSR1 and goes on, then SIGTERM, and exits 5 from its handler.
+    seen = os.path.join(tmp, "seen")
+    child = ("import signal, sys, time\n"
+             f"log = open({seen!r}, 'a', buffering=1)\n"
+             "signal.signal(signal.SIGUSR1, lambda s, f: log.write('USR1\\n'))\n"
+             "def term(s, f):\n    log.write('TERM\\n'); sys.exit(5)\n"
+             "signal.signal(signal.SIGTERM, term)\n"
+             "print('ready', flush=True)\n"
+             "while True: time.sleep(0.05)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "RDZVSCOPE_SHIM")}
+    p = subprocess.Popen([RDZVSCOPE, "run", "--verdict", "--out", os.path.join(tmp, "t"), "--",
+                          sys.executable, "-c", child], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    expect(p.stdout.readline().strip() == "ready", "the command started")
+    p.send_signal(signal.SIGUSR1)
+    for _ in range(200):   # the handler has written it: the signal went through
+        if os.path.exists(seen) and "USR1" in open(seen).read():
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    expect(p.returncode == 5, f"the command's own status: {p.returncode}", err)
+    expect(open(seen).read().split() == ["USR1", "TERM"], "both signals reached it", open(seen).read())
+    expect(f"rdzvscope passed on SIGUSR1 from pid {os.getpid()}" in err, "names the first signal and its sender", err)
+    expect("exited with status 5" in err, "says how it ended", err)
+
+
+def case_run_verdict_traced_failure(tmp):
+    # With the real shim (found beside the executable): a rank whose store never answers. The
+    # verdict comes from its trace, on stderr after the command's own output.
+    out_dir = os.path.join(tmp, "t")
+    port = free_port()
+    child = ("import socket, sys\n"
+             "for _ in range(3):\n"
+             f"    try: socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+             "    except OSError as e: print('connect failed:', e, flush=True)\n"
+             "sys.exit(1)\n")
+    rc, out, err = run(["run", "--verdict", "--out", out_dir, "--", "/usr/bin/python3", "-c", child],
+                       env={"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                            "MASTER_PORT": str(port)})
+    expect(rc == 1, f"exit {rc}", err)
+    expect(out.count("connect failed") == 3, "the command's own output", out)
+    expect("rdzvscope: the command exited with status 1" in err, "heading", err)
+    verdict = err[err.index("rdzvscope: the command"):]
+    expect("VERDICT" in verdict and "initiating rank" in verdict, "the verdict follows", err)
+    expect(f"rdzvscope analyze {out_dir}" in verdict, "and how to see more", err)
 
 
 def case_run_bad_ports(tmp):

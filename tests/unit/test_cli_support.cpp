@@ -112,6 +112,16 @@ TEST_CASE("prepare_out_dir with placeholders: made up to the first, the rest kep
   CHECK(expand_out_dir("/b/plain") == "/b/plain");
 }
 
+TEST_CASE("run --verdict reads the job's directory above the per-host ones", "[cli]") {
+  ::setenv("SLURM_JOB_ID", "31", 1);
+  CHECK(job_trace_root("/s/%j/%h") == "/s/31");
+  CHECK(job_trace_root("/s/%j/node-%h/x") == "/s/31");
+  CHECK(job_trace_root("/s/%j") == "/s/31");
+  CHECK(job_trace_root("/%h") == "/");
+  CHECK(job_trace_root("/plain") == "/plain");
+  ::unsetenv("SLURM_JOB_ID");
+}
+
 TEST_CASE("prepare_out_dir creates private directories and refuses unusable ones", "[cli]") {
   TempDir dir;
   const std::string target = dir.file("a/b/traces");
