@@ -289,6 +289,25 @@ Verdict unknown_no_rank_found(const Context& c) {
   return v;
 }
 
+// Logs alone, with no error in them: the job may have hung (a hang prints nothing: a rank stuck
+// before init_process_group or in its first collective, a store host that stopped answering),
+// or the logs end before its failure. Healthy only when a line says the workers finished
+// (a torchrun agent's teardown marks: it logs them once its worker group succeeded).
+bool logs_show_workers_finished(const LogFacts& logs) { return !logs.teardown_marks.empty(); }
+
+Verdict unknown_from_quiet_logs(const LogFacts& logs) {
+  Verdict v;
+  v.cls = FailureClass::Unknown;
+  v.confidence = "low";
+  v.summary = "no error in " + std::to_string(logs.stats[Stat::LogLines]) +
+              " log lines, and none says the job finished: a job that hangs prints nothing (a rank stuck before "
+              "init_process_group or in its first collective, a store host that stopped answering), and a log that "
+              "ends before the failure shows none";
+  v.next_step = "if the job hung: `py-spy dump --pid PID` on each rank shows where it waits; rdzvscope attach on "
+                "the running job, or a rerun under rdzvscope run, shows which rank the others wait for";
+  return v;
+}
+
 Verdict healthy_from_logs(const LogFacts& logs) {
   Verdict v;
   v.cls = FailureClass::Healthy;
@@ -370,7 +389,7 @@ Verdict verdict_without_candidates(const Context& c) {
   if (traced_ranks_fine) return healthy_from_traces(c);
   if (!c.has_traces() && c.logs.stats[Stat::LogFiles] > c.logs.errors.size() && c.logs.events.empty() &&
       c.logs.other_errors.empty())
-    return healthy_from_logs(c.logs);
+    return logs_show_workers_finished(c.logs) ? healthy_from_logs(c.logs) : unknown_from_quiet_logs(c.logs);
   return unknown_with_what_is_missing(c, failed);
 }
 

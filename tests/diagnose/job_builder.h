@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -248,6 +249,7 @@ class Job {
       add_log_event(logs_, std::move(*ev));  // as load_logs
     }
     logs_.stats.add(Stat::LogLines);
+    if (log_files_.insert(file).second) logs_.stats.add(Stat::LogFiles);  // as load_logs, once a file
     return *this;
   }
   // WORLD_SIZE in every process's header (-1: unset, as when the job did not export it);
@@ -278,6 +280,7 @@ class Job {
   const LogFacts& logs() const { return logs_; }
 
  private:
+  std::set<std::string> log_files_;
   TempDir dir_;
   std::vector<std::unique_ptr<Proc>> procs_;
   TraceInputs traces_;

@@ -1252,6 +1252,28 @@ const char* kShutdown = "W1202 08:24:59.873000 19941 torch/distributed/elastic/r
                         "error of type RendezvousConnectionError.";
 }  // namespace teardown
 
+TEST_CASE("logs only, with no error: unknown unless a line says the workers finished (a hang prints nothing)") {
+  SECTION("ranks that printed their progress and then nothing: not healthy") {
+    Job job;
+    job.log_line("[rank0] loading shards 0-127");
+    job.log_line("[rank1] loading shards 128-255");
+    job.log_line("[rank1] epoch 0 step 0");
+    const Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::Unknown);
+    CHECK(d.verdict.summary.find("none says the job finished") != std::string::npos);
+    CHECK(d.verdict.next_step.find("py-spy dump") != std::string::npos);
+  }
+  SECTION("a torchrun agent's worker group finished: healthy, at low confidence") {
+    Job job;
+    job.log_line("[rank0] epoch 0 step 0");
+    job.log_line("I1203 02:46:20.701000 10114 torch/distributed/elastic/agent/server/api.py:879] [default] worker "
+                 "group successfully finished. Waiting 300 seconds for other agents to finish.");
+    const Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::Healthy);
+    CHECK(d.verdict.confidence == "low");
+  }
+}
+
 TEST_CASE("logs: the teardown of a node whose workers all exited 0 is not a failure, in any order") {
   using namespace teardown;
   const std::vector<std::vector<const char*>> orders = {
