@@ -48,10 +48,14 @@ bool transport_connect_failed(sv s) {
   if (says_all<"pair.cc", "connect ">(s)) return true;  // gloo::IoException
   if (says<"pair.cc">(s) && says_any<"Read error", "Write error", "closed by peer", "reset by peer">(s)) return true;
   if (says<"gloo::IoException">(s)) return true;
+  // gloo of 2.x: a pair's connect retried and given up ("failed to connect, willRetry=1, ...
+  // remote=[H]:P, error=SO_ERROR: Connection refused"), then "Gloo connectFullMesh failed with
+  // [...pair.cc:152] timed out connecting: ..." (pair.cc above).
+  if (says_all<"failed to connect, willRetry", "remote=">(s)) return true;
   if (says_all<"Proxy Call to rank", "failed">(s)) return true;  // NCCL proxy
   return says<"NCCL WARN">(s) &&
          says_any<"socketStartConnect", "Connect to ", "socketPollConnect", "socketProgress",
-                  "Connection refused", "Connection reset", "Connection closed">(s);
+                  "Connection refused", "Connection reset", "Connection closed", "No route to host">(s);
 }
 
 bool store_barrier_timed_out(sv s) {
@@ -294,7 +298,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::TransportError,
      .name = "transport_error",
      .scope = Scope::Alone,
-     .anchors = {"pair.cc", "Exception", "Proxy Call", "NCCL WARN"},
+     .anchors = {"pair.cc", "Exception", "Proxy Call", "NCCL WARN", "willRetry"},
      .matches = transport_connect_failed,
      .versions = "all (gloo, NCCL)",
      // pytorch#15592

@@ -16,6 +16,29 @@ std::vector<const LogEvent*> LogFacts::of(std::initializer_list<LogFamily> famil
 
 namespace {
 
+// A line that says a connect reached an address (its lookup had answered).
+bool reached_an_address(const LogEvent& e) {
+  return (e.has(LogFamily::ConnectFailed) && e.err) || e.has(LogFamily::ConnectValidate) ||
+         e.has(LogFamily::NotListeningYet);
+}
+
+bool same_process(const LogEvent& a, const LogEvent& b) {
+  return a.file == b.file && a.origin == b.origin && a.rank == b.rank;
+}
+
+}  // namespace
+
+const LogEvent* LogFacts::connect_before(const LogEvent& e) const {
+  for (const LogEvent& x : events) {
+    if (!same_process(x, e) || x.line >= e.line || !reached_an_address(x)) continue;
+    if (x.port && e.port && *x.port != *e.port) continue;
+    return &x;
+  }
+  return nullptr;
+}
+
+namespace {
+
 // torchrun's name for a launch setting of its INFO block; min_nodes and max_nodes make "nnodes".
 const char* option_of(const std::string& setting) {
   if (setting == "run_id") return "rdzv-id";
