@@ -52,6 +52,7 @@ bool transport_connect_failed(sv s) {
   // remote=[H]:P, error=SO_ERROR: Connection refused"), then "Gloo connectFullMesh failed with
   // [...pair.cc:152] timed out connecting: ..." (pair.cc above).
   if (says_all<"failed to connect, willRetry", "remote=">(s)) return true;
+  if (says_all<"pair.cc", "connectFullMesh failed">(s)) return true;
   if (says_all<"Proxy Call to rank", "failed">(s)) return true;  // NCCL proxy
   return says<"NCCL WARN">(s) &&
          says_any<"socketStartConnect", "Connect to ", "socketPollConnect", "socketProgress",

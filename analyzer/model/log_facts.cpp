@@ -16,10 +16,12 @@ std::vector<const LogEvent*> LogFacts::of(std::initializer_list<LogFamily> famil
 
 namespace {
 
-// A line that says a connect reached an address (its lookup had answered).
+// A line that says a connect reached an address (its lookup had answered): a connect that failed
+// with an errno of its own. Not a connect/validate retry whose reason is a lookup failure or
+// the deadline, nor "not listening yet": c10d prints those while its lookups fail too.
 bool reached_an_address(const LogEvent& e) {
-  return (e.has(LogFamily::ConnectFailed) && e.err) || e.has(LogFamily::ConnectValidate) ||
-         e.has(LogFamily::NotListeningYet);
+  return (e.has(LogFamily::ConnectFailed) || e.has(LogFamily::ConnectValidate)) && e.err &&
+         !e.has(LogFamily::GaiError) && !e.has(LogFamily::HostNotFound);
 }
 
 bool same_process(const LogEvent& a, const LogEvent& b) {

@@ -187,10 +187,11 @@ const LogEvent* named_endpoint(const Context& c, const LogEvent& near) {
 // the same lines on the nodes that fail.
 Alternative path_from_this_node_only(const std::string& host, const std::string& how) {
   const std::string dest = host.empty() ? std::string("the store host") : host;
+  const std::string nc_host = host.empty() ? std::string("<store host>") : host;
   return {FailureClass::StoreUnreachable, how == "timed out" ? std::nullopt : std::optional<std::string>("unreachable"),
           "the store was up and other nodes reached it; only the path from this node to " + dest + " " + how +
               " (a firewall rule or a route on this node's side)",
-          "`rdzvscope preflight` (or `nc -vz " + dest + " PORT`) from this node and from a node that got through; "
+          "`rdzvscope preflight` (or `nc -vz " + nc_host + " PORT`) from this node and from a node that got through; "
           "the logs of a rank on another node (did it connect?)"};
 }
 

@@ -105,10 +105,15 @@ std::string stale_next_step() {
 // Debian and Ubuntu map the host name to 127.0.1.1 in /etc/hosts, so a rank publishes a
 // loopback address; a rank on another node connects to its own loopback there, where nothing
 // listens on that port: refused. The peer was sent to an address where its peer is not, as
-// with stale keys, but the address was wrong from the start.
+// with stale keys, but the address was wrong from the start. Not 127.0.0.1: that is localhost's
+// own, which gloo binds on purpose for a job on one node (its fallback); a host name resolves
+// to another loopback address (Debian's 127.0.1.1, nss-myhostname's 127.0.0.2). A refusal at
+// 127.0.0.1 is a peer gone on the same node (a stale key, a dead rank), not this trap.
+bool host_name_loopback(const std::string& host) { return host.rfind("127.", 0) == 0 && host != "127.0.0.1"; }
+
 const LogEvent* loopback_peer_refused(const LogFacts& logs) {
   for (const LogEvent& e : logs.other_errors)
-    if (e.family == LogFamily::TransportError && e.err && *e.err == ECONNREFUSED && e.host.rfind("127.", 0) == 0)
+    if (e.family == LogFamily::TransportError && e.err && *e.err == ECONNREFUSED && host_name_loopback(e.host))
       return &e;
   return nullptr;
 }

@@ -138,6 +138,7 @@ bool survived(const Context& c) {
 // and retries a SYN nobody answers until the same deadline. The log cannot tell them apart.
 std::vector<Alternative> client_timeout_alternatives(const LogEvent& e) {
   const std::string store = e.host.empty() ? std::string("the store host") : e.host;
+  const std::string nc_host = e.host.empty() ? std::string("<store host>") : e.host;
   return {
       {FailureClass::StragglerTimeout, std::nullopt,
        "the store host (rank 0, or the first node's agent) started but reached init_process_group late, after "
@@ -147,7 +148,7 @@ std::vector<Alternative> client_timeout_alternatives(const LogEvent& e) {
       {FailureClass::ConnectTimeout, std::nullopt,
        "the store was up but the path to " + store + " dropped the SYNs (a firewall, a route): c10d retries until "
        "the same deadline",
-       "`rdzvscope preflight` (or `nc -vz " + store + " PORT`) from the failing node while the store runs"},
+       "`rdzvscope preflight` (or `nc -vz " + nc_host + " PORT`) from the failing node while the store runs"},
   };
 }
 
