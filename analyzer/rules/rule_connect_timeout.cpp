@@ -252,7 +252,8 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
   Candidate out;
   const TimedOut t = timed_out_connects(c, out);
   const std::vector<const LogEvent*> log_hits = timed_out_lines(c);
-  const std::vector<const LogEvent*> no_route = unreachable_lines(c);
+  // With traces, their own EHOSTUNREACH connects speak (store_unreachable, cause unreachable).
+  const std::vector<const LogEvent*> no_route = c.has_traces() ? std::vector<const LogEvent*>{} : unreachable_lines(c);
   if (!t.first && log_hits.empty() && no_route.empty()) return std::nullopt;
   out.verdict.cls = FailureClass::ConnectTimeout;
   const std::string dest = t.first                               ? from_traces(c, t, out)
