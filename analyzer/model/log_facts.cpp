@@ -291,7 +291,9 @@ const LogFacts::WorkerFailure* LogFacts::root_cause() const {
 }
 
 void add_log_event(LogFacts& facts, LogEvent e) {
-  if (e.family == LogFamily::LaunchSetting)
+  if (e.family == LogFamily::LaunchSetting && e.setting == "log_dir_run_id")
+    facts.log_dir_run_ids.push_back(e.setting_value);
+  else if (e.family == LogFamily::LaunchSetting)
     add_launch_setting(facts.launch_configs, e);
   else if (e.family == LogFamily::AgentTeardown)
     facts.teardown_marks.push_back(std::move(e));

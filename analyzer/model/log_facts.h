@@ -33,6 +33,10 @@ struct LogFacts {
     std::map<std::string, std::string> settings;
   };
   std::vector<LaunchConfig> launch_configs;
+  // The run ids of torchelastic's log directories ("log directory set to: .../RUNID_XXXX"),
+  // in file order: the run id where the launch settings are not printed (1.x logs this line
+  // at its default level).
+  std::vector<std::string> log_dir_run_ids;
   // torchrun's agent past the end of its node's workers (agent_teardown lines: its workers
   // succeeded, or its exit barrier failed), in file order. What the same agent logs after one
   // is the job's teardown (settle_log_facts).

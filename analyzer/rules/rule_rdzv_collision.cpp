@@ -1,6 +1,7 @@
 // rdzv_collision: two different jobs joined one rendezvous endpoint. Evidence: distinct job
 // ids (TORCHELASTIC_RUN_ID / SLURM_JOB_ID) on one store port of one host, or the same rank
 // twice there; from logs, a store barrier that counted more workers than the world size.
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <set>
@@ -120,7 +121,7 @@ bool default_run_id_shown(const LogFacts& logs) {
     if (auto it = cfg.settings.find("rdzv-id"); it != cfg.settings.end() && it->second == "none") return true;
   for (const LogEvent& e : logs.events)
     if (e.has(LogFamily::RendezvousClosed) && says(e, "rendezvous 'none'")) return true;
-  return false;
+  return std::find(logs.log_dir_run_ids.begin(), logs.log_dir_run_ids.end(), "none") != logs.log_dir_run_ids.end();
 }
 
 // A torchrun agent whose store bind failed on a taken port did not stop there: c10d's

@@ -155,6 +155,13 @@ TEST_CASE("logs: a closed rendezvous under the shared default run id") {
     CHECK(d.verdict.confidence == "low");
     CHECK(has_alternative(d, FailureClass::RankDied));
   }
+  SECTION("run id none from torchelastic's log directory (1.x prints it by default)") {
+    Job job;
+    job.log_line("INFO:torch.distributed.elastic.agent.server.local_elastic_agent:log directory set to: "
+                 "/tmp/torchelastic_7k2nfb3h/none_ukbz8b4e");
+    job.log_line(kClosed);
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::RdzvCollision);
+  }
   SECTION("a run id of the job's own: no collision to see") {
     Job job;
     job.log_line("I1203 06:13:28.283000 32112 torch/distributed/launcher/api.py:254]   run_id                   : 4711");
