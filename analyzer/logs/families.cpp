@@ -48,10 +48,15 @@ bool transport_connect_failed(sv s) {
   if (says_all<"pair.cc", "connect ">(s)) return true;  // gloo::IoException
   if (says<"pair.cc">(s) && says_any<"Read error", "Write error", "closed by peer", "reset by peer">(s)) return true;
   if (says<"gloo::IoException">(s)) return true;
+  // gloo of 2.x: a pair's connect retried and given up ("failed to connect, willRetry=1, ...
+  // remote=[H]:P, error=SO_ERROR: Connection refused"), then "Gloo connectFullMesh failed with
+  // [...pair.cc:152] timed out connecting: ..." (pair.cc above).
+  if (says_all<"failed to connect, willRetry", "remote=">(s)) return true;
+  if (says_all<"pair.cc", "connectFullMesh failed">(s)) return true;
   if (says_all<"Proxy Call to rank", "failed">(s)) return true;  // NCCL proxy
   return says<"NCCL WARN">(s) &&
          says_any<"socketStartConnect", "Connect to ", "socketPollConnect", "socketProgress",
-                  "Connection refused", "Connection reset", "Connection closed">(s);
+                  "Connection refused", "Connection reset", "Connection closed", "No route to host">(s);
 }
 
 bool store_barrier_timed_out(sv s) {
@@ -135,7 +140,23 @@ struct LaunchSettingLine {
 // torchrun's launch configuration, one setting a line: the name first in the message (after
 // a glog "I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]" prefix, or
 // none on 1.x), then spaces, ": " and the value. Only the settings that must agree across nodes.
+// torchelastic's "log directory set to: BASE/torchelastic_XXXX/RUNID_YYYY" (INFO; 1.x prints
+// it by default): the agent's log directory is made with the run id and '_' as its prefix, so
+// the last path component up to its last '_' is the run id ("none" when --rdzv-id was not given).
+std::optional<LaunchSettingLine> log_dir_run_id_in(sv body) {
+  const size_t key = body.find("log directory set to: ");
+  if (key == npos) return std::nullopt;
+  sv path = body.substr(key + 22);
+  while (!path.empty() && (path.back() == ' ' || path.back() == '\r' || path.back() == '/')) path.remove_suffix(1);
+  const size_t slash = path.rfind('/');
+  const sv last = slash == npos ? path : path.substr(slash + 1);
+  const size_t underscore = last.rfind('_');
+  if (underscore == npos || underscore == 0 || last.find(' ') != npos) return std::nullopt;
+  return LaunchSettingLine{"log_dir_run_id", last.substr(0, underscore)};
+}
+
 std::optional<LaunchSettingLine> launch_setting_in(sv body) {
+  if (auto d = log_dir_run_id_in(body)) return d;
   static constexpr sv kNames[] = {"run_id",    "rdzv_endpoint", "rdzv_backend",
                                   "min_nodes", "max_nodes",     "nproc_per_node"};
   if (size_t close = body.find("] "); close != npos && contains(body.substr(0, close), "api.py:"))
@@ -294,7 +315,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::TransportError,
      .name = "transport_error",
      .scope = Scope::Alone,
-     .anchors = {"pair.cc", "Exception", "Proxy Call", "NCCL WARN"},
+     .anchors = {"pair.cc", "Exception", "Proxy Call", "NCCL WARN", "willRetry"},
      .matches = transport_connect_failed,
      .versions = "all (gloo, NCCL)",
      // pytorch#15592
@@ -515,7 +536,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::LaunchSetting,
      .name = "launch_setting",
      .scope = Scope::Setting,
-     .anchors = {"run_id", "rdzv_", "_node"},
+     .anchors = {"run_id", "rdzv_", "_node", "directory set to"},
      .matches = states_launch_setting,
      .values = find_launch_setting,
      .versions = "torchrun with LOGLEVEL=INFO: bare on 1.x, after a glog prefix on 2.x",

@@ -97,8 +97,7 @@ enum class Family {
 inline constexpr int kFamilyCount = static_cast<int>(Family::ErrorLine) + 1;
 // The families that say nothing about the store (see TransportError above).
 inline bool is_other_error(Family f) {
-  return f == Family::TransportError || f == Family::NcclNoSocketInterface || f == Family::NoRouteToHost ||
-         f == Family::ErrorLine;
+  return f == Family::TransportError || f == Family::NcclNoSocketInterface || f == Family::ErrorLine;
 }
 // The families of c10d / TCPStore / elastic messages about the rendezvous (what LogScan::matched
 // counts): neither another error nor a statement of the launcher (a setting, a success).

@@ -152,6 +152,8 @@ struct Candidate {
   bool cause_shown = true;
   Evidence evidence;  // the rule's typed part: late_ranks, unresolved_name
   std::vector<Finding> findings;
+  // The classes its evidence cannot tell it from (Diagnosis::alternatives), strongest first.
+  std::vector<Alternative> alternatives;
   Discriminators discriminators;  // the rule's own; diagnose() adds the common ones
 };
 

@@ -139,6 +139,21 @@ class Discriminators {
 // One discriminator's value for people: "0-2, 5", "node1, node2", "3.00 s (configured: ...)".
 std::string discriminator_words(const DiscriminatorValue& v);
 
+// Issue 29: a class the evidence cannot tell from the verdict's (a bare client connect timeout
+// is printed by a store not up yet, a late store host and a blocked path alike). The verdict
+// keeps its leading class; each alternative says why it fits too and what would tell the two
+// apart. A rule adds them from its mechanism's ambiguity (Candidate::alternatives), never per
+// log; the views word them, the JSON lists them as `alternatives`.
+struct Alternative {
+  FailureClass cls = FailureClass::Unknown;
+  std::optional<std::string> cause;
+  std::string why;     // why the evidence fits this class too
+  std::string settle;  // what would tell it from the leading class (a trace of rank 0, preflight)
+};
+
+// One alternative for people: "straggler_timeout: WHY; what would tell: SETTLE".
+std::string alternative_words(const Alternative& a);
+
 struct Finding {
   FailureClass cls = FailureClass::Unknown;
   std::optional<int> rank;
@@ -193,6 +208,7 @@ struct Diagnosis {
   Verdict verdict;
   Evidence evidence;
   std::vector<Finding> findings;
+  std::vector<Alternative> alternatives;  // the runners-up of an ambiguous verdict, strongest first
   Discriminators discriminators;
   std::vector<RankRow> ranks;
   InputStats inputs;

@@ -75,4 +75,9 @@ struct Words {
 
 std::string discriminator_words(const DiscriminatorValue& v) { return std::visit(Words{}, v); }
 
+std::string alternative_words(const Alternative& a) {
+  return std::string(name_of(a.cls)) + (a.cause ? " (" + *a.cause + ")" : "") + ": " + a.why +
+         "; what would tell: " + a.settle;
+}
+
 }  // namespace rdzvscope

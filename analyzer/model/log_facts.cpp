@@ -16,6 +16,31 @@ std::vector<const LogEvent*> LogFacts::of(std::initializer_list<LogFamily> famil
 
 namespace {
 
+// A line that says a connect reached an address (its lookup had answered): a connect that failed
+// with an errno of its own. Not a connect/validate retry whose reason is a lookup failure or
+// the deadline, nor "not listening yet": c10d prints those while its lookups fail too.
+bool reached_an_address(const LogEvent& e) {
+  return (e.has(LogFamily::ConnectFailed) || e.has(LogFamily::ConnectValidate)) && e.err &&
+         !e.has(LogFamily::GaiError) && !e.has(LogFamily::HostNotFound);
+}
+
+bool same_process(const LogEvent& a, const LogEvent& b) {
+  return a.file == b.file && a.origin == b.origin && a.rank == b.rank;
+}
+
+}  // namespace
+
+const LogEvent* LogFacts::connect_before(const LogEvent& e) const {
+  for (const LogEvent& x : events) {
+    if (!same_process(x, e) || x.line >= e.line || !reached_an_address(x)) continue;
+    if (x.port && e.port && *x.port != *e.port) continue;
+    return &x;
+  }
+  return nullptr;
+}
+
+namespace {
+
 // torchrun's name for a launch setting of its INFO block; min_nodes and max_nodes make "nnodes".
 const char* option_of(const std::string& setting) {
   if (setting == "run_id") return "rdzv-id";
@@ -266,7 +291,9 @@ const LogFacts::WorkerFailure* LogFacts::root_cause() const {
 }
 
 void add_log_event(LogFacts& facts, LogEvent e) {
-  if (e.family == LogFamily::LaunchSetting)
+  if (e.family == LogFamily::LaunchSetting && e.setting == "log_dir_run_id")
+    facts.log_dir_run_ids.push_back(e.setting_value);
+  else if (e.family == LogFamily::LaunchSetting)
     add_launch_setting(facts.launch_configs, e);
   else if (e.family == LogFamily::AgentTeardown)
     facts.teardown_marks.push_back(std::move(e));

@@ -33,6 +33,10 @@ struct LogFacts {
     std::map<std::string, std::string> settings;
   };
   std::vector<LaunchConfig> launch_configs;
+  // The run ids of torchelastic's log directories ("log directory set to: .../RUNID_XXXX"),
+  // in file order: the run id where the launch settings are not printed (1.x logs this line
+  // at its default level).
+  std::vector<std::string> log_dir_run_ids;
   // torchrun's agent past the end of its node's workers (agent_teardown lines: its workers
   // succeeded, or its exit barrier failed), in file order. What the same agent logs after one
   // is the job's teardown (settle_log_facts).
@@ -69,6 +73,12 @@ struct LogFacts {
   std::vector<Error> errors;
 
   std::vector<const LogEvent*> of(std::initializer_list<LogFamily> families) const;
+  // Issue 29: a process's first error outranks its follow-on lines. The line of a connect that
+  // reached an address (a c10d connect or connect/validate failure with an errno) before `e`, from the same process (file, origin and rank) and the same port
+  // when both lines give one: the name had resolved by then, so a lookup failure at `e` (c10d
+  // asks again for the other address family, or on its next round) follows the connect's error
+  // and did not cause it. nullptr when there is none.
+  const LogEvent* connect_before(const LogEvent& e) const;
   bool any(std::initializer_list<LogFamily> families) const { return !of(families).empty(); }
 };
 

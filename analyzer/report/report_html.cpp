@@ -443,7 +443,13 @@ std::string verdict_header(const Diagnosis& d) {
                                             : std::string("-"));
   fact("confidence", v.confidence);
   if (!d.store_endpoint.empty()) fact("store", d.store_endpoint);
-  s += "</dl>\n<div class=\"next\" id=\"next-step\"><b>Next step</b> &nbsp;" + esc(v.next_step) + "</div>\n</header>\n";
+  s += "</dl>\n";
+  if (!d.alternatives.empty()) {
+    s += "<div class=\"alternatives\" id=\"alternatives\"><b>Or</b> (the evidence cannot tell these apart)<ul>";
+    for (const Alternative& a : d.alternatives) s += "<li>" + esc(alternative_words(a)) + "</li>";
+    s += "</ul></div>\n";
+  }
+  s += "<div class=\"next\" id=\"next-step\"><b>Next step</b> &nbsp;" + esc(v.next_step) + "</div>\n</header>\n";
   return s;
 }
 

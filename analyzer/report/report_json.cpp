@@ -83,6 +83,13 @@ ojson findings_json(const std::vector<Finding>& findings) {
   return out;
 }
 
+ojson alternatives_json(const std::vector<Alternative>& alternatives) {
+  ojson out = ojson::array();
+  for (const Alternative& a : alternatives)
+    out.push_back({{"class", name_of(a.cls)}, {"cause", json_opt(a.cause)}, {"why", a.why}, {"settle", a.settle}});
+  return out;
+}
+
 ojson rank_row_json(const RankRow& r) {
   ojson err = r.first_error.empty() ? ojson(nullptr)
                                     : ojson{{"what", r.first_error}, {"time", time_or_null(r.first_error_ns)}};
@@ -133,6 +140,8 @@ ojson diagnosis_json(const Diagnosis& d) {
   j["schema"] = "rdzvscope.diagnosis/1";
   j["verdict"] = verdict_json(d.verdict);
   j["findings"] = findings_json(d.findings);
+  // Added in issue 29, only when the verdict has runners-up (Diagnosis::alternatives).
+  if (!d.alternatives.empty()) j["alternatives"] = alternatives_json(d.alternatives);
   j["discriminators"] = discriminators_json(d.discriminators);
   ojson ranks = ojson::array();
   for (const RankRow& r : d.ranks) ranks.push_back(rank_row_json(r));

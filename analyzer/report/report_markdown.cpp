@@ -96,9 +96,14 @@ std::vector<std::string> rdzv_flags(const std::string& cmdline) {
 }
 
 // The heading, verdict and next step.
-std::string verdict_part(const Verdict& v) {
+std::string verdict_part(const Verdict& v, const std::vector<Alternative>& alternatives) {
   std::string s = "## Rendezvous failure report: `" + std::string(name_of(v.cls)) + "`" + (v.cause ? " (" + *v.cause + ")" : "") + "\n\n";
   s += "**Verdict:** " + md_inline(v.summary) + " (confidence: " + v.confidence + ")\n\n";
+  if (!alternatives.empty()) {
+    s += "**Or (the logs cannot tell these apart):**\n\n";
+    for (const Alternative& a : alternatives) s += "- " + md_inline(alternative_words(a)) + "\n";
+    s += "\n";
+  }
   s += "**Next step:** " + md_inline(v.next_step) + "\n\n";
   return s;
 }
@@ -224,7 +229,7 @@ std::string inputs_part(const InputStats& in) {
 }  // namespace
 
 std::string diagnosis_markdown(const Diagnosis& d, const Context& model) {
-  return verdict_part(d.verdict) + facts_table(d, model.logs) + error_part(d, model.logs) + launcher_part(model.traces) +
+  return verdict_part(d.verdict, d.alternatives) + facts_table(d, model.logs) + error_part(d, model.logs) + launcher_part(model.traces) +
          evidence_part(d) + inputs_part(d.inputs);
 }
 

@@ -45,6 +45,7 @@ std::string verdict_section(const Diagnosis& d) {
   s += "VERDICT  " + wrap(head, 80, 9) + "\n";
   s += "         initiating rank: " + (v.initiating_rank ? std::to_string(*v.initiating_rank) : std::string("-")) +
        (v.initiating_host ? " (" + *v.initiating_host + ")" : "") + "    confidence: " + v.confidence + "\n";
+  for (const Alternative& a : d.alternatives) s += "OR       " + wrap(alternative_words(a), 80, 9) + "\n";
   s += "NEXT     " + wrap(v.next_step, 80, 9) + "\n";
   if (d.inputs[Stat::InjectedEvents]) {
     std::string ranks;

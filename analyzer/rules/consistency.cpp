@@ -48,6 +48,13 @@ void dead_rank_called_late(const Diagnosis& d, std::vector<std::string>& out) {
   }
 }
 
+// An alternative is another class than the verdict's: the runner-up of an ambiguous verdict.
+void alternative_is_the_verdict(const Diagnosis& d, std::vector<std::string>& out) {
+  for (const Alternative& a : d.alternatives)
+    if (a.cls == d.verdict.cls)
+      out.push_back(fmt::format("{} is given as an alternative to itself", name_of(a.cls)));
+}
+
 // Healthy, with ranks that failed.
 void healthy_with_failures(const Diagnosis& d, std::vector<std::string>& out) {
   if (d.verdict.cls == FailureClass::Healthy && !d.evidence.failed_ranks.empty())
@@ -60,6 +67,7 @@ std::vector<std::string> contradictions(const Diagnosis& d) {
   std::vector<std::string> out;
   startup_class_after_completion(d, out);
   dead_rank_called_late(d, out);
+  alternative_is_the_verdict(d, out);
   healthy_with_failures(d, out);
   return out;
 }

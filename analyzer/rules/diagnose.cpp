@@ -162,6 +162,8 @@ void adopt(std::vector<Candidate>& candidates, Diagnosis& d) {
   d.findings = best.findings;
   d.discriminators = best.discriminators;
   d.evidence = best.evidence;
+  for (const Alternative& a : best.alternatives)
+    if (a.cls != d.verdict.cls) d.alternatives.push_back(a);
   for (std::size_t i = 1; i < candidates.size(); ++i) {
     // transient_recv means "no other cause": beside another verdict it says nothing.
     if (candidates[i].verdict.cls == FailureClass::TransientRecv) continue;
@@ -369,6 +371,15 @@ Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& fail
                       (c.ranks().empty() ? std::string(" before any worker started") : std::string()));
   if (!logs.other_errors.empty() && logs.events.empty())
     missing.push_back(other_error_words(logs.other_errors));
+  for (const LogEvent* e : logs.of({LogFamily::RendezvousClosed}))
+    if (e->text.find("RendezvousClosedError") != std::string::npos) {
+      missing.push_back("the agents' rendezvous was closed when this agent came to it (RendezvousClosedError, " +
+                        e->file + ":" + std::to_string(e->line) +
+                        "): another job sharing its run id and endpoint ended it, or this job's own agents shut it "
+                        "down (a node's workers ended); the run id (torchrun prints it with LOGLEVEL=INFO) and the "
+                        "other nodes' logs tell which");
+      break;
+    }
   if (logs.any({LogFamily::RendezvousTimeout}))
     missing.push_back("the agents' rendezvous never completed (RendezvousTimeoutError: not every node joined "
                       "within the join timeout); the nodes that did not join hold the cause: add their traces and logs");

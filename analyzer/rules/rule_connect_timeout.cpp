@@ -87,6 +87,16 @@ std::vector<const LogEvent*> timed_out_lines(const Context& c) {
   return hits;
 }
 
+// Log lines of connects that found no route (EHOSTUNREACH, ENETUNREACH): a c10d connect line
+// with that errno, or a bare "No route to host" that no c10d line words.
+std::vector<const LogEvent*> unreachable_lines(const Context& c) {
+  auto hits = c.logs.of({LogFamily::ConnectFailed, LogFamily::NoRouteToHost});
+  std::erase_if(hits, [](const LogEvent* e) {
+    return e->family == LogFamily::ConnectFailed && (!e->err || (*e->err != EHOSTUNREACH && *e->err != ENETUNREACH));
+  });
+  return hits;
+}
+
 // What the store's owner was doing when the connects timed out: its last events before then.
 Finding owner_finding(const Context& c, const ProcessFacts& owner, const Event& e, const std::string& dest) {
   std::vector<std::string> last;
@@ -151,18 +161,55 @@ std::string from_traces(const Context& c, const TimedOut& t, Candidate& out) {
   return dest;
 }
 
+// The first line that names the endpoint, else the first. Not "The server socket on [...] has
+// timed out, will retry": 2.13 printed uninitialised memory there ([c440:0:1193:0:5655::]:3175
+// for 127.0.0.1), where 2.6 printed the address.
+const LogEvent* endpoint_line(const std::vector<const LogEvent*>& log_hits) {
+  for (const LogEvent* x : log_hits)
+    if (!x->host.empty() && x->family != LogFamily::ServerTimedOutRetry) return x;
+  return log_hits.front();
+}
+
+// The line of the same file that names the endpoint as the job gave it, "(HOST, PORT)": c10d's
+// per-address lines name what the lookup returned (and 2.13 prints uninitialised memory
+// there), its summary lines the host and port asked for.
+const LogEvent* named_endpoint(const Context& c, const LogEvent& near) {
+  for (const LogEvent& e : c.logs.events)
+    if (e.file == near.file && !e.host.empty() && e.port &&
+        (e.has(LogFamily::ClientConnectTimeout) || e.has(LogFamily::ConnectValidate) ||
+         (e.has(LogFamily::ConnectFailed) && e.text.find("any network address of") != std::string::npos)))
+      return &e;
+  return nullptr;
+}
+
+// A log shows one node's side of the path: whether the other nodes reached the store is not in
+// it. A store host that does not answer anyone and a path blocked from some nodes only print
+// the same lines on the nodes that fail.
+Alternative path_from_this_node_only(const std::string& host, const std::string& how) {
+  const std::string dest = host.empty() ? std::string("the store host") : host;
+  const std::string nc_host = host.empty() ? std::string("<store host>") : host;
+  return {FailureClass::StoreUnreachable, how == "timed out" ? std::nullopt : std::optional<std::string>("unreachable"),
+          "the store was up and other nodes reached it; only the path from this node to " + dest + " " + how +
+              " (a firewall rule or a route on this node's side)",
+          "`rdzvscope preflight` (or `nc -vz " + nc_host + " PORT`) from this node and from a node that got through; "
+          "the logs of a rank on another node (did it connect?)"};
+}
+
+// The first error of a process outranks its follow-on lines: a connect that found no route,
+// retried until the store timeout, ends in a timeout line of its own (2.x words the deadline
+// as "timed out"); the EHOSTUNREACH before it is why.
+bool no_route_came_first(const std::vector<const LogEvent*>& no_route, const std::vector<const LogEvent*>& timed_out) {
+  if (no_route.empty()) return false;
+  if (timed_out.empty()) return true;
+  const LogEvent& u = *no_route.front();
+  const LogEvent& t = *timed_out.front();
+  return u.file == t.file && u.line < t.line;
+}
+
 // From the logs alone; returns the destination in words.
 std::string from_logs(const std::vector<const LogEvent*>& log_hits, Candidate& out) {
   Verdict& v = out.verdict;
-  const LogEvent* e = log_hits.front();
-  // The first line that names the endpoint. Not "The server socket on [...] has timed out,
-  // will retry": 2.13 printed uninitialised memory there ([c440:0:1193:0:5655::]:3175 for
-  // 127.0.0.1), where 2.6 printed the address.
-  for (const LogEvent* x : log_hits)
-    if (!x->host.empty() && x->family != LogFamily::ServerTimedOutRetry) {
-      e = x;
-      break;
-    }
+  const LogEvent* e = endpoint_line(log_hits);
   const bool named = !e->host.empty() && e->family != LogFamily::ServerTimedOutRetry;
   const std::string dest = named ? e->host + (e->port ? ":" + std::to_string(*e->port) : "") : std::string("the store");
   v.confidence = "medium";
@@ -171,6 +218,31 @@ std::string from_logs(const std::vector<const LogEvent*>& log_hits, Candidate& o
                 (named && e->port ? std::to_string(*e->port) : std::string("<port>")) +
                 " from the failing node; check firewall rules and routes";
   out.findings.push_back(log_finding(FailureClass::ConnectTimeout, *e));
+  out.alternatives.push_back(path_from_this_node_only(named ? e->host : std::string(), "timed out"));
+  return dest;
+}
+
+// EHOSTUNREACH from the logs alone: the kernel or a router said there is no way to the host (an
+// ICMP host-unreachable: a route, the host down on its own segment, or a REJECT rule such as
+// firewalld's default icmp-host-prohibited). Which of these, and whether for this node only, a
+// log does not say: low confidence.
+std::string unreachable_from_logs(const Context& c, const std::vector<const LogEvent*>& log_hits, Candidate& out) {
+  Verdict& v = out.verdict;
+  const LogEvent* e = named_endpoint(c, *log_hits.front());
+  if (!e) e = endpoint_line(log_hits);
+  const bool named = !e->host.empty();
+  const std::string dest = named ? e->host + (e->port ? ":" + std::to_string(*e->port) : "") : std::string("the store host");
+  v.confidence = "low";
+  v.cause = "host_unreachable";
+  v.summary = "a connect to " + dest + " found no route (EHOSTUNREACH, \"No route to host\"), from the logs: the "
+              "host is down or unreachable from this node (a route, or a firewall REJECT answered with "
+              "host-unreachable, as firewalld does by default)";
+  v.next_step = "from the failing node: `nc -vz " + (named ? e->host : std::string("<store host>")) + " " +
+                (named && e->port ? std::to_string(*e->port) : std::string("<port>")) +
+                "`, `ip route get <store address>`; on the store host: `iptables -S` / `firewall-cmd --list-all` "
+                "(open the store port)";
+  out.findings.push_back(log_finding(FailureClass::ConnectTimeout, *e));
+  out.alternatives.push_back(path_from_this_node_only(named ? e->host : std::string(), "has no route"));
   return dest;
 }
 
@@ -180,9 +252,13 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
   Candidate out;
   const TimedOut t = timed_out_connects(c, out);
   const std::vector<const LogEvent*> log_hits = timed_out_lines(c);
-  if (!t.first && log_hits.empty()) return std::nullopt;
+  // With traces, their own EHOSTUNREACH connects speak (store_unreachable, cause unreachable).
+  const std::vector<const LogEvent*> no_route = c.has_traces() ? std::vector<const LogEvent*>{} : unreachable_lines(c);
+  if (!t.first && log_hits.empty() && no_route.empty()) return std::nullopt;
   out.verdict.cls = FailureClass::ConnectTimeout;
-  const std::string dest = t.first ? from_traces(c, t, out) : from_logs(log_hits, out);
+  const std::string dest = t.first                               ? from_traces(c, t, out)
+                           : no_route_came_first(no_route, log_hits) ? unreachable_from_logs(c, no_route, out)
+                                                                    : from_logs(log_hits, out);
   out.discriminators.set("destination", dest);
   out.discriminators.set("ranks_timed_out", RankSet{t.ranks});
   return out;

@@ -270,6 +270,47 @@ void word_verdict(const Failure& fail, Resolved& resolved, bool traced, Verdict&
   }
 }
 
+// c10d (2.6 on) formats a connected socket's own address with a reverse lookup; when it fails it
+// warns "The hostname of the client socket cannot be retrieved. err=-3" (EAI_AGAIN: the resolver
+// did not answer, or failed) and goes on. That says nothing of the rendezvous host, which had
+// resolved (the socket had connected), and beside a store failure it is a bystander. Alone, on
+// every process of the logs, it is the one thing that went wrong: each such lookup waits for
+// the resolver first, a start-up slowed by its timeout on every connect.
+std::optional<Candidate> reverse_lookups_alone(const Context& c) {
+  if (c.has_traces() || c.logs.events.empty()) return std::nullopt;
+  // A transport error between ranks is a failure of its own, which the reverse lookups beside
+  // it did not cause (stale_peer_address, or unknown with the transport's words).
+  for (const LogEvent& e : c.logs.other_errors)
+    if (e.family == LogFamily::TransportError || e.family == LogFamily::NcclNoSocketInterface) return std::nullopt;
+  std::set<std::pair<std::string, int>> failing;
+  for (const LogEvent& e : c.logs.events) {
+    if (e.family != LogFamily::ReverseLookupFailed) return std::nullopt;
+    failing.insert({e.file + "\n" + e.origin, e.rank});
+  }
+  const LogEvent& first = c.logs.events.front();
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::NameResolution;
+  v.cause = "reverse_lookup_failed";
+  v.confidence = "low";
+  v.summary = "the only rendezvous lines are c10d's failed reverse lookups of the ranks' own connections (\"The "
+              "hostname of the client socket cannot be retrieved\"" +
+              (first.gai_code ? ", err=" + std::to_string(*first.gai_code) : std::string()) + ", " +
+              std::to_string(c.logs.events.size()) + " line(s) from " + std::to_string(failing.size()) +
+              " process(es)): the resolver does not answer reverse (PTR) queries; every connect waits for it first, "
+              "a slow start-up when its DNS server times out; the store's own name had resolved";
+  v.next_step = "on a node: `time getent hosts <its own address>` (seconds: the DNS server in /etc/resolv.conf does "
+                "not answer PTR queries); add the nodes' addresses to /etc/hosts or fix the resolver";
+  out.findings.push_back(log_finding(FailureClass::NameResolution, first));
+  out.alternatives.push_back(
+      {FailureClass::StragglerTimeout, std::nullopt,
+       "the warnings are harmless where the resolver refuses at once, and the job failed or hung for another "
+       "reason the logs do not show (a rank late or stuck elsewhere)",
+       "how long a reverse lookup takes on the nodes (`time getent hosts <address>`), and rank 0's log or a trace "
+       "(rdzvscope run) for who arrived when"});
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_name_resolution(const Context& c) {
@@ -279,7 +320,10 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
   // a lookup failure in it also matches GaiError / HostNotFound; a timeout or a refusal does
   // not make a name-resolution failure.
   std::vector<const LogEvent*> log_hits = c.logs.of({LogFamily::GaiError, LogFamily::HostNotFound});
-  if (hits.empty() && log_hits.empty()) return std::nullopt;
+  // A lookup failure after the same process's connect had reached an address follows that
+  // connect's error (the first error of a process outranks its follow-on lines).
+  std::erase_if(log_hits, [&](const LogEvent* e) { return c.logs.connect_before(*e) != nullptr; });
+  if (hits.empty() && log_hits.empty()) return reverse_lookups_alone(c);
 
   Candidate out;
   out.verdict.cls = FailureClass::NameResolution;

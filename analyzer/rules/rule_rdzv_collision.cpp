@@ -1,6 +1,8 @@
 // rdzv_collision: two different jobs joined one rendezvous endpoint. Evidence: distinct job
 // ids (TORCHELASTIC_RUN_ID / SLURM_JOB_ID) on one store port of one host, or the same rank
 // twice there; from logs, a store barrier that counted more workers than the world size.
+#include <algorithm>
+#include <cerrno>
 #include <map>
 #include <set>
 
@@ -101,6 +103,110 @@ std::optional<Candidate> collision_from_logs(const Context& c) {
   return std::nullopt;
 }
 
+bool same_source(const LogEvent& a, const LogEvent& b) { return a.file == b.file && a.origin == b.origin; }
+
+bool says(const LogEvent& e, const char* words) { return e.text.find(words) != std::string::npos; }
+
+// A store bind that failed because the port was taken (the legacy backend's bind line, libuv's
+// listen line with code -98).
+bool port_taken(const LogEvent& e) {
+  return (e.has(LogFamily::BindFailed) || e.has(LogFamily::ListenFailed)) &&
+         (e.err ? *e.err == EADDRINUSE : e.has(LogFamily::BindFailed));
+}
+
+// The run id the logs show is torchelastic's default, `none`, which every job launched without
+// --rdzv-id shares: torchrun's launch settings (LOGLEVEL=INFO), or a line naming the rendezvous.
+bool default_run_id_shown(const LogFacts& logs) {
+  for (const auto& cfg : logs.launch_configs)
+    if (auto it = cfg.settings.find("rdzv-id"); it != cfg.settings.end() && it->second == "none") return true;
+  for (const LogEvent& e : logs.events)
+    if (e.has(LogFamily::RendezvousClosed) && says(e, "rendezvous 'none'")) return true;
+  return std::find(logs.log_dir_run_ids.begin(), logs.log_dir_run_ids.end(), "none") != logs.log_dir_run_ids.end();
+}
+
+// A torchrun agent whose store bind failed on a taken port did not stop there: c10d's
+// rendezvous backend then connects as a client to whatever store holds the port (its agents
+// fall back so, since two agents of one job on one host share one store). A rendezvous error
+// of that same agent afterwards, the rendezvous closed or its store gone, says that it had
+// joined a store that another launch ran and ended: two jobs on one endpoint.
+struct JoinedAfterBind {
+  const LogEvent* bind = nullptr;
+  const LogEvent* ended = nullptr;  // the first rendezvous error after it, same source
+};
+
+JoinedAfterBind joined_after_bind_failure(const LogFacts& logs) {
+  JoinedAfterBind out;
+  for (const LogEvent& b : logs.events) {
+    if (!port_taken(b)) continue;
+    for (const LogEvent& e : logs.events)
+      if (e.has(LogFamily::RendezvousClosed) && same_source(e, b) && e.line > b.line) return {&b, &e};
+  }
+  return out;
+}
+
+const LogEvent* first_closed_rendezvous(const LogFacts& logs) {
+  for (const LogEvent& e : logs.events)
+    if (e.has(LogFamily::RendezvousClosed) && says(e, "RendezvousClosedError")) return &e;
+  return nullptr;
+}
+
+Alternative own_store_host_ended() {
+  return {FailureClass::BrokenPipe, std::string("peer_died"),
+          "two agents of this one job ran on this host: the second joins the first's store the same way, and the "
+          "first, the store's host, ended before it",
+          "the other agents' logs and run ids (one job or two?), and `ss -tnp 'sport = :PORT'` on this host while "
+          "the jobs run: which processes hold the store port"};
+}
+
+Alternative own_agents_closed_it() {
+  return {FailureClass::RankDied, std::nullopt,
+          "this job's own agents closed the rendezvous: another node's workers failed (or finished) and its agent "
+          "shut the rendezvous down before this node joined",
+          "the other nodes' agent logs (a ChildFailedError summary, or a clean finish, just before this error); "
+          "the run ids of the jobs that use this endpoint"};
+}
+
+std::optional<Candidate> collision_after_bind_failure(const Context& c, bool default_id) {
+  const JoinedAfterBind j = joined_after_bind_failure(c.logs);
+  if (!j.bind) return std::nullopt;
+  const bool closed = says(*j.ended, "RendezvousClosedError");
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::RdzvCollision;
+  v.confidence = closed || default_id ? "medium" : "low";
+  v.summary = "this agent could not host the store (its port was taken), joined the store that held the port as "
+              "a client (c10d's rendezvous does so), and then " +
+              std::string(closed ? "found the rendezvous closed" : "lost that rendezvous") +
+              ": another launch ran and ended it" +
+              (default_id ? "; the run id is torchelastic's default `none`, which every job without --rdzv-id shares"
+                          : std::string());
+  v.next_step = "give each job its own endpoint port and --rdzv-id (derive them from the job id); `ss -ltnp "
+                "'sport = :PORT'` on the store host shows who else holds the port";
+  out.findings.push_back(log_finding(FailureClass::RdzvCollision, *j.bind));
+  out.findings.push_back(log_finding(FailureClass::RdzvCollision, *j.ended));
+  if (!closed) out.alternatives.push_back(own_store_host_ended());
+  return out;
+}
+
+// A rendezvous found closed under the shared default run id: jobs launched without --rdzv-id
+// on one endpoint are one rendezvous, and the first to end closes it for the others. The job's
+// own agents close it the same way when a node's workers end, so the log alone leans, no more.
+std::optional<Candidate> collision_by_default_run_id(const Context& c) {
+  const LogEvent* closed = first_closed_rendezvous(c.logs);
+  if (!closed) return std::nullopt;
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::RdzvCollision;
+  v.confidence = "low";
+  v.summary = "the rendezvous was closed when this agent came to it, and its run id is torchelastic's default "
+              "`none`: every job launched without --rdzv-id on this endpoint shares that rendezvous, and the first "
+              "to end closes it for the others";
+  v.next_step = "give each job its own --rdzv-id (the scheduler's job id) and endpoint port";
+  out.findings.push_back(log_finding(FailureClass::RdzvCollision, *closed));
+  out.alternatives.push_back(own_agents_closed_it());
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_rdzv_collision(const Context& c) {
@@ -108,7 +214,12 @@ std::optional<Candidate> rule_rdzv_collision(const Context& c) {
     const Jobs jobs = jobs_of(procs);
     if (jobs.named.size() >= 2 || jobs.dup_rank) return collision_at(where.first, jobs);
   }
-  return collision_from_logs(c);
+  if (auto barrier = collision_from_logs(c)) return barrier;
+  if (c.has_traces()) return std::nullopt;
+  const bool default_id = default_run_id_shown(c.logs);
+  if (auto joined = collision_after_bind_failure(c, default_id)) return joined;
+  if (default_id) return collision_by_default_run_id(c);
+  return std::nullopt;
 }
 
 }  // namespace rdzvscope

@@ -99,10 +99,59 @@ std::string stale_next_step() {
          "TORCHELASTIC_RESTART_COUNT";
 }
 
+// gloo's own connection to a peer refused at a loopback address (gloo's "connect
+// [127.0.1.1]:PORT: Connection refused"). Each rank publishes, through the store, the address
+// its gloo device bound: without GLOO_SOCKET_IFNAME, what the node's own host name resolves to.
+// Debian and Ubuntu map the host name to 127.0.1.1 in /etc/hosts, so a rank publishes a
+// loopback address; a rank on another node connects to its own loopback there, where nothing
+// listens on that port: refused. The peer was sent to an address where its peer is not, as
+// with stale keys, but the address was wrong from the start. Not 127.0.0.1: that is localhost's
+// own, which gloo binds on purpose for a job on one node (its fallback); a host name resolves
+// to another loopback address (Debian's 127.0.1.1, nss-myhostname's 127.0.0.2). A refusal at
+// 127.0.0.1 is a peer gone on the same node (a stale key, a dead rank), not this trap.
+bool host_name_loopback(const std::string& host) { return host.rfind("127.", 0) == 0 && host != "127.0.0.1"; }
+
+const LogEvent* loopback_peer_refused(const LogFacts& logs) {
+  for (const LogEvent& e : logs.other_errors)
+    if (e.family == LogFamily::TransportError && e.err && *e.err == ECONNREFUSED && host_name_loopback(e.host))
+      return &e;
+  return nullptr;
+}
+
+std::optional<Candidate> loopback_peer_from_logs(const Context& c) {
+  const LogEvent* e = loopback_peer_refused(c.logs);
+  if (!e) return std::nullopt;
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::StalePeerAddress;
+  v.cause = "loopback_peer_address";
+  v.confidence = "low";
+  // No initiating rank: every rank of such a node publishes the same loopback address.
+  const std::optional<int> refused = rank_of(*e);
+  v.summary = (refused ? "rank " + std::to_string(*refused) + "'s" : std::string("a rank's")) + " gloo connection to a peer was refused at the loopback address " + e->host +
+              (e->port ? ":" + std::to_string(*e->port) : std::string()) +
+              ": that peer published a loopback address as its own (its host name resolves to " +
+              (e->host == "127.0.1.1" ? std::string("127.0.1.1, as Debian and Ubuntu write it in /etc/hosts")
+                                      : std::string("a loopback address")) +
+              "), and a rank on another node reached its own loopback instead, where nothing listens";
+  v.next_step = "`rdzvscope preflight` on each node (its own-name check), or `getent hosts $(hostname)`: map the "
+                "host name to the node's network address in /etc/hosts, or set GLOO_SOCKET_IFNAME (and "
+                "NCCL_SOCKET_IFNAME) to the interface the nodes share";
+  out.findings.push_back(log_finding(FailureClass::StalePeerAddress, *e));
+  out.alternatives.push_back(
+      {FailureClass::RankDied, std::nullopt,
+       "every rank ran on one node: the loopback address was right, and the peer that had listened there had ended "
+       "before the connect",
+       "whether the job spans nodes, and the peer's own log (did it die first?); `rdzvscope preflight` shows the "
+       "own-name trap on a node that has it"});
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_stale_peer_address(const Context& c) {
   const std::vector<StaleConnect> stale = find_stale_connects(c);
+  if (stale.empty() && !c.has_traces()) return loopback_peer_from_logs(c);
   if (stale.empty()) return std::nullopt;
   Candidate out;
   for (const StaleConnect& s : stale) {

@@ -133,6 +133,25 @@ bool survived(const Context& c) {
   return c.any_rank_failed();
 }
 
+// A client's connect timeout is printed alike whatever kept the connect from succeeding: c10d
+// retries refused connects silently (no store yet), waits out a late store host the same way,
+// and retries a SYN nobody answers until the same deadline. The log cannot tell them apart.
+std::vector<Alternative> client_timeout_alternatives(const LogEvent& e) {
+  const std::string store = e.host.empty() ? std::string("the store host") : e.host;
+  const std::string nc_host = e.host.empty() ? std::string("<store host>") : e.host;
+  return {
+      {FailureClass::StragglerTimeout, std::nullopt,
+       "the store host (rank 0, or the first node's agent) started but reached init_process_group late, after "
+       "the clients' timeout: they print the same line",
+       "rank 0's own log (when did it start the store?) or a trace of rank 0 (rdzvscope run) shows when it "
+       "listened"},
+      {FailureClass::ConnectTimeout, std::nullopt,
+       "the store was up but the path to " + store + " dropped the SYNs (a firewall, a route): c10d retries until "
+       "the same deadline",
+       "`rdzvscope preflight` (or `nc -vz " + nc_host + " PORT`) from the failing node while the store runs"},
+  };
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_store_not_ready(const Context& c) {
@@ -174,6 +193,7 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
         "rerun with rdzvscope run to trace; meanwhile the store host's own log (did it start, and "
         "when?) and `nc -vz HOST PORT` from a failing node tell the three apart";
     out.discriminators.set("candidates", NameList{{"store_not_ready", "straggler_timeout", "connect_timeout"}});
+    out.alternatives = client_timeout_alternatives(*e);
     out.findings.push_back(log_finding(FailureClass::StoreNotReady, *e));
   }
   out.discriminators.set("refused_connects", std::int64_t{r.count});

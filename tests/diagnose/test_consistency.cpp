@@ -65,3 +65,12 @@ TEST_CASE("consistency: healthy with failed ranks") {
   d.evidence.failed_ranks = {2};
   CHECK(contradictions(d).size() == 1);
 }
+
+TEST_CASE("consistency: an alternative that is the verdict's own class") {
+  Diagnosis d;
+  d.verdict.cls = FailureClass::StoreNotReady;
+  d.alternatives.push_back({FailureClass::StragglerTimeout, std::nullopt, "why", "settle"});
+  CHECK(contradictions(d).empty());
+  d.alternatives.push_back({FailureClass::StoreNotReady, std::nullopt, "why", "settle"});
+  CHECK(contradictions(d).size() == 1);
+}

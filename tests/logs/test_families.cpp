@@ -432,6 +432,16 @@ TEST_CASE("launch_setting: torchrun's launch configs block, 2.13 (glog) and 1.x 
   CHECK(e.setting_value == "4f5a1c");
   e = must("[node1:0]:  rdzv_backend     : c10d", Family::LaunchSetting);
   CHECK(e.setting_value == "c10d");
+  // torchelastic's log directory names the run id (issue 29: `none`, the default every job shares)
+  e = must("INFO:torch.distributed.elastic.agent.server.local_elastic_agent:log directory set to: "
+           "/tmp/torchelastic_7k2nfb3h/none_ukbz8b4e",
+           Family::LaunchSetting);
+  CHECK(e.setting == "log_dir_run_id");
+  CHECK(e.setting_value == "none");
+  e = must("I1203 06:13:28.300000 32112 torch/distributed/elastic/agent/server/local_elastic_agent.py:296] log "
+           "directory set to: /tmp/torchelastic_gp9rzq0_/job_7_a1b2c3d4",
+           Family::LaunchSetting);
+  CHECK(e.setting_value == "job_7");
   for (const char* line : {
            "run_id = os.environ['RUN_ID']",                 // source code, not the block
            "  run_id: job7",                                // no padding before the colon

@@ -64,9 +64,25 @@ TEST_CASE("transport: gloo and NCCL connections are not the store's", "[pasted]"
   must("Bootstrap : no socket interface found", Family::NcclNoSocketInterface);
   must("[trainer0|0]:misc/socket.cc:1 NCCL WARN Bootstrap : no NCCL_SOCKET_IFNAME interface found",
        Family::NcclNoSocketInterface);
-  for (Family f : {Family::TransportError, Family::NcclNoSocketInterface, Family::NoRouteToHost,
-                   Family::ErrorLine})
+  // gloo of 2.x: a pair's connect given up (tests/corpus/logs/own/torch2.13-gloo-loopback-peer)
+  e = must("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, "
+           "willRetry=0, retry=4, retryLimit=3, rank=0, size=2, local=[127.0.0.1]:42143, remote=[127.0.1.1]:9107$0, "
+           "error=SO_ERROR: Connection refused, remote=[127.0.1.1]:9107$0",
+           Family::TransportError);
+  CHECK(e.host == "127.0.1.1");
+  CHECK(e.err == ECONNREFUSED);
+  must("[E1203 06:19:14.608706481 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with [/__w/pytorch/pytorch/"
+       "third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection refused, "
+       "remote=[127.0.1.1]:9107$0",
+       Family::TransportError);
+  // NCCL's own connect without a route is NCCL's, not the store's
+  must("node1:1234:1240 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.2<43521> failed : "
+       "No route to host",
+       Family::TransportError);
+  for (Family f : {Family::TransportError, Family::NcclNoSocketInterface, Family::ErrorLine})
     CHECK(is_other_error(f));
+  // Issue 29: a bare "No route to host" is a connect's failure (connect_timeout reads it).
+  CHECK_FALSE(is_other_error(Family::NoRouteToHost));
   CHECK_FALSE(is_other_error(Family::ConnectionReset));
 }
 

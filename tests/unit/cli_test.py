@@ -161,6 +161,35 @@ def case_analyze_many_damaged(tmp):
            "20 lines, then the count of the others", err)
 
 
+def case_analyze_log_alternatives(tmp):
+    """Issue 29: an ambiguous log verdict keeps its class and lists the runners-up, in every view."""
+    log = os.path.join(tmp, "rank1.log")
+    with open(log, "w") as f:
+        f.write("[E socket.cpp:860] [c10d] The client socket has timed out after 15s while trying to connect "
+                "to (node0, 29400).\n")
+    rc, out, err = run(["analyze", "--log", log, "--format", "json"])
+    expect(rc == 0, f"exit {rc}", err)
+    report = json.loads(out)
+    expect(report["verdict"]["class"] == "store_not_ready", "the leading class stays", out)
+    alts = report.get("alternatives")
+    expect(isinstance(alts, list) and [a["class"] for a in alts] == ["straggler_timeout", "connect_timeout"],
+           "the runners-up, strongest first", out)
+    for a in alts:
+        expect(set(a) == {"class", "cause", "why", "settle"}, "each alternative's keys", a)
+        expect(isinstance(a["why"], str) and a["why"] and isinstance(a["settle"], str) and a["settle"],
+               "why and what would settle it, in words", a)
+    expect("preflight" in alts[1]["settle"], "preflight settles a blocked path", alts[1])
+    rc, out, err = run(["analyze", "--log", log])
+    expect(rc == 0 and "\nOR       straggler_timeout: " in out, "the text report's OR lines", out)
+    rc, out, err = run(["analyze", "--log", log, "--format", "markdown"])
+    expect(rc == 0 and "\n- connect_timeout: " in out, "the Markdown report's list", out)
+    with open(log, "w") as f:
+        f.write("[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - "
+                "Address already in use).\n")
+    rc, out, err = run(["analyze", "--log", log, "--format", "json"])
+    expect(rc == 0 and "alternatives" not in json.loads(out), "no key when there is no runner-up", out)
+
+
 def case_analyze_garbage_log(tmp):
     log = os.path.join(tmp, "rank0.log")
     with open(log, "wb") as f:
