@@ -236,6 +236,20 @@ void rdzv_trace_close(struct rdzv_trace *t) {
   t->map_len = 0;
 }
 
+/* ---------------------------------------------------------------- in-flight calls */
+
+struct rdzv_inflight *rdzv_inflight_claim_other(struct rdzv_file_header *h, rdzv_u32 tid) {
+  for (rdzv_u32 k = 1; k < RDZV_INFLIGHT_SLOTS; k++) {
+    struct rdzv_inflight *s = &h->inflight[(tid + k) % RDZV_INFLIGHT_SLOTS];
+    rdzv_u32 expected = 0;
+    if (__atomic_load_n(&s->owner, __ATOMIC_RELAXED) == 0 &&
+        __atomic_compare_exchange_n(&s->owner, &expected, tid, 0, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED))
+      return s;
+  }
+  return NULL;
+}
+
 /* ---------------------------------------------------------------- snapshots */
 
 int rdzv_failure_snapshot_due(rdzv_u64 *last_ns, rdzv_u64 now_ns) {

@@ -9,6 +9,7 @@
 #include "fd_table.h"
 #include "guard.h"
 #include "hook.h"
+#include "inflight.h"
 #include "inject.h"
 #include "real_calls.h"
 #include "sockets.h"
@@ -158,6 +159,27 @@ bool injected_bind(int fd, const struct sockaddr* addr, socklen_t len, int* r) {
   return true;
 }
 
+// A blocking connect to a store port is published in flight while it runs (a store host whose
+// packets are dropped holds it for minutes); a non-blocking one waits in poll instead.
+rdzv_inflight* inflight_connect(int fd, const struct sockaddr* addr, socklen_t len,
+                                uint64_t t0) {
+  RecordScope scope;
+  rdzv_sockaddr peer;
+  to_trace_addr(addr, len, &peer);
+  if (!is_store_port(peer.port) || !ensure_trace_open()) return nullptr;
+  return inflight_begin_socket(RDZV_EV_CONNECT, RDZV_OP_CONNECT, RDZV_F_STORE, fd, t0, -1, &peer);
+}
+
+// An accept on a blocking store listener: the store host waiting for a rank.
+rdzv_inflight* inflight_accept(int fd, uint16_t info, rdzv_op op, uint64_t t0) {
+  if (!(info & kFdStore) || (info & kFdNonblock)) return nullptr;
+  RecordScope scope;
+  if (forget_if_stale(fd, info)) return nullptr;
+  const ConnSlot* slot = conn_slot(info);
+  return inflight_begin_socket(RDZV_EV_ACCEPT, op, RDZV_F_STORE, fd, t0, -1,
+                               slot ? &slot->local : nullptr);
+}
+
 }  // namespace
 
 // The hooks, in the shim's one form (hook.h): the real call, then the recorder in a
@@ -186,7 +208,9 @@ RDZV_EXPORT int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   if (inject_on() && injected_connect(fd, addr, len, nonblock, &extra_flags, &injected_r))
     return injected_r;
   const uint64_t t0 = mono_ns();
+  rdzv_inflight* inflight = nonblock ? nullptr : inflight_connect(fd, addr, len, t0);
   const int r = fn(fd, addr, len);
+  inflight_end(inflight);
   RecordScope scope;
   record_connect(fd, addr, len, nonblock, t0, r, scope.call_errno(), extra_flags);
   return r;
@@ -220,7 +244,9 @@ RDZV_EXPORT int accept(int fd, struct sockaddr* addr, socklen_t* len) {
   uint16_t info = fd_info(fd);
   if (in_guard() || !(info & kFdTcp)) return fn(fd, addr, len);
   const uint64_t t0 = mono_ns();
+  rdzv_inflight* inflight = inflight_accept(fd, info, RDZV_OP_ACCEPT, t0);
   const int r = fn(fd, addr, len);
+  inflight_end(inflight);
   RecordScope scope;
   record_accept(fd, info, r, scope.call_errno(), false, RDZV_OP_ACCEPT, t0);
   return r;
@@ -231,7 +257,9 @@ RDZV_EXPORT int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags
   uint16_t info = fd_info(fd);
   if (in_guard() || !(info & kFdTcp)) return fn(fd, addr, len, flags);
   const uint64_t t0 = mono_ns();
+  rdzv_inflight* inflight = inflight_accept(fd, info, RDZV_OP_ACCEPT4, t0);
   const int r = fn(fd, addr, len, flags);
+  inflight_end(inflight);
   RecordScope scope;
   record_accept(fd, info, r, scope.call_errno(), flags & SOCK_NONBLOCK, RDZV_OP_ACCEPT4, t0);
   return r;

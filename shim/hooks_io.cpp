@@ -9,6 +9,7 @@
 #include "fd_table.h"
 #include "guard.h"
 #include "hook.h"
+#include "inflight.h"
 #include "inject.h"
 #include "rdzvscope/recorder_core.h"
 #include "real_calls.h"
@@ -168,6 +169,18 @@ __attribute__((noinline)) uint16_t injected_reset(int fd, const ConnSlot* slot) 
   return RDZV_F_INJECTED;
 }
 
+// The slot of a blocking store-socket call, filled inline (the steady state's budget).
+// Only the fields every slot has: the reader finds the peer and the socket's timeout from the
+// records of fd (trace_format.h), which keeps this within the store-socket budget.
+__attribute__((always_inline)) inline rdzv_inflight* inflight_io(rdzv_kind kind, rdzv_op op,
+                                                                  int fd, uint64_t t0) {
+  rdzv_inflight* s = inflight_claim();
+  if (__builtin_expect(!s, 0)) return nullptr;
+  inflight_fill(s, static_cast<uint8_t>(kind), static_cast<uint8_t>(op), RDZV_F_STORE, fd, t0);
+  rdzv_inflight_publish(s);
+  return s;
+}
+
 template <typename Call>
 inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size_t asked,
                          bool dontwait, Call call) {
@@ -177,7 +190,12 @@ inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size
   const bool detail =
       __atomic_load_n(&slot->events_recorded, __ATOMIC_RELAXED) < kDetailedEventsPerSocket;
   const uint64_t t0 = detail ? mono_ns() : coarse_ns();
+  // A call that can block is published in flight while it runs: a store that never answers
+  // leaves the thread here, and the slot says so after the process is killed.
+  rdzv_inflight* inflight = nullptr;
+  if (!dontwait && !(info & kFdNonblock)) inflight = inflight_io(kind, op, fd, t0);
   ssize_t r = call();
+  inflight_end(inflight);
   if (__builtin_expect(r > 0 && !detail && !injected, 1)) {
     // The steady state of a store connection: count it, record nothing, leave errno alone.
     const bool is_send = kind == RDZV_EV_SEND;

@@ -8,6 +8,7 @@
 #include "events.h"
 #include "guard.h"
 #include "hook.h"
+#include "inflight.h"
 #include "inject.h"
 #include "real_calls.h"
 #include "text.h"
@@ -87,7 +88,9 @@ RDZV_EXPORT int getaddrinfo(const char* node, const char* service, const struct 
   uint64_t t0 = mono_ns();
   // Rehearsal (inject.h): the lookup of the store host fails as if the name were unknown.
   const bool injected = inject_on() && inject_resolve_fail(node, hints ? hints->ai_flags : 0);
+  rdzv_inflight* inflight = injected ? nullptr : inflight_begin_lookup(RDZV_OP_GETADDRINFO, node, t0);
   int r = injected ? EAI_NONAME : fn(node, service, hints, res);
+  inflight_end(inflight);
   RecordScope scope;
   Lookup q{node, service};
   if (injected) q.flags |= RDZV_F_INJECTED;
@@ -112,7 +115,9 @@ RDZV_EXPORT struct hostent* gethostbyname(const char* name) {
   if (in_guard()) return fn(name);
   Guard resolver_guard;
   uint64_t t0 = mono_ns();
+  rdzv_inflight* inflight = inflight_begin_lookup(RDZV_OP_GETHOSTBYNAME, name, t0);
   hostent* he = fn(name);
+  inflight_end(inflight);
   RecordScope scope;
   record_hostent(RDZV_OP_GETHOSTBYNAME, name, 0, t0, he, he ? 0 : h_errno, 0);
   return he;
@@ -123,7 +128,9 @@ RDZV_EXPORT struct hostent* gethostbyname2(const char* name, int af) {
   if (in_guard()) return fn(name, af);
   Guard resolver_guard;
   uint64_t t0 = mono_ns();
+  rdzv_inflight* inflight = inflight_begin_lookup(RDZV_OP_GETHOSTBYNAME2, name, t0);
   hostent* he = fn(name, af);
+  inflight_end(inflight);
   RecordScope scope;
   record_hostent(RDZV_OP_GETHOSTBYNAME2, name, af, t0, he, he ? 0 : h_errno, 0);
   return he;
@@ -137,7 +144,9 @@ RDZV_EXPORT int gethostbyname_r(const char* name, struct hostent* ret, char* buf
   if (in_guard()) return fn(name, ret, buf, buflen, result, h_errnop);
   Guard resolver_guard;
   uint64_t t0 = mono_ns();
+  rdzv_inflight* inflight = inflight_begin_lookup(RDZV_OP_GETHOSTBYNAME_R, name, t0);
   int r = fn(name, ret, buf, buflen, result, h_errnop);
+  inflight_end(inflight);
   RecordScope scope;
   if (r != ERANGE) {
     const hostent* he = result ? *result : nullptr;
@@ -153,7 +162,9 @@ RDZV_EXPORT int gethostbyname2_r(const char* name, int af, struct hostent* ret, 
   if (in_guard()) return fn(name, af, ret, buf, buflen, result, h_errnop);
   Guard resolver_guard;
   uint64_t t0 = mono_ns();
+  rdzv_inflight* inflight = inflight_begin_lookup(RDZV_OP_GETHOSTBYNAME2_R, name, t0);
   int r = fn(name, af, ret, buf, buflen, result, h_errnop);
+  inflight_end(inflight);
   RecordScope scope;
   if (r != ERANGE) {
     const hostent* he = result ? *result : nullptr;

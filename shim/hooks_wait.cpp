@@ -11,6 +11,7 @@
 #include "fd_table.h"
 #include "guard.h"
 #include "hook.h"
+#include "inflight.h"
 #include "real_calls.h"
 
 using namespace rdzv;
@@ -72,21 +73,62 @@ int watched_in_sets(int nfds, const fd_set* r, const fd_set* w, const fd_set* e)
   return -1;
 }
 
+// The first store socket or pending connect among the pollfds, or -1.
+int watched_in_pollfds(const struct pollfd* fds, nfds_t n) {
+  for (nfds_t i = 0; fds && i < n; ++i)
+    if (fd_info(fds[i].fd) & (kFdStore | kFdPending)) return fds[i].fd;
+  return -1;
+}
+
+// A wait that can block on a store socket or a store connect in progress is published in
+// flight while it runs: a client waiting for the store's reply, a connect waiting for the
+// handshake, a store host waiting for its clients.
+__attribute__((noinline)) rdzv_inflight* inflight_wait(rdzv_op op, int fd, uint16_t info,
+                                                       int64_t timeout_ms) {
+  if (fd < 0 || timeout_ms == 0) return nullptr;
+  RecordScope scope;
+  const ConnSlot* slot = conn_slot(info);
+  const uint16_t flags = static_cast<uint16_t>(((info & kFdStore) ? RDZV_F_STORE : 0) |
+                                               ((info & kFdPending) ? RDZV_F_NONBLOCK : 0));
+  return inflight_begin_socket(RDZV_EV_POLL, static_cast<uint8_t>(op), flags, fd, mono_ns(),
+                               timeout_ms, slot ? &slot->peer : nullptr);
+}
+
+__attribute__((noinline)) rdzv_inflight* inflight_poll(rdzv_op op, const struct pollfd* fds,
+                                                       nfds_t n, int64_t timeout_ms) {
+  if (timeout_ms == 0) return nullptr;
+  const int fd = watched_in_pollfds(fds, n);
+  return fd < 0 ? nullptr : inflight_wait(op, fd, fd_info(fd), timeout_ms);
+}
+
 }  // namespace
 
 // The hooks, in the shim's one form (hook.h); the recorder, record_wait_timeout, holds the
 // RecordScope.
 extern "C" {
 
+// glibc declares poll's and ppoll's fds write-only (access attribute); they are read by the
+// kernel too (events), and read here before the call, as the kernel does.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 RDZV_EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
+  rdzv_inflight* inflight = nullptr;
+  if (__builtin_expect(anything_watched(), 0) && !in_guard())
+    inflight = inflight_poll(RDZV_OP_POLL, fds, n, timeout);
   int r = real::poll()(fds, n, timeout);
+  inflight_end(inflight);
   if (__builtin_expect(r == 0 && timeout > 0, 0) && anything_watched() && !in_guard())
     poll_timed_out(RDZV_OP_POLL, fds, n, timeout);
   return r;
 }
 
 RDZV_EXPORT int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
+  rdzv_inflight* inflight = nullptr;
+  if (__builtin_expect(anything_watched(), 0) && !in_guard())
+    inflight = inflight_poll(RDZV_OP_POLL, fds, n, timeout);
   int r = real::__poll_chk()(fds, n, timeout, fdslen);
+  inflight_end(inflight);
   if (__builtin_expect(r == 0 && timeout > 0, 0) && anything_watched() && !in_guard())
     poll_timed_out(RDZV_OP_POLL, fds, n, timeout);
   return r;
@@ -94,7 +136,11 @@ RDZV_EXPORT int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t fds
 
 RDZV_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* ts,
                       const sigset_t* mask) {
+  rdzv_inflight* inflight = nullptr;
+  if (__builtin_expect(anything_watched(), 0) && !in_guard())
+    inflight = inflight_poll(RDZV_OP_PPOLL, fds, n, timespec_ms(ts));
   int r = real::ppoll()(fds, n, ts, mask);
+  inflight_end(inflight);
   if (__builtin_expect(r == 0 && ts != nullptr, 0) && anything_watched() && !in_guard())
     poll_timed_out(RDZV_OP_PPOLL, fds, n, timespec_ms(ts));
   return r;
@@ -102,7 +148,11 @@ RDZV_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* ts,
 
 RDZV_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t n, const struct timespec* ts,
                             const sigset_t* mask, size_t fdslen) {
+  rdzv_inflight* inflight = nullptr;
+  if (__builtin_expect(anything_watched(), 0) && !in_guard())
+    inflight = inflight_poll(RDZV_OP_PPOLL, fds, n, timespec_ms(ts));
   int r = real::__ppoll_chk()(fds, n, ts, mask, fdslen);
+  inflight_end(inflight);
   if (__builtin_expect(r == 0 && ts != nullptr, 0) && anything_watched() && !in_guard())
     poll_timed_out(RDZV_OP_PPOLL, fds, n, timespec_ms(ts));
   return r;
@@ -113,7 +163,10 @@ RDZV_EXPORT int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, struct time
   if (!tv || !anything_watched() || in_guard()) return fn(nfds, rd, wr, ex, tv);
   int watched = watched_in_sets(nfds, rd, wr, ex);
   int64_t ms = timeval_ms(tv);  // Linux updates *tv with the time left
+  rdzv_inflight* inflight =
+      watched >= 0 ? inflight_wait(RDZV_OP_SELECT, watched, fd_info(watched), ms) : nullptr;
   int r = fn(nfds, rd, wr, ex, tv);
+  inflight_end(inflight);
   if (r == 0 && watched >= 0 && ms > 0)
     record_wait_timeout(RDZV_OP_SELECT, watched, fd_info(watched), ms, static_cast<uint32_t>(nfds));
   return r;
@@ -124,7 +177,11 @@ RDZV_EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const stru
   auto fn = real::pselect();
   if (!ts || !anything_watched() || in_guard()) return fn(nfds, rd, wr, ex, ts, mask);
   int watched = watched_in_sets(nfds, rd, wr, ex);
+  rdzv_inflight* inflight = watched >= 0 ? inflight_wait(RDZV_OP_PSELECT, watched,
+                                                         fd_info(watched), timespec_ms(ts))
+                                         : nullptr;
   int r = fn(nfds, rd, wr, ex, ts, mask);
+  inflight_end(inflight);
   int64_t ms = timespec_ms(ts);
   if (r == 0 && watched >= 0 && ms > 0)
     record_wait_timeout(RDZV_OP_PSELECT, watched, fd_info(watched), ms,
@@ -135,7 +192,11 @@ RDZV_EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const stru
 // epoll reports user data, not fds, so a timeout is attributed to the epoll fd, and only while
 // a store connect is in progress.
 RDZV_EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
+  rdzv_inflight* inflight = nullptr;
+  if (__builtin_expect(__atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0, 0) && !in_guard())
+    inflight = inflight_wait(RDZV_OP_EPOLL_WAIT, epfd, kFdStore, timeout);
   int r = real::epoll_wait()(epfd, ev, max, timeout);
+  inflight_end(inflight);
   if (__builtin_expect(r == 0 && timeout > 0, 0) &&
       __atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0 && !in_guard())
     record_wait_timeout(RDZV_OP_EPOLL_WAIT, epfd, kFdStore, timeout, 0);
@@ -144,11 +205,17 @@ RDZV_EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeou
 
 RDZV_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout,
                             const sigset_t* mask) {
+  rdzv_inflight* inflight = nullptr;
+  if (__builtin_expect(__atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0, 0) && !in_guard())
+    inflight = inflight_wait(RDZV_OP_EPOLL_PWAIT, epfd, kFdStore, timeout);
   int r = real::epoll_pwait()(epfd, ev, max, timeout, mask);
+  inflight_end(inflight);
   if (__builtin_expect(r == 0 && timeout > 0, 0) &&
       __atomic_load_n(&g_store_pending, __ATOMIC_RELAXED) > 0 && !in_guard())
     record_wait_timeout(RDZV_OP_EPOLL_PWAIT, epfd, kFdStore, timeout, 0);
   return r;
 }
+
+#pragma GCC diagnostic pop
 
 }  // extern "C"

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "guard.h"
+#include "inflight.h"
 #include "text.h"
 
 namespace rdzv {
@@ -62,7 +63,7 @@ bool open_trace() {
   rdzv_process_fill(&facts, 0);
   rdzv_identity_fill(&facts.ident, rdzv_env_self, nullptr);
   rdzv_ports_export(&g_store_ports, facts.store_ports);
-  facts.features |= RDZV_FEAT_SNAPSHOTS | RDZV_FEAT_STORE_IO;
+  facts.features |= RDZV_FEAT_SNAPSHOTS | RDZV_FEAT_STORE_IO | RDZV_FEAT_INFLIGHT;
   facts.source = RDZV_SOURCE_SHIM;
 
   char host[128];
@@ -145,6 +146,7 @@ bool open_or_wait() {
     if (__atomic_compare_exchange_n(&g_state, &expected, kOpening, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
       bool ok = open_trace();
+      if (ok) __atomic_store_n(&g_inflight_header, g_trace.header, __ATOMIC_RELEASE);
       __atomic_store_n(&g_state, ok ? kOpen : kDisabled, __ATOMIC_RELEASE);
       if (ok) write_start_record();
       if (ok) account_lost_while_opening();
@@ -178,6 +180,10 @@ void writer_open_if_rank() {
 
 void commit_record(const Slot& slot) { rdzv_trace_commit(slot.rec, slot.index); }
 
+bool ensure_trace_open() {
+  return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == kOpen || open_or_wait();
+}
+
 bool trace_is_open() { return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == kOpen; }
 
 uint64_t process_start_realtime_ns() {
@@ -186,6 +192,7 @@ uint64_t process_start_realtime_ns() {
 
 void writer_forget_after_fork() {
   // Only the forking thread exists in the child, so plain stores are enough here.
+  inflight_forget_after_fork();
   if (g_state == kOpen) rdzv_trace_close(&g_trace);
   g_trace = rdzv_trace{};
   g_lost_while_opening = 0;  // the parent's, counted in its own file

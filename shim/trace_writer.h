@@ -29,6 +29,9 @@ void commit_record(const Slot& slot);
 
 bool trace_is_open();
 
+// Opens the file when it is not open yet (with the guard held); true when it is open.
+bool ensure_trace_open();
+
 // The time the trace header says the process started (0 when unknown).
 uint64_t process_start_realtime_ns();
 

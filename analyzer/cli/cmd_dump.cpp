@@ -42,6 +42,7 @@ bool dump_file(const std::string& path) {
   const Trace& trace = result.value();
   print_line(json_line(header_json(trace)));
   for (const auto& rec : trace.records) print_line(json_line(event_json(trace.header, rec)));
+  for (const auto& call : trace.inflight) print_line(json_line(inflight_json(trace, call)));
   print_line(json_line(summary_json(trace)));
   if (trace.damage) {
     std::fflush(stdout);  // keep stdout and stderr in a sensible order on a terminal

@@ -202,6 +202,7 @@ void apply_offset(std::vector<Process>& ps, ClockEstimate& e) {
   for (Process& p : ps) {
     if (p.host != e.host) continue;
     for (Event& ev : p.events) ev.wall_ns = sat_sub(ev.wall_ns, e.offset_ns);
+    for (Event& ev : p.inflight) ev.wall_ns = sat_sub(ev.wall_ns, e.offset_ns);
     p.launched_ns = sat_sub(p.launched_ns, e.offset_ns);
     if (p.exit_ns) p.exit_ns = sat_sub(*p.exit_ns, e.offset_ns);
   }

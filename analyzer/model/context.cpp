@@ -308,6 +308,30 @@ std::optional<std::int64_t> Context::timeout_ms() const {
   return std::nullopt;
 }
 
+std::optional<std::int64_t> Context::last_known_ns() const {
+  std::optional<std::int64_t> last;
+  auto later = [&](std::int64_t t) {
+    if (!last || t > *last) last = t;
+  };
+  for (const ProcessFacts& f : facts) {
+    const Process& p = *f.proc;
+    later(p.launched_ns);
+    for (const Event& e : p.events) later(end_ns(e));
+    for (const Event& e : p.inflight) later(e.wall_ns);
+    if (p.exit_ns) later(*p.exit_ns);
+  }
+  return last;
+}
+
+std::int64_t Context::waited_until(const ProcessFacts& f, bool* bound) const {
+  const Ending& e = ending(f);
+  if (bound) *bound = false;
+  if (e.stopped()) return e.sent_ns;
+  if (e.over_ns) return *e.over_ns;
+  if (bound) *bound = true;
+  return last_known_ns().value_or(f.proc->last_event_ns());
+}
+
 std::string fmt_seconds(double s) { return fmt::format("{:.2f} s", s); }
 
 std::string rel(const Context& c, std::int64_t wall_ns) {
@@ -391,11 +415,57 @@ std::string log_line_words(const LogEvent& e) {
   return e.file + ":" + std::to_string(e.line) + ": " + e.text.substr(0, 200);
 }
 
+namespace {
+
+// " for 8.50 s", " for at least 8.50 s"; when nothing traced ran after the call began (the
+// lower bound is nothing), " (for how long is not in the traces)".
+std::string waited_words(const Context& c, const ProcessFacts& f, const Event& call) {
+  bool bound = false;
+  const std::int64_t until = c.waited_until(f, &bound);
+  const double s = seconds(call.wall_ns, until);
+  if (bound && s < 0.5) return " (for how long is not in the traces: nothing traced ran after it began)";
+  return " for " + std::string(bound ? "at least " : "") + fmt_seconds(s);
+}
+
+// " while waiting in recv on its store connection to ... for 8.50 s": a process that was
+// ended while a call was in flight; "" when none was.
+std::string while_waiting(const Context& c, const ProcessFacts& f) {
+  const Event* call = f.waiting_in();
+  if (!call) return "";
+  return " while waiting in " + inflight_call_words(*call) + waited_words(c, f, *call);
+}
+
+}  // namespace
+
+std::string inflight_call_words(const Event& call) {
+  const auto peer = format_sockaddr(call.peer());
+  const std::string to = peer ? " to " + *peer : std::string();
+  switch (call.kind) {
+    case RDZV_EV_RESOLVE: return "a lookup of \"" + call.resolve().host + "\" that had not answered";
+    case RDZV_EV_CONNECT: return "a connect" + to + " that had not completed";
+    case RDZV_EV_ACCEPT: return "accept on its store port";
+    case RDZV_EV_POLL: {
+      const std::int64_t t = call.socket().timeout_ms;
+      const std::string timeout = t > 0 ? fmt::format(", timeout {:g} s", static_cast<double>(t) / 1000) : ", no timeout";
+      if (call.has(RDZV_F_NONBLOCK)) return "a wait (" + op_name(call.op) + timeout + ") for its connect" + to;
+      return "a wait (" + op_name(call.op) + timeout + ") on its store connection" + to;
+    }
+    case RDZV_EV_SEND: return op_name(call.op) + " on its store connection" + to;
+    default: return op_name(call.op) + " on its store connection" + to + " (no reply)";
+  }
+}
+
+std::string waiting_words(const Context& c, const ProcessFacts& f) {
+  const Event* call = f.waiting_in();
+  if (!call) return "";
+  return inflight_call_words(*call) + " since " + rel(c, call->wall_ns) + waited_words(c, f, *call);
+}
+
 std::string ending_words(const Context& c, const ProcessFacts& f) {
   const Ending& e = c.ending(f);
   if (e.stopped()) {
     std::string s = "was stopped by " + sender_words(*e.signalled_by) + " with " + signal_name(e.sent_signal) + " at " +
-                    rel(c, e.sent_ns);
+                    rel(c, e.sent_ns) + while_waiting(c, f);
     if (e.how == Ending::How::Signaled && e.signal != e.sent_signal) s += " and ended by " + signal_name(e.signal);
     return s;
   }
@@ -404,18 +474,24 @@ std::string ending_words(const Context& c, const ProcessFacts& f) {
       return "exited with status " + (e.status ? std::to_string(*e.status) : std::string("?")) + " at " +
              rel(c, f.proc->exit_ns.value_or(e.reaped_ns.value_or(*e.over_ns)));
     case Ending::How::Signaled:
-      return "was killed by " + signal_name(e.signal) + " (its parent reaped it at " + rel(c, e.reaped_ns.value_or(*e.over_ns)) +
+      return "was killed by " + signal_name(e.signal) + while_waiting(c, f) + " (its parent reaped it at " +
+             rel(c, e.reaped_ns.value_or(*e.over_ns)) +
              (e.hangup_ns && e.hangup_seen_by && e.over_ns == e.hangup_ns
                   ? "; " + e.hangup_seen_by->label() + " read the end of its store connection at " + rel(c, *e.hangup_ns)
                   : std::string()) +
              ")";
     case Ending::How::Vanished: break;
   }
-  std::string s = "vanished without an exit record after " + rel(c, e.last_seen_ns) +
-                  " (killed by a signal: SIGKILL from the OOM killer or a scheduler, say)";
   if (e.hangup_ns && e.hangup_seen_by)
-    s += "; " + e.hangup_seen_by->label() + " read the end of its store connection at " + rel(c, *e.hangup_ns) +
-         ", which it had not closed: it was dead by then";
+    return "vanished without an exit record after " + rel(c, e.last_seen_ns) +
+           " (killed by a signal: SIGKILL from the OOM killer or a scheduler, say); " + e.hangup_seen_by->label() +
+           " read the end of its store connection at " + rel(c, *e.hangup_ns) +
+           ", which it had not closed: it was dead by then";
+  // Nothing says it ended: no exit record, no reap by a traced parent, no end of its
+  // connection read by another process.
+  std::string s = "has no end recorded (killed, or still running when the traces were read); last seen at " +
+                  rel(c, e.last_seen_ns);
+  if (f.waiting_in()) s += ", waiting in " + waiting_words(c, f);
   return s;
 }
 

@@ -122,6 +122,15 @@ struct Context {
   // over (a signal a traced process sent it, its exit, its reap, the end of its connection),
   // else the last thing seen of it. nullopt when it did not fail.
   std::optional<std::int64_t> failure_time(const ProcessFacts& f) const;
+  // The latest time the traces show anything of the job: an event's end, a call in flight
+  // beginning, an exit. A process killed with no record of it (or still running) was alive
+  // until at least its own last sign, and a call still in flight had waited at least until
+  // this time, when nothing says it ended earlier. nullopt without traces.
+  std::optional<std::int64_t> last_known_ns() const;
+  // Until when a call `f` had in flight when it ended is known to have waited: the time f was
+  // surely over or signalled, when known; else last_known_ns() (a lower bound: "at least").
+  // `bound` is set when the time is that lower bound.
+  std::int64_t waited_until(const ProcessFacts& f, bool* bound = nullptr) const;
   // The exception line of a rank's crash in the logs given: the last Python exception line
   // (not a "Traceback" header) among the lines matched to that rank (its prefix or its log
   // file's name), or nullptr.
@@ -187,6 +196,13 @@ std::string ending_words(const Context& c, const ProcessFacts& f);
 // line matched to it), else what torchrun's summary says of it ("torchrun's summary (FILE:LINE):
 // exit code 1, traceback: ..."); "" when the logs say nothing of it.
 std::string crash_words(const Context& c, const ProcessFacts& f);
+// The call a process was waiting in when it ended (ProcessFacts::waiting_in) in words, with
+// since when and for how long: "recv on its store connection to 127.0.0.1:29500 since
+// +6.52 s, for at least 8.50 s"; "" when it was in none.
+std::string waiting_words(const Context& c, const ProcessFacts& f);
+// The call alone: "recv on its store connection to 127.0.0.1:29500", "a wait (poll, timeout
+// 1800 s) on its store connection to ...", "connect to ...", "lookup of \"node0\"".
+std::string inflight_call_words(const Event& call);
 // "exit 1", "killed (SIGKILL)", "vanished", "stopped (SIGTERM from its agent)": for tables.
 std::string ending_short(const Context& c, const ProcessFacts& f);
 // "rank1.log:23: RuntimeError: ..." (the text cut to 200 bytes).

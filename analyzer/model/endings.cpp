@@ -117,6 +117,8 @@ ProcessCalls process_calls(const TraceInputs& traces) {
 Ending ending_of(const Process& p, const ProcessCalls& calls, const std::map<Conn, std::vector<Hangup>>& hangups) {
   Ending out;
   out.last_seen_ns = p.last_event_ns();
+  // A call in flight was published when it began: the process was alive then.
+  for (const Event& call : p.inflight) out.last_seen_ns = std::max(out.last_seen_ns, call.wall_ns);
   if (p.exit_ns) {
     out.how = Ending::How::Exited;
     out.status = p.exit_status;

@@ -67,4 +67,26 @@ Event decode_event(std::int64_t wall_ns, const rdzv_record& r) {
   return e;
 }
 
+Event decode_inflight(std::int64_t wall_ns, const rdzv_inflight& s) {
+  Event e;
+  e.wall_ns = wall_ns;
+  e.fd = s.fd;
+  e.tid = s.owner;
+  e.kind = s.kind;
+  e.op = s.op;
+  e.flags = s.flags;
+  if (s.kind == RDZV_EV_RESOLVE) {
+    ResolveCall r;
+    if (s.has & RDZV_INFLIGHT_HAS_HOST) r.host = bounded_string(s.u.host);
+    e.body = std::move(r);
+    return e;
+  }
+  SocketCall n;
+  if (s.has & RDZV_INFLIGHT_HAS_PEER) n.peer = s.u.peer;
+  if (s.has & RDZV_INFLIGHT_HAS_TIMEOUT) n.timeout_ms = s.timeout_ms;
+  if (s.has & RDZV_INFLIGHT_HAS_SIZE) n.size = s.size;
+  e.body = n;
+  return e;
+}
+
 }  // namespace rdzvscope

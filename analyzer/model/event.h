@@ -87,4 +87,9 @@ struct Event {
 // The event a record describes, with its begin time already on the wall clock.
 Event decode_event(std::int64_t wall_ns, const rdzv_record& r);
 
+// A call in flight (trace_format.h: struct rdzv_inflight) as an event that has begun and not
+// returned: ret 0, dur 0, its body what the slot holds (a socket call's peer and timeout, a
+// lookup's host); kept apart from the events (Process::inflight), never taken for a result.
+Event decode_inflight(std::int64_t wall_ns, const rdzv_inflight& s);
+
 }  // namespace rdzvscope

@@ -9,7 +9,7 @@ namespace rdzvscope {
 namespace {
 
 // Kept in enum order; a test checks that every enumerator has its name (test_rules.cpp).
-constexpr std::array<std::pair<FailureClass, std::string_view>, 14> kNames{{
+constexpr std::array<std::pair<FailureClass, std::string_view>, 15> kNames{{
     {FailureClass::Healthy, "healthy"},
     {FailureClass::Unknown, "unknown"},
     {FailureClass::RdzvCollision, "rdzv_collision"},
@@ -24,6 +24,7 @@ constexpr std::array<std::pair<FailureClass, std::string_view>, 14> kNames{{
     {FailureClass::StoreUnreachable, "store_unreachable"},
     {FailureClass::StalePeerAddress, "stale_peer_address"},
     {FailureClass::RankDied, "rank_died"},
+    {FailureClass::StoreUnresponsive, "store_unresponsive"},
 }};
 
 }  // namespace

@@ -25,6 +25,7 @@ enum class FailureClass {
   StoreUnreachable,
   StalePeerAddress,
   RankDied,
+  StoreUnresponsive,
 };
 
 // "straggler_timeout": the name in reports and in rdzvscope.diagnosis/1.

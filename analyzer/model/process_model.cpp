@@ -1,6 +1,7 @@
 #include "process_model.h"
 
 #include <dirent.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -115,9 +116,40 @@ ProcessHeader::ProcessHeader(const rdzv_file_header& h)
 
 namespace {
 
+// A store socket's send/recv in flight carries only its descriptor (the shim's hot path):
+// the peer is that of the last event of the descriptor before it began (its connect, accept
+// or an earlier call), the timeout the socket's last SO_RCVTIMEO/SO_SNDTIMEO set before it.
+void complete_inflight(Process& p) {
+  for (Event& call : p.inflight) {
+    if (call.fd < 0 || call.kind == RDZV_EV_RESOLVE) continue;
+    auto* body = std::get_if<SocketCall>(&call.body);
+    if (!body) continue;
+    const bool is_send = call.kind == RDZV_EV_SEND;
+    bool have_peer = body->peer.family != 0, have_timeout = body->timeout_ms >= 0;
+    for (auto it = p.events.rbegin(); it != p.events.rend() && !(have_peer && have_timeout); ++it) {
+      const Event& e = *it;
+      if (e.fd != call.fd || e.wall_ns > call.wall_ns) continue;
+      if (!have_peer && e.peer().family != 0 && e.kind != RDZV_EV_LISTEN && e.kind != RDZV_EV_BIND) {
+        body->peer = e.peer();
+        body->local = e.local();
+        have_peer = true;
+      }
+      if (!have_timeout && e.kind == RDZV_EV_SOCKOPT &&
+          e.socket().size == static_cast<std::uint64_t>(is_send ? SO_SNDTIMEO : SO_RCVTIMEO)) {
+        body->timeout_ms = e.socket().timeout_ms;
+        have_timeout = true;
+      }
+      if (e.kind == RDZV_EV_CONNECT || e.kind == RDZV_EV_ACCEPT) break;  // the socket's start
+    }
+  }
+}
+
 void finish(Process& p) {
   std::stable_sort(p.events.begin(), p.events.end(),
                    [](const Event& a, const Event& b) { return a.wall_ns < b.wall_ns; });
+  std::stable_sort(p.inflight.begin(), p.inflight.end(),
+                   [](const Event& a, const Event& b) { return a.wall_ns < b.wall_ns; });
+  complete_inflight(p);
   const ProcessHeader& h = p.header;
   p.host = h.host;
   p.pid = h.pid;
@@ -277,6 +309,10 @@ FileRead read_trace_file(const std::string& file) {
     else
       ++out.implausible;
   }
+  for (const rdzv_inflight& s : trace.inflight) {
+    const std::int64_t wall = wall_ns(h, s.start_ns);
+    if (near(static_cast<std::uint64_t>(wall), h.clock_realtime_ns)) out.inflight.push_back(decode_inflight(wall, s));
+  }
   out.records = trace.records.size();
   out.torn = trace.torn;
   out.invalid = trace.invalid;
@@ -371,6 +407,7 @@ TraceInputs assemble_traces(const std::vector<std::string>& files, std::vector<F
     if (p.events.empty()) p.events = std::move(r.events);
     else p.events.insert(p.events.end(), r.events.begin(), r.events.end());
     r.events = {};
+    p.inflight.insert(p.inflight.end(), r.inflight.begin(), r.inflight.end());
   }
   report_listing_errors_before(files.size());
   mark_store_sockets(by_key);

@@ -58,6 +58,10 @@ struct Process {
   Role role = Role::Worker;
   std::int64_t launched_ns = 0;  // process start on the wall clock (file creation if unknown)
   std::vector<Event> events;     // merged, in time order
+  // Calls that had begun and not returned when its files were read (RDZV_FEAT_INFLIGHT): what
+  // it was waiting in when it was killed (or still is). A store socket's send/recv is given
+  // the peer and SO_RCVTIMEO/SO_SNDTIMEO of its descriptor's events. By start time.
+  std::vector<Event> inflight;
   bool cut_short = false;  // a file of it was truncated: what it did after the cut is unknown
 
   // How it ended: exit record, or nothing (killed by a signal, or still running).
@@ -103,6 +107,7 @@ struct FileRead {
   ProcessHeader header;
   std::uint32_t exec_generation = 0;
   std::vector<Event> events;       // on the wall clock, plausible times only
+  std::vector<Event> inflight;     // calls in flight, likewise
   std::uint64_t torn = 0, invalid = 0, implausible = 0, dropped = 0, lost = 0, records = 0;
   std::optional<Error> damage;     // the file was cut: what it holds before the cut is kept
 };

@@ -166,7 +166,43 @@ void forget_benign_refusals(ProcessFacts& f) {
   if (f.bind_failure) note_error(f, f.bind_failure);
 }
 
+bool is_process_store_port(const ProcessFacts& f, std::uint16_t port) {
+  if (port == 0) return false;
+  if (port == f.store_port) return true;
+  const auto& ports = f.proc->header.store_ports;
+  return std::find(std::begin(ports), std::end(ports), port) != std::end(ports);
+}
+
+// The calls in flight, sorted into the waits the rules read (rank_facts.h).
+void note_inflight(ProcessFacts& f, const Event& call) {
+  auto first = [](const Event*& slot, const Event& e) {
+    if (!slot) slot = &e;
+  };
+  if (call.kind == RDZV_EV_RESOLVE) return first(f.lookup_wait, call);
+  const bool pending_connect = call.kind == RDZV_EV_POLL && call.has(RDZV_F_NONBLOCK);
+  if ((call.kind == RDZV_EV_CONNECT && call.on_store_socket()) || pending_connect)
+    return first(f.connect_wait, call);
+  const bool io = call.kind == RDZV_EV_RECV || call.kind == RDZV_EV_SEND || call.kind == RDZV_EV_POLL;
+  if (!io || !call.on_store_socket() || !is_process_store_port(f, call.peer().port)) return;
+  // The program's own call (its main thread) before a helper thread's: torch 1.13's client
+  // keeps a listener thread waiting on a second store connection for as long as it lives.
+  const auto main_thread = [&](const Event* e) { return e && e->tid == static_cast<std::uint32_t>(f.proc->pid); };
+  if (main_thread(&call) && !main_thread(f.store_wait)) f.store_wait = nullptr;
+  if (!main_thread(&call) && main_thread(f.store_wait)) return;
+  first(f.store_wait, call);
+  // 2.x waits for the store's reply in a poll whose timeout is the store's: the configured one.
+  if (!f.timeout_ms && call.kind == RDZV_EV_POLL && plausible_timeout_ms(call.socket().timeout_ms))
+    f.timeout_ms = call.socket().timeout_ms;
+}
+
 }  // namespace
+
+const Event* ProcessFacts::waiting_in() const {
+  const Event* best = nullptr;
+  for (const Event* e : {store_wait, connect_wait, lookup_wait})
+    if (e && (!best || e->wall_ns < best->wall_ns)) best = e;
+  return best;
+}
 
 std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes) {
   std::vector<ProcessFacts> out;
@@ -178,6 +214,7 @@ std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes) {
     f.proc = &p;
     for (const Event& e : p.events) note_event(f, e);
     forget_benign_refusals(f);
+    for (const Event& call : p.inflight) note_inflight(f, call);
     out.push_back(std::move(f));
   }
   return out;

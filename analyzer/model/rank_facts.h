@@ -59,6 +59,19 @@ struct ProcessFacts {
 
   const Event* first_error = nullptr;  // earliest failure of any kind above
 
+  // Calls it had begun and not returned from when its trace was read (Process::inflight):
+  // what it was waiting in when it was killed, or still is. By start.
+  // store_wait: a client's wait for the store (a recv, a send, or a wait on a socket to a
+  // store port): a reply, or another rank's key. connect_wait: a store connect that had not
+  // completed (a blocking connect, or a wait on a connect in progress). lookup_wait: a lookup
+  // of a name that had not answered. The earliest of each (for store_wait, the earliest of
+  // its main thread's when it has one: a helper thread's wait may be idle by design).
+  const Event* store_wait = nullptr;
+  const Event* connect_wait = nullptr;
+  const Event* lookup_wait = nullptr;
+  // Its first in-flight wait of any of the three kinds above.
+  const Event* waiting_in() const;
+
   bool failed() const;  // exited non-zero, or vanished (killed, or still hung)
   // When the process reached the store: its first store connect attempt, else nullopt.
   std::optional<std::int64_t> arrival_ns() const { return first_store_attempt_ns; }

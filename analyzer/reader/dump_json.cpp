@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "names.h"
 
 namespace rdzvscope {
@@ -192,6 +194,35 @@ json event_json(const rdzv_file_header& h, const Record& rec) {
   return j;
 }
 
+std::uint64_t last_clock_ns(const Trace& trace) {
+  std::uint64_t last = trace.header.clock_monotonic_ns;
+  for (const auto& rec : trace.records) last = std::max(last, rec.raw.ts_ns + rec.raw.dur_ns);
+  for (const auto& call : trace.inflight) last = std::max(last, call.start_ns);
+  return last;
+}
+
+json inflight_json(const Trace& trace, const rdzv_inflight& call) {
+  const rdzv_file_header& h = trace.header;
+  const std::uint64_t last = last_clock_ns(trace);
+  json j{
+      {"type", "inflight"},
+      {"kind", kind_name(call.kind)},
+      {"op", op_name(call.op)},
+      {"flags", flag_names(call.flags)},
+      {"tid", call.owner},
+      {"fd", call.fd},
+      {"start_ns", call.start_ns},
+      {"time", iso8601_utc(wall_ns(h, call.start_ns))},
+      {"age_at_last_clock_s", static_cast<double>(last - call.start_ns) / 1e9},
+      {"timeout_ms", (call.has & RDZV_INFLIGHT_HAS_TIMEOUT) ? json(call.timeout_ms) : json(nullptr)},
+      {"size", (call.has & RDZV_INFLIGHT_HAS_SIZE) ? json(call.size) : json(nullptr)},
+      {"peer", (call.has & RDZV_INFLIGHT_HAS_PEER) ? addr_or_null(call.u.peer) : json(nullptr)},
+      {"host", (call.has & RDZV_INFLIGHT_HAS_HOST) ? json(bounded_string(call.u.host))
+                                                   : json(nullptr)},
+  };
+  return j;
+}
+
 json summary_json(const Trace& trace) {
   return json{
       {"type", "summary"},
@@ -201,6 +232,7 @@ json summary_json(const Trace& trace) {
       {"invalid", trace.invalid},
       {"dropped", trace.dropped()},
       {"lost", trace.header.lost},
+      {"inflight", trace.inflight.size()},
   };
 }
 

@@ -15,6 +15,12 @@ namespace rdzvscope {
 nlohmann::ordered_json header_json(const Trace& trace);
 nlohmann::ordered_json event_json(const rdzv_file_header& header, const Record& record);
 nlohmann::ordered_json summary_json(const Trace& trace);
+// A call in flight when the file was read (trace.inflight), aged against the file's last clock.
+nlohmann::ordered_json inflight_json(const Trace& trace, const rdzv_inflight& call);
+
+// The latest monotonic time the file knows of: its last record's end, or the clock pair read
+// when it was made. A call still in flight had waited at least this long when it was read.
+std::uint64_t last_clock_ns(const Trace& trace);
 
 // One line of output. Strings from the file are untrusted bytes: invalid UTF-8 is replaced
 // (U+FFFD) instead of making nlohmann throw.

@@ -158,7 +158,37 @@ void read_records(int fd, const std::string& path, Trace& trace) {
   }
 }
 
+// The in-flight area read once more, after the records: the live writer may have ended or
+// begun a call since the header was read.
+void read_inflight(int fd, Trace& trace) {
+  rdzv_inflight again[RDZV_INFLIGHT_SLOTS];
+  const ssize_t n = pread_full(fd, again, sizeof again, offsetof(rdzv_file_header, inflight));
+  if (n != static_cast<ssize_t>(sizeof again)) return;
+  trace.inflight = sealed_inflight(trace.header, again);
+}
+
+std::uint64_t fold_seals(const rdzv_file_header& h) {
+  std::uint64_t folded = 0;
+  if (!(h.features & RDZV_FEAT_INFLIGHT)) return 0;
+  for (const rdzv_inflight& s : h.inflight) folded = folded * 1000003u + s.seal;
+  return folded;
+}
+
 }  // namespace
+
+std::vector<rdzv_inflight> sealed_inflight(const rdzv_file_header& h,
+                                           const rdzv_inflight (&again)[RDZV_INFLIGHT_SLOTS]) {
+  std::vector<rdzv_inflight> out;
+  if (!(h.features & RDZV_FEAT_INFLIGHT)) return out;
+  for (std::size_t i = 0; i < RDZV_INFLIGHT_SLOTS; ++i) {
+    const rdzv_inflight& s = h.inflight[i];
+    if (s.seal == 0 || s.seal != rdzv_inflight_seal(s.start_ns) || again[i].seal != s.seal)
+      continue;
+    if (s.kind == 0 || s.kind > RDZV_EV_KIND_MAX || s.op >= RDZV_OP_MAX) continue;
+    out.push_back(s);
+  }
+  return out;
+}
 
 Result<Trace> read_trace(const std::string& path) {
   // O_NONBLOCK: a FIFO (or a device) named like a trace must be refused by the S_ISREG
@@ -176,6 +206,7 @@ Result<Trace> read_trace(const std::string& path) {
   trace.file_size = static_cast<std::uint64_t>(st.st_size);
   if (auto bad = read_header(fd.get(), path, trace)) return std::move(*bad);
   read_records(fd.get(), path, trace);
+  read_inflight(fd.get(), trace);
   return trace;
 }
 
@@ -194,6 +225,7 @@ std::optional<TraceProgress> read_progress(const std::string& path) {
   p.dropped = h.dropped;
   p.lost = h.lost;
   p.exec_generation = h.exec_generation;
+  p.inflight_seals = fold_seals(h);
   return p;
 }
 

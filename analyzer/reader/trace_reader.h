@@ -35,6 +35,9 @@ struct Trace {
   std::uint64_t torn = 0;      // reserved slots whose record was never finished
   std::uint64_t invalid = 0;   // sealed records with an impossible kind or op
   std::optional<Error> damage; // set when the file ends inside the record area
+  // Calls in flight when the file was read (RDZV_FEAT_INFLIGHT): sealed slots, in slot order.
+  // After the process ended (killed while it waited), the calls it never returned from.
+  std::vector<rdzv_inflight> inflight;
 
   // Events the writer could not store. header.dropped is incremented after next_slot, so a
   // writer killed in between leaves next_slot > capacity + dropped: take the larger.
@@ -54,9 +57,16 @@ struct TraceProgress {
   std::uint64_t size = 0;
   std::uint64_t next_slot = 0, dropped = 0, lost = 0;
   std::uint32_t exec_generation = 0;
+  std::uint64_t inflight_seals = 0;  // the in-flight slots' seals, folded: a call began or ended
   bool header_complete = false;  // the magic is stored last: false while the file is created
   bool operator==(const TraceProgress&) const = default;
 };
+// The sealed in-flight slots of a header (none unless RDZV_FEAT_INFLIGHT); `again` is the same
+// area read a second time: a slot whose seal changed in between was being written, and is
+// left out.
+std::vector<rdzv_inflight> sealed_inflight(const rdzv_file_header& h,
+                                           const rdzv_inflight (&again)[RDZV_INFLIGHT_SLOTS]);
+
 // nullopt when the file cannot be opened or read (gone, no permission).
 std::optional<TraceProgress> read_progress(const std::string& path);
 

@@ -37,6 +37,11 @@ std::string straggler_on(const std::string& host, const Diagnosis&) {
          "`iostat -x 1`, `uptime` there)";
 }
 
+std::string store_unresponsive_on(const std::string& host, const Diagnosis&) {
+  return "find what freezes the store host on " + host + " every time (memory pressure and swapping: `vmstat 1`, "
+         "`journalctl -k`; a debugger or a job-control stop; a node that stalls): its process existed and did not answer";
+}
+
 std::string broken_pipe_on(const std::string& host, const Diagnosis& last) {
   return "find why the process on " + host + " dies or drops its store connection every time "
          "(`journalctl -k | grep -i -E 'oom|killed'` there); " + last.verdict.next_step;
@@ -86,7 +91,7 @@ std::string any_class_moving(const Diagnosis& last) {
 }
 
 // Strongest first. Precedence follows causality (class_registry.h).
-constexpr std::array<ClassRow, 12> kRegistry{{
+constexpr std::array<ClassRow, 13> kRegistry{{
     {FailureClass::RdzvCollision, 95, 95, rule_rdzv_collision, false, any_class_on, any_class_moving},
     {FailureClass::PortConflict, 90, 90, rule_port_conflict, true, port_conflict_on, any_class_moving},
     {FailureClass::NameResolution, 85, 85, rule_name_resolution, true, name_resolution_on, any_class_moving},
@@ -102,6 +107,10 @@ constexpr std::array<ClassRow, 12> kRegistry{{
     {FailureClass::StalePeerAddress, 83, 83, rule_stale_peer_address, false, any_class_on, any_class_moving},
     {FailureClass::StoreUnreachable, 82, 82, rule_store_unreachable, true, store_unreachable_on, any_class_moving},
     {FailureClass::BrokenPipe, 80, 60, rule_broken_pipe, false, broken_pipe_on, broken_pipe_moving},
+    // A store host that stopped answering (alive, no reply): the cause of its clients' waits
+    // and of whatever they did about it; below a dead store (broken_pipe: the clients read
+    // its end), whose evidence is a different one.
+    {FailureClass::StoreUnresponsive, 78, 78, rule_store_unresponsive, false, store_unresponsive_on, any_class_moving},
     {FailureClass::ConnectTimeout, 75, 75, rule_connect_timeout, true, connect_timeout_on, any_class_moving},
     {FailureClass::StragglerTimeout, 70, 70, rule_straggler, false, straggler_on, straggler_moving},
     // A rank that died on its own first, the others stopped by their launcher or failing after

@@ -509,6 +509,7 @@ std::optional<Candidate> rule_straggler(const Context& c) {
   if (auto arrivals = find_arrivals(c)) return from_traces(c, std::move(*arrivals));
   if (auto agents = from_missing_agents(c)) return agents;
   if (auto collective = from_collective_timeouts(c)) return collective;
+  if (auto cancelled = straggler_from_calls_in_flight(c)) return cancelled;
   return from_logs(c);
 }
 

@@ -396,6 +396,36 @@ static inline void rdzv_trace_commit(struct rdzv_record *r, rdzv_u64 slot) {
 /* Unmaps (after an asynchronous msync); the pages already stored stay in the file. */
 void rdzv_trace_close(struct rdzv_trace *t);
 
+/* ---------------------------------------------------------------- in-flight calls
+ * (trace_format.h, struct rdzv_inflight). Static inline: the shim calls them around every
+ * blocking call on a store socket, where a function call more would cost its budget. */
+
+/* Claims a free slot for thread tid among the others (core/trace_file.c); NULL when all are
+ * taken (the call is then not published). */
+struct rdzv_inflight *rdzv_inflight_claim_other(struct rdzv_file_header *h, rdzv_u32 tid);
+
+/* Claims a free slot of the header for thread tid, trying first the one its id points at (the
+ * slot that thread had last, free again: one compare-and-swap); NULL when all are taken. */
+static inline struct rdzv_inflight *rdzv_inflight_claim(struct rdzv_file_header *h, rdzv_u32 tid) {
+  struct rdzv_inflight *s = &h->inflight[tid % RDZV_INFLIGHT_SLOTS];
+  rdzv_u32 expected = 0;
+  if (__builtin_expect(__atomic_compare_exchange_n(&s->owner, &expected, tid, 0,
+                                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
+    return s;
+  return rdzv_inflight_claim_other(h, tid);
+}
+
+/* The slot's fields are filled: the call is published as in flight (seal last, release). */
+static inline void rdzv_inflight_publish(struct rdzv_inflight *s) {
+  __atomic_store_n(&s->seal, rdzv_inflight_seal(s->start_ns), __ATOMIC_RELEASE);
+}
+
+/* The call returned: the slot reads as empty, then is free for any thread. */
+static inline void rdzv_inflight_release(struct rdzv_inflight *s) {
+  __atomic_store_n(&s->seal, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
+}
+
 /* ---------------------------------------------------------------- snapshots */
 
 /* Whether a failure snapshot may be taken now: 1 (and *last_ns = now_ns) when none was in the

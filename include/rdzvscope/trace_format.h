@@ -56,6 +56,7 @@ typedef int64_t rdzv_s64;
 #define RDZV_FEAT_STORE_IO (1u << 2)    /* per-call events on store sockets */
 #define RDZV_FEAT_LOST_COUNTER (1u << 3) /* header.lost is maintained (bpf ring buffer) */
 #define RDZV_FEAT_ORIGIN (1u << 4)       /* header.origin is valid (files before it: zeros) */
+#define RDZV_FEAT_INFLIGHT (1u << 5)     /* header.inflight is maintained (files before it: zeros) */
 
 enum rdzv_source { RDZV_SOURCE_SHIM = 1, RDZV_SOURCE_BPF = 2 };
 
@@ -263,6 +264,56 @@ struct rdzv_origin {
                                                cri-o, podman, kubepods); "" when none */
 };
 
+/* A call that has begun and not returned (RDZV_FEAT_INFLIGHT): records are written when a call
+ * returns, so a call that never returns (a store that stopped answering, a rank that never
+ * comes, a job cancelled while it waits) would leave no trace. The writer fills a slot when a
+ * blocking call on a store socket (connect, accept, send/recv, a wait on it) or a resolver call
+ * begins and empties it when the call returns; the file is MAP_SHARED, so a slot still full
+ * after SIGKILL or SIGTERM says what the thread was waiting in, and since when.
+ *
+ * A slot belongs to one thread for the length of one call: claimed by a compare-and-swap of
+ * `owner` (0 -> the thread id), the fields filled, then `seal` stored last with release order
+ * (== rdzv_inflight_seal(start_ns)); on return `seal` is stored 0, then `owner` 0. A reader
+ * takes a slot whose seal matches its start as a call in flight at the moment the file was
+ * read. A live reader copies the slot, and reads the seal once more: a different seal means the
+ * call ended (or another began) while it copied, and the slot is read as empty.
+ *
+ * On a store socket's send/recv (the host's hot path) only kind, op, flags, fd and start are
+ * written; `has` says which of the other fields are (RDZV_INFLIGHT_HAS_*). A reader finds the
+ * peer and the socket's timeout of such a call from the records of its fd (the connect or
+ * accept that made it, its SOCKOPT records). */
+#define RDZV_INFLIGHT_SLOTS 16
+#define RDZV_INFLIGHT_HOST_MAX 32
+#define RDZV_INFLIGHT_SEAL_BASE 0x464C4954u /* "TILF" */
+struct rdzv_inflight {
+  rdzv_u32 seal;       /* stored last, release order; 0 = empty */
+  rdzv_u32 owner;      /* thread id of the caller while the slot is claimed, else 0 */
+  rdzv_u8 kind;        /* the record kind the call will write when it returns (enum rdzv_kind) */
+  rdzv_u8 op;          /* enum rdzv_op */
+  rdzv_u16 flags;      /* RDZV_F_* as the record would have them (STORE, NONBLOCK) */
+  rdzv_s32 fd;         /* -1 for the resolver */
+  rdzv_u32 has;        /* RDZV_INFLIGHT_HAS_*: which of the fields below this call wrote */
+  rdzv_u32 reserved;
+  rdzv_u64 start_ns;   /* CLOCK_MONOTONIC when the call began */
+  rdzv_s64 timeout_ms; /* the call's own timeout (poll's), -1 = none */
+  rdzv_u64 size;       /* bytes asked for */
+  union {
+    struct rdzv_sockaddr peer;           /* socket calls: the other end, when known */
+    char host[RDZV_INFLIGHT_HOST_MAX];   /* resolver: the name asked for, cut to fit */
+  } u;
+};
+
+#define RDZV_INFLIGHT_HAS_TIMEOUT (1u << 0)
+#define RDZV_INFLIGHT_HAS_SIZE (1u << 1)
+#define RDZV_INFLIGHT_HAS_PEER (1u << 2)
+#define RDZV_INFLIGHT_HAS_HOST (1u << 3)
+
+/* Never 0 (the base's lowest bit is 0, the start's is set); two calls of one slot that began
+ * at different nanoseconds have different seals but one in 2^31. */
+static inline rdzv_u32 rdzv_inflight_seal(rdzv_u64 start_ns) {
+  return RDZV_INFLIGHT_SEAL_BASE ^ ((rdzv_u32)start_ns | 1u);
+}
+
 #define RDZV_MAX_STORE_PORTS 16
 #define RDZV_CMDLINE_MAX 512
 struct rdzv_file_header {
@@ -291,7 +342,9 @@ struct rdzv_file_header {
   rdzv_u32 cmdline_truncated;
   rdzv_u32 exec_generation; /* 0 for the first image of this pid, +1 per traced exec */
   struct rdzv_origin origin; /* RDZV_FEAT_ORIGIN */
-  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120];
+  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120 - RDZV_INFLIGHT_SLOTS * 80];
+  /* Taken from the end of the header: what is added after `origin` comes out of `reserved`. */
+  struct rdzv_inflight inflight[RDZV_INFLIGHT_SLOTS]; /* RDZV_FEAT_INFLIGHT */
 };
 
 /* Which member of record.u a record of this kind fills (the kinds' comments above say the
@@ -338,6 +391,9 @@ static_assert(__builtin_offsetof(struct rdzv_record, seal) == RDZV_RECORD_SIZE -
 static_assert(sizeof(struct rdzv_identity) == 192, "identity layout");
 static_assert(sizeof(struct rdzv_origin) == 120, "origin layout");
 static_assert(__builtin_offsetof(struct rdzv_file_header, origin) == 1160, "origin after exec_generation");
+static_assert(sizeof(struct rdzv_inflight) == 80, "inflight slot layout");
+static_assert(__builtin_offsetof(struct rdzv_file_header, inflight) ==
+                  RDZV_HEADER_SIZE - RDZV_INFLIGHT_SLOTS * 80, "inflight slots end the header");
 static_assert(sizeof(struct rdzv_file_header) == RDZV_HEADER_SIZE, "header size");
 #elif !defined(__bpf__) && !defined(__BPF__)
 _Static_assert(sizeof(struct rdzv_record) == RDZV_RECORD_SIZE, "record size");

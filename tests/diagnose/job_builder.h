@@ -223,6 +223,20 @@ class Proc {
     r.u.proc.status = status;
     return add(r);
   }
+  // A call in flight when the process ended (trace_format.h: struct rdzv_inflight), begun at
+  // t, in header slot `slot`: a wait (poll) on its store connection to kPort by default.
+  Proc& inflight(double t, unsigned kind = RDZV_EV_POLL, unsigned op = RDZV_OP_POLL, std::int64_t timeout_ms = 1800000,
+                 std::size_t slot = 0, std::uint16_t port = kPort) {
+    rdzv_inflight& s = b_.add_inflight(slot, kind, op, 9, t);
+    s.flags = RDZV_F_STORE;
+    s.u.peer = ipv4(10, 0, 0, 1, port);
+    s.has = RDZV_INFLIGHT_HAS_PEER;
+    if (timeout_ms >= 0) {
+      s.timeout_ms = timeout_ms;
+      s.has |= RDZV_INFLIGHT_HAS_TIMEOUT;
+    }
+    return *this;
+  }
   Proc& add(const rdzv_record& r) {
     b_.add(r);
     return *this;

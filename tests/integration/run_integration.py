@@ -164,8 +164,9 @@ def stderr_values(res):
 # ---------------------------------------------------------------- reading traces
 
 class Trace:
-    def __init__(self, header, events, summary):
+    def __init__(self, header, events, summary, inflight=()):
         self.header, self.events, self.summary = header, events, summary
+        self.inflight = list(inflight)
 
     @property
     def pid(self):
@@ -197,7 +198,7 @@ class Trace:
 
 
 def dump(path, expect_rc=0):
-    traces = [Trace(f["header"], f["events"], f["summary"])
+    traces = [Trace(f["header"], f["events"], f["summary"], f.get("inflight", ()))
               for f in cli.dump(OPTS.rdzvscope, path, timeout=60, expect_rc=expect_rc)]
     for t in traces:
         check(t.summary is not None, f"no summary line for {t.header.get('file')}")
@@ -931,6 +932,79 @@ def sigkill_mid_run():
     check(not t.find("proc_exit"), "a SIGKILLed process cannot have recorded its exit", t.lines())
     print(f"killed after {completed} attempts; {len(connects)} connects recorded, "
           f"torn={t.summary['torn']}")
+
+
+INFLIGHT_CLIENT = r"""
+import socket, sys, time
+port = int(sys.argv[1])
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(None)
+s.sendall(b"GET key\n")
+print("sent", flush=True)
+s.recv(64)  # the server never answers: killed here
+"""
+
+
+@scenario
+def inflight_recv_killed():
+    """A store client killed while it waits for a reply that never comes: its trace still
+    says it was in recv() on the store socket, since when (the in-flight slot)."""
+    port = free_port()
+    work = new_dir("inflight")
+    os.makedirs(work)
+    script = os.path.join(work, "client.py")
+    with open(script, "w") as f:
+        f.write(INFLIGHT_CLIENT)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", port))
+    listener.listen(1)
+    try:
+        p = start([sys.executable, script, str(port)], True, ports=[port])
+        check(p.stdout.readline().strip() == "sent", "the client did not send")
+        time.sleep(1.0)
+        os.kill(p.pid, signal.SIGKILL)
+        res = finish(p, 10)
+    finally:
+        listener.close()
+    check(res.rc == -signal.SIGKILL, "not killed", res.describe())
+    t = one_trace(res)
+    check("inflight" in t.header["features"], "no inflight feature", t.header)
+    calls = [c for c in t.inflight if c["kind"] == "recv"]
+    check(len(calls) == 1, "want one recv in flight", t.inflight)
+    c = calls[0]
+    check("store" in c["flags"], "the recv is not on a store socket", c)
+    sends = t.find("send", flag="store")
+    check(sends and sends[-1]["fd"] == c["fd"], "the recv's fd is not the store socket's", sends)
+    check(c["start_ns"] >= sends[-1]["ts_ns"], "the recv began before the send", [c, sends[-1]])
+    check(t.summary["inflight"] == 1, "summary does not count it", t.summary)
+    print(f"recv in flight on fd {c['fd']} since {c['time']}")
+
+
+@scenario
+def inflight_cleared_on_return():
+    """A call that returned leaves no slot behind (the server answers, the client exits)."""
+    port = free_port()
+    work = new_dir("inflight_ok")
+    os.makedirs(work)
+    script = os.path.join(work, "client.py")
+    with open(script, "w") as f:
+        f.write(INFLIGHT_CLIENT.replace("s.recv(64)  # the server never answers: killed here",
+                                        "print(s.recv(64), flush=True)"))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", port))
+    listener.listen(1)
+    try:
+        p = start([sys.executable, script, str(port)], True, ports=[port])
+        conn, _ = listener.accept()
+        conn.recv(64)
+        conn.sendall(b"ok\n")
+        res = finish(p, 10)
+        conn.close()
+    finally:
+        listener.close()
+    check(res.rc == 0, "client failed", res.describe())
+    t = one_trace(res)
+    check(t.inflight == [], "slots left after the calls returned", t.inflight)
 
 
 @scenario

@@ -86,7 +86,7 @@ def case_dump_good(tmp):
     expect(events[1]["first"] == "10.0.0.1:29500" and events[1]["gai_error"] is None,
            "resolve event", events[1])
     expect(s == {"type": "summary", "file": path, "records": 4, "torn": 0, "invalid": 0,
-                 "dropped": 0, "lost": 0}, "summary", s)
+                 "dropped": 0, "lost": 0, "inflight": 0}, "summary", s)
 
 
 def case_dump_dir(tmp):

@@ -330,3 +330,41 @@ TEST_CASE("random headers give an error or a trace, never a crash", "[reader]") 
   }
   CHECK(errors > 0);  // the damage did reach the checked fields
 }
+
+TEST_CASE("calls in flight: sealed slots are delivered, empty and torn ones are not", "[reader]") {
+  TempDir dir;
+  auto b = three_connects();
+  b.add_inflight(2, RDZV_EV_RECV, RDZV_OP_RECV, 11, 3.0);
+  b.add_inflight(5, RDZV_EV_CONNECT, RDZV_OP_CONNECT, 12, 4.0).seal = 0;        // returned
+  b.add_inflight(7, RDZV_EV_POLL, RDZV_OP_POLL, 13, 5.0).seal ^= 0x100;          // torn
+  b.add_inflight(9, 99, RDZV_OP_POLL, 13, 5.0);                                  // impossible kind
+  b.write(dir.file("t.rzt"));
+  auto t = read_trace(dir.file("t.rzt"));
+  REQUIRE(t.ok());
+  REQUIRE(t.value().inflight.size() == 1);
+  CHECK(t.value().inflight[0].kind == RDZV_EV_RECV);
+  CHECK(t.value().inflight[0].fd == 11);
+}
+
+TEST_CASE("calls in flight: a file without the feature has none, whatever its bytes", "[reader]") {
+  TempDir dir;
+  auto b = three_connects();
+  b.add_inflight(0, RDZV_EV_RECV, RDZV_OP_RECV, 11, 3.0);
+  b.header().features &= ~RDZV_FEAT_INFLIGHT;  // an older writer's reserved bytes
+  b.write(dir.file("t.rzt"));
+  auto t = read_trace(dir.file("t.rzt"));
+  REQUIRE(t.ok());
+  CHECK(t.value().inflight.empty());
+}
+
+TEST_CASE("calls in flight: a slot whose seal changed between two reads is left out", "[reader]") {
+  TraceBuilder b(4);
+  b.add_inflight(1, RDZV_EV_RECV, RDZV_OP_RECV, 11, 3.0);
+  b.add_inflight(2, RDZV_EV_SEND, RDZV_OP_SEND, 12, 3.0);
+  rdzv_inflight again[RDZV_INFLIGHT_SLOTS];
+  std::memcpy(again, b.header().inflight, sizeof again);
+  again[2].seal = 0;  // the send returned while the reader copied
+  const auto calls = sealed_inflight(b.header(), again);
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].fd == 11);
+}

@@ -69,6 +69,20 @@ void TraceBuilder::write_truncated(const std::string& path, std::uint64_t size) 
   write_file(path, b);
 }
 
+rdzv_inflight& TraceBuilder::add_inflight(std::size_t index, unsigned kind, unsigned op, int fd,
+                                          double start_after_clock_s) {
+  header_.features |= RDZV_FEAT_INFLIGHT;
+  rdzv_inflight& s = header_.inflight[index];
+  s = rdzv_inflight{};
+  s.owner = 4243;
+  s.kind = static_cast<rdzv_u8>(kind);
+  s.op = static_cast<rdzv_u8>(op);
+  s.fd = fd;
+  s.start_ns = kClockMonotonicNs + static_cast<std::uint64_t>(start_after_clock_s * 1e9);
+  s.seal = rdzv_inflight_seal(s.start_ns);
+  return s;
+}
+
 rdzv_record make_record(unsigned kind, unsigned op, double ts_after_clock_s) {
   rdzv_record r{};
   r.kind = static_cast<rdzv_u8>(kind);

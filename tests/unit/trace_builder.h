@@ -28,6 +28,11 @@ class TraceBuilder {
   std::uint64_t add_torn(const rdzv_record& r);
   rdzv_record& record(std::uint64_t slot) { return records_.at(slot); }
 
+  // A call in flight (trace_format.h: struct rdzv_inflight) in slot `index` of the header,
+  // sealed as the writer seals it (and the INFLIGHT feature set); start at `start_after_clock_s`.
+  rdzv_inflight& add_inflight(std::size_t index, unsigned kind, unsigned op, int fd,
+                              double start_after_clock_s);
+
   // header.next_slot is the number of records added, unless set here (e.g. past capacity).
   void set_next_slot(std::uint64_t n) { next_slot_override_ = n; has_override_ = true; }
 

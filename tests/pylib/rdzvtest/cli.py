@@ -77,12 +77,14 @@ def parse_dump(text):
         if not isinstance(rec, dict) or "type" not in rec:
             raise Fail(f"dump line {n} has no type: {line[:300]}")
         if rec["type"] == "header":
-            current = {"header": rec, "events": [], "summary": None}
+            current = {"header": rec, "events": [], "inflight": [], "summary": None}
             files.append(current)
         elif current is None:
             raise Fail(f"dump line {n}: {rec['type']} before any header")
         elif rec["type"] == "event":
             current["events"].append(rec)
+        elif rec["type"] == "inflight":
+            current["inflight"].append(rec)
         elif rec["type"] == "summary":
             current["summary"] = rec
     return files

@@ -43,6 +43,7 @@ STALE_LOOPBACK = "127.0.1.1"   # name_elsewhere_refused: a stale line to a loopb
 SILENT_DNS = "127.0.0.153"  # resolver_silent: a DNS server that never answers
 LATE_RANK_DELAY_S = 5       # healthy_late_rank: rank 4's lateness
 LATE_RANK_TIMEOUT_S = 8     # ... and the timeout it stays within
+CANCEL_AFTER_S = 8          # cancelled_waiting, store_unresponsive: how long the job hangs
 
 # ---------------------------------------------------------------------------------------------
 # The expected outcome of every scenario, in one place.
@@ -226,6 +227,24 @@ SCENARIOS = {
         fault="rank 1 raises right after `import torch`, before init_process_group (exit 1, its traceback "
               "in rank1.log); ranks 0, 2, 3 time out waiting for it. The summary must say it exited with "
               "status 1 before reaching the store, with its exception line, not that it was late"),
+    # Issue 27: hangs that end with no error, cancelled by the scheduler (SIGTERM to every rank).
+    "cancelled_waiting": dict(
+        cls="straggler_timeout", rank=3, cause=None, log_cls=("healthy", "unknown"), log_ranks="any",
+        timeout=1800,
+        words=dict(summary=("rank 3", "cancelled before any timeout fired"),
+                   nowhere=("failed without a rendezvous error",)),
+        fault=f"rank 3 sleeps {CANCEL_AFTER_S * 10} s before init_process_group (T=30 min, as many "
+              f"jobs keep it); ranks 0-2 wait on the store for it; after ~{CANCEL_AFTER_S} s every "
+              f"rank gets SIGTERM (a scheduler's cancel): no rank printed an error. The analyzer "
+              f"must name rank 3 from the calls the others were still in"),
+    "store_unresponsive": dict(
+        cls="store_unresponsive", rank=0, cause=None, log_cls=("healthy", "unknown"), log_ranks="any",
+        timeout=1800,
+        words=dict(summary=("rank 0",), nowhere=("failed without a rendezvous error",)),
+        fault=f"every rank joins and runs store set/get in a loop; then rank 0, the store host, is "
+              f"stopped (SIGSTOP: a frozen node); ranks 1-3 wait for the store's reply; after "
+              f"~{CANCEL_AFTER_S} s the clients are SIGKILLed, then rank 0 (T=30 min: no timeout "
+              f"fires). The analyzer must name the store host that stopped answering, not a dead one"),
     "transient_recv": dict(
         cls="transient_recv", rank="computed", cause=None, log_cls=ANY_FAILURE, log_ranks="any",
         timeout=3,
@@ -1171,6 +1190,57 @@ def sc_rank_killed(h, run):
     refused = [ev for _, ev in events(files) if ev.get("errno_name") == "ECONNREFUSED"
                and port_of(ev.get("peer")) == run.port]
     run.notes.append(f"{len(refused)} refused store connects while rank 0 slept")
+    return errors
+
+
+def sc_cancelled_waiting(h, run):
+    ps = [h.launch(run, r, env={"E2E_DELAY_S": str(CANCEL_AFTER_S * 10)} if r == 3 else None)
+          for r in range(WORLD)]
+    errors = []
+    if not h.wait_for_line(ps, "e2e: torch imported", 30):
+        errors.append("not every rank imported torch within 30 s")
+    time.sleep(CANCEL_AFTER_S)
+    expect(all(p.poll() is None for p in ps), "a rank ended before the cancel", errors)
+    h.terminate(ps)
+    h.wait_all(run)
+    for r in range(WORLD):
+        expect_exit(run, f"rank{r}", -signal.SIGTERM, errors)
+        expect(not any(t in run.by_label(f"rank{r}").text() for t in ("FAILED", "Traceback")),
+               f"rank{r} printed an error", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    waiting = [r for r in (0, 1, 2) if any(f.get("inflight") for f in files if rank_of(f) == r)]
+    expect(len(waiting) == 3, f"ranks in flight when cancelled: {waiting}, expected 0-2", errors)
+    return errors
+
+
+def sc_store_unresponsive(h, run):
+    ps = [h.launch(run, r, env={"E2E_MODE": "store_loop", "E2E_LOOP_S": "120"}) for r in range(WORLD)]
+    errors = []
+    if not h.wait_for_line(ps, "e2e: store loop running", 30):
+        errors.append("not every rank reached the store loop within 30 s")
+    time.sleep(0.5)
+    os.kill(ps[0].pid, signal.SIGSTOP)
+    time.sleep(CANCEL_AFTER_S)
+    expect(all(p.poll() is None for p in ps), "a rank ended while the store was stopped", errors)
+    for p in ps[1:]:
+        os.kill(p.pid, signal.SIGKILL)
+    h.wait_for_exit(ps[1:], 5)
+    os.kill(ps[0].pid, signal.SIGKILL)
+    h.wait_all(run)
+    for r in range(WORLD):
+        expect_exit(run, f"rank{r}", -signal.SIGKILL, errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    # 2.x waits for the reply in poll (the store timeout), 1.13 in recv.
+    waiting = [r for r in (1, 2, 3) if any(c.get("kind") in ("recv", "poll") and "store" in c.get("flags", [])
+                                           for f in files if rank_of(f) == r
+                                           for c in f.get("inflight", []))]
+    expect(len(waiting) == 3, f"clients waiting on the store when killed: {waiting}, expected 1-3", errors)
     return errors
 
 

@@ -1,0 +1,137 @@
+// Hangs ended with no error (issue 27): the calls in flight in the trace files say who waited
+// on whom when the job was cancelled or killed.
+#include <signal.h>
+
+#include "job_builder.h"
+
+using namespace rdzvscope;
+using namespace rdzvscope::test;
+
+namespace {
+
+// World size 4; rank 3 never reaches the store (stuck before init_process_group); ranks 0-2
+// joined the store at 6.5 s and were still in a store wait when every rank was ended at ~15 s.
+// with_slots false: the same job written by a recorder without in-flight slots.
+void cancelled_while_waiting_for_rank_3(Job& job, bool with_slots = true) {
+  auto& r0 = job.proc(0, 100);
+  r0.bind(6.4, 0).listen(6.4).connect(6.5, 0).accept(6.5, 40000).accept(6.5, 40001).accept(6.5, 40002);
+  if (with_slots) r0.inflight(15.0, RDZV_EV_SEND, RDZV_OP_SEND, -1);
+  for (int r : {1, 2}) {
+    auto& p = job.proc(r, 100 + r);
+    p.connect(6.5, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 6.51, 22, 0);
+    if (with_slots) p.inflight(6.52);
+  }
+  job.proc(3, 103);  // its PROC_START only
+}
+
+// Every rank joined; rank 0, the store host, last did anything at 7.7 s; ranks 1-3 each sent
+// a request and waited for its reply from 8.2 s on.
+void store_host_stopped(Job& job) {
+  auto& r0 = job.proc(0, 100);
+  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
+  r0.serve(RDZV_EV_RECV, 7.7, 22, 40001);
+  for (int r : {1, 2, 3}) {
+    auto& p = job.proc(r, 100 + r);
+    p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
+    p.inflight(8.2);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cancelled while the others waited for a rank that never came: straggler_timeout with that rank, "
+          "before any timeout fired",
+          "[rules][hangs]") {
+  Job job;
+  cancelled_while_waiting_for_rank_3(job);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.verdict.summary.find("rank 3 never reached the store") != std::string::npos);
+  CHECK(d.verdict.summary.find("cancelled before any timeout fired") != std::string::npos);
+  // They waited from 6.5 s until at least 15 s (rank 0's last call began then): 8.5 s of 1800.
+  CHECK(d.verdict.summary.find("at least 8.50 s of their 1800 s timeout") != std::string::npos);
+  CHECK(d.evidence.late_ranks == std::vector<int>{3});
+}
+
+TEST_CASE("the same job without in-flight slots (an older recorder) names nobody", "[rules][hangs]") {
+  Job job;
+  cancelled_while_waiting_for_rank_3(job, false);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls != FailureClass::StragglerTimeout);
+  CHECK_FALSE(d.verdict.initiating_rank.has_value());
+}
+
+TEST_CASE("a rank still in its store wait when another crashed is not called a straggler by the hang rule",
+          "[rules][hangs]") {
+  Job job;
+  cancelled_while_waiting_for_rank_3(job);
+  job.proc(4, 104).exit(3.0, 1);  // a fifth process with its own story: an error exit
+  job.world_size(5);
+  const Diagnosis d = job.diagnose_it();
+  CHECK_FALSE((d.verdict.cls == FailureClass::StragglerTimeout && d.verdict.initiating_rank == 3 &&
+               d.verdict.summary.find("cancelled before any timeout fired") != std::string::npos));
+}
+
+TEST_CASE("a store host that stopped answering: store_unresponsive with the store host, low confidence when "
+          "how long they waited is not in the traces",
+          "[rules][hangs]") {
+  Job job;
+  store_host_stopped(job);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
+  CHECK(d.verdict.initiating_rank == 0);
+  CHECK(d.verdict.confidence == "low");
+  CHECK(d.verdict.summary.find("for how long is not in the traces") != std::string::npos);
+}
+
+TEST_CASE("a store host that stopped answering, the clients killed by a traced launcher 10 s later: medium "
+          "confidence, with how long they waited",
+          "[rules][hangs]") {
+  Job job;
+  store_host_stopped(job);
+  auto& agent = job.proc(-1, 90).cmdline("/usr/bin/python3 /usr/bin/torchrun --nnodes 1 train.py");
+  for (int r : {1, 2, 3}) agent.signal(18.2, 100 + r, SIGKILL, RDZV_OP_KILL);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
+  CHECK(d.verdict.initiating_rank == 0);
+  CHECK(d.verdict.confidence == "medium");
+  CHECK(d.verdict.summary.find("waited 10.00 s for the store's reply") != std::string::npos);
+}
+
+TEST_CASE("a store host seen running after its clients began to wait is not unresponsive", "[rules][hangs]") {
+  Job alive;
+  auto& r0 = alive.proc(0, 100);
+  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
+  r0.inflight(12.0, RDZV_EV_SEND, RDZV_OP_SEND, -1);  // its own client thread, later
+  for (int r : {1, 2, 3}) alive.proc(r, 100 + r).connect(7.6, 0).inflight(8.2);
+  CHECK(alive.diagnose_it().verdict.cls != FailureClass::StoreUnresponsive);
+}
+
+TEST_CASE("a store host that exited is not unresponsive", "[rules][hangs]") {
+  Job dead;
+  auto& r0 = dead.proc(0, 100);
+  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).exit(8.0, 1);
+  for (int r : {1, 2, 3}) dead.proc(r, 100 + r).connect(7.6, 0).inflight(8.2);
+  CHECK(dead.diagnose_it().verdict.cls != FailureClass::StoreUnresponsive);
+}
+
+TEST_CASE("how a process ended while it waited, in words", "[rules][hangs]") {
+  Job job;
+  store_host_stopped(job);
+  auto& agent = job.proc(-1, 90).cmdline("/usr/bin/python3 /usr/bin/torchrun --nnodes 1 train.py");
+  for (int r : {1, 2, 3}) agent.signal(18.2, 100 + r, SIGTERM, RDZV_OP_KILL);
+  const TraceInputs& t = job.load_it();
+  Context c(t, job.logs());
+  const ProcessFacts* r1 = c.rank(1);
+  REQUIRE(r1);
+  REQUIRE(r1->store_wait);
+  const std::string words = ending_words(c, *r1);
+  CHECK(words.find("with SIGTERM at") != std::string::npos);
+  CHECK(words.find("while waiting in a wait (poll, timeout 1800 s) on its store connection to 10.0.0.1:29500 "
+                   "for 10.00 s") != std::string::npos);
+  const ProcessFacts* r0 = c.rank(0);
+  REQUIRE(r0);
+  CHECK(ending_words(c, *r0).find("has no end recorded (killed, or still running when the traces were read)") !=
+        std::string::npos);
+}
