@@ -507,6 +507,7 @@ std::optional<Candidate> from_missing_agents(const Context& c) {
 
 std::optional<Candidate> rule_straggler(const Context& c) {
   if (auto arrivals = find_arrivals(c)) return from_traces(c, std::move(*arrivals));
+  if (auto collective = straggler_at_first_collective(c)) return collective;
   if (auto agents = from_missing_agents(c)) return agents;
   if (auto collective = from_collective_timeouts(c)) return collective;
   return from_logs(c);

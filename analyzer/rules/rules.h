@@ -21,6 +21,9 @@ std::optional<Candidate> rule_store_not_ready(const Context& c);
 std::optional<Candidate> rule_transient_recv(const Context& c);
 std::optional<Candidate> rule_stale_peer_address(const Context& c);
 std::optional<Candidate> rule_rank_died(const Context& c);
+// rule_straggler's part after the rendezvous: a rank that never entered the first collective
+// (rule_straggler_collective.cpp).
+std::optional<Candidate> straggler_at_first_collective(const Context& c);
 
 // The verdict on one model (Context: the facts derived once from the traces and logs). The
 // reports that need more than the Diagnosis (timeline, markdown) take the same model, so
