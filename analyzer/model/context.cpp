@@ -312,6 +312,8 @@ std::optional<std::int64_t> Context::timeout_ms() const {
                          e.family == LogFamily::ClientsJoinTimeout ||
                          e.family == LogFamily::StoreBarrierTimeout))
       return e.timeout_ms;
+  // The timeout set on the process group's pairs (gloo's: init_process_group's timeout).
+  if (collective && collective->timeout_ms) return collective->timeout_ms;
   return std::nullopt;
 }
 
