@@ -22,6 +22,7 @@ import tempfile
 
 PLAIN_BUDGET = 30   # instructions added per send() on a socket that is not a store socket
 STORE_BUDGET = 150  # ... on a store socket
+PEER_BUDGET = 150   # ... on a peer socket (a process group's connection, once a store was reached)
 
 
 def free_port():
@@ -33,29 +34,41 @@ def free_port():
 def mode_env(mode, port, trace_dir, shim):
     env = {k: v for k, v in os.environ.items()
            if k not in ("LD_PRELOAD", "RDZVSCOPE_DIR", "RDZVSCOPE_PORTS", "MASTER_PORT")}
-    if mode in ("plain", "store"):
+    if mode in ("plain", "store", "peer"):
         env["LD_PRELOAD"] = shim
         env["RDZVSCOPE_DIR"] = trace_dir
-        if mode == "store":
+        if mode in ("store", "peer"):
             env["RDZVSCOPE_PORTS"] = str(port)
     return env
 
 
-def run_once(args, mode, n, trace_dir, wrapper=()):
-    port = free_port()
+def start_sink(args, port, trace_dir):
     sink = subprocess.Popen([args.send_loop, "sink", str(port)], stdout=subprocess.PIPE, text=True,
                             env=mode_env("base", port, trace_dir, args.shim))
+    if sink.stdout.readline().strip() != "ready":
+        sys.exit("overhead: the sink did not start")
+    return sink
+
+
+def run_once(args, mode, n, trace_dir, wrapper=()):
+    # peer: the sender first connects to a second sink on the store port, so that its
+    # connection to the first is a peer socket (kFdPeer), as a process group's pairs are.
+    port = free_port()
+    store_port = free_port() if mode == "peer" else None
+    sinks = [start_sink(args, port, trace_dir)]
     try:
-        if sink.stdout.readline().strip() != "ready":
-            sys.exit("overhead: the sink did not start")
-        cmd = list(wrapper) + [args.send_loop, "send", str(port), str(n), str(args.size)]
-        out = subprocess.run(cmd, env=mode_env(mode, port, trace_dir, args.shim),
+        if store_port:
+            sinks.append(start_sink(args, store_port, trace_dir))
+        cmd = list(wrapper) + [args.send_loop, "send", str(port), str(n), str(args.size)] + \
+            ([str(store_port)] if store_port else [])
+        out = subprocess.run(cmd, env=mode_env(mode, store_port or port, trace_dir, args.shim),
                              capture_output=True, text=True, timeout=600)
         if out.returncode != 0:
             sys.exit(f"overhead: {' '.join(cmd)} failed: {out.stderr.strip()[-400:]}")
         return out
     finally:
-        sink.wait(timeout=60)
+        for sink in sinks:
+            sink.wait(timeout=60)
 
 
 def ns_per_send(out):
@@ -98,14 +111,15 @@ def callgrind_total(args, mode, n, trace_dir):
 def instructions(args, trace_dir):
     n1, n2 = args.cg_sends, args.cg_sends * 3
     per_call = {}
-    for m in ("base", "plain", "store"):
+    for m in ("base", "plain", "store", "peer"):
         t1 = callgrind_total(args, m, n1, trace_dir)
         t2 = callgrind_total(args, m, n2, trace_dir)
         per_call[m] = (t2 - t1) / (n2 - n1)
         print(f"  callgrind {m}: {per_call[m]:.1f} instructions per loop iteration", file=sys.stderr)
     return {"per_send_base": per_call["base"],
             "added_plain": per_call["plain"] - per_call["base"],
-            "added_store": per_call["store"] - per_call["base"]}
+            "added_store": per_call["store"] - per_call["base"],
+            "added_peer": per_call["peer"] - per_call["base"]}
 
 
 def main():
@@ -139,13 +153,14 @@ def main():
         i = result["instructions"]
         print(f"callgrind: send loop iteration {i['per_send_base']:.1f} instr without the shim; "
               f"shim adds {i['added_plain']:.1f} (plain socket, budget {PLAIN_BUDGET}) and "
-              f"{i['added_store']:.1f} (store socket, budget {STORE_BUDGET})")
+              f"{i['added_store']:.1f} (store socket, budget {STORE_BUDGET}) and "
+              f"{i['added_peer']:.1f} (peer socket, budget {PEER_BUDGET})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
     if args.check and "instructions" in result:
         i = result["instructions"]
-        if i["added_plain"] > PLAIN_BUDGET or i["added_store"] > STORE_BUDGET:
+        if i["added_plain"] > PLAIN_BUDGET or i["added_store"] > STORE_BUDGET or i["added_peer"] > PEER_BUDGET:
             print("overhead: over the instruction budget", file=sys.stderr)
             return 1
     return 0

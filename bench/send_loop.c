@@ -3,7 +3,11 @@
  *                                spin: without ever sleeping (non-blocking reads in a loop), so
  *                                that a send never has to wake it (on a VM, waking an idle CPU
  *                                costs more than the send and varies by 20 % from run to run)
- *   send_loop send PORT N SIZE   connect, N x send(SIZE bytes); prints ns per send
+ *   send_loop send PORT N SIZE [STORE_PORT]
+ *                                connect, N x send(SIZE bytes); prints ns per send. With
+ *                                STORE_PORT: first connect there (a store port for the shim,
+ *                                so that the connection to PORT is a peer socket, as a
+ *                                process group's are), and keep that connection open
  *   send_loop null N             N x write(64 bytes) to /dev/null, the cheapest syscall loop
  *                                that attach's probes look at (they test the fd's owner);
  *   send_loop getppid N          N x getppid(), a syscall they never look at;
@@ -51,16 +55,24 @@ static int sink(int port, int spin) {
   return 0;
 }
 
-static int sender(int port, long n, size_t size) {
-  int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+static int connect_retrying(int port) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = loopback(port);
   for (int tries = 0; connect(s, (struct sockaddr*)&a, sizeof a) != 0; ++tries) {
     if (tries > 200) {
       perror("send_loop connect");
-      return 1;
+      return -1;
     }
     usleep(10000);
   }
+  return s;
+}
+
+static int sender(int port, long n, size_t size, int store_port) {
+  int store = store_port ? connect_retrying(store_port) : -1;
+  if (store_port && store < 0) return 1;
+  int s = connect_retrying(port), one = 1;
+  if (s < 0) return 1;
   setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   char* buf = calloc(1, size);
   struct timespec t0, t1;
@@ -75,6 +87,7 @@ static int sender(int port, long n, size_t size) {
   double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
   printf("%.1f ns/send\n", ns / (double)n);
   close(s);
+  if (store >= 0) close(store);
   free(buf);
   return 0;
 }
@@ -105,8 +118,8 @@ int main(int argc, char** argv) {
     return sink(atoi(argv[2]), argc == 4);
   if (argc == 3 && strcmp(argv[1], "null") == 0) return syscall_loop(1, atol(argv[2]));
   if (argc == 3 && strcmp(argv[1], "getppid") == 0) return syscall_loop(0, atol(argv[2]));
-  if (argc == 5 && strcmp(argv[1], "send") == 0)
-    return sender(atoi(argv[2]), atol(argv[3]), (size_t)atol(argv[4]));
+  if ((argc == 5 || argc == 6) && strcmp(argv[1], "send") == 0)
+    return sender(atoi(argv[2]), atol(argv[3]), (size_t)atol(argv[4]), argc == 6 ? atoi(argv[5]) : 0);
   fprintf(stderr, "usage: send_loop sink PORT [spin] | send_loop send PORT N SIZE | send_loop null N | send_loop getppid N\n");
   return 2;
 }

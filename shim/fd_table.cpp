@@ -3,12 +3,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "rdzvscope/recorder_core.h"
+
 namespace rdzv {
 
 uint16_t g_fd_info[kMaxTrackedFd];
 ConnSlot g_conn_slots[kMaxConnSlots];
 int g_watched_fds;
 int g_store_pending;
+int g_peer_sockets;
 
 namespace {
 
@@ -33,6 +36,8 @@ void account_watch(uint16_t before, uint16_t after) {
   auto store_pending = [](uint16_t i) { return (i & kFdStore) && (i & kFdPending); };
   delta = static_cast<int>(store_pending(after)) - static_cast<int>(store_pending(before));
   if (delta) __atomic_fetch_add(&g_store_pending, delta, __ATOMIC_RELAXED);
+  delta = static_cast<int>((after & kFdPeer) != 0) - static_cast<int>((before & kFdPeer) != 0);
+  if (delta) __atomic_fetch_add(&g_peer_sockets, delta, __ATOMIC_RELAXED);
 }
 
 }  // namespace
@@ -68,6 +73,7 @@ ConnSlot* conn_slot_claim(int fd, bool store, uint64_t opened_ns, const rdzv_soc
     memset(&s.local, 0, sizeof s.local);
     s.bytes_sent = s.bytes_recv = s.calls_send = s.calls_recv = 0;
     s.events_recorded = s.failures_recorded = 0;
+    s.detail_limit = RDZV_IO_DETAIL_EVENTS;
     s.rcvtimeo_ms = s.sndtimeo_ms = -2;  // -2: nothing recorded yet
     struct stat st;
     s.inode = fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
@@ -101,8 +107,8 @@ void fd_copy_classification(int oldfd, int newfd) {
     copy = conn_slot_claim(newfd, from->store, from->opened_ns, from->peer);
     if (copy) copy->local = from->local;
   }
-  uint16_t bits = static_cast<uint16_t>(info & ~(kFdSlotMask | kFdStore));
-  if (copy && copy->store) bits |= kFdStore;
+  uint16_t bits = static_cast<uint16_t>(info & ~(kFdSlotMask | kFdStore | kFdPeer));
+  if (copy) bits |= copy->store ? kFdStore : (info & kFdPeer);
   fd_info_set(newfd, static_cast<uint16_t>(bits | conn_slot_bits(copy)));
 }
 

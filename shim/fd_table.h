@@ -14,8 +14,14 @@ constexpr uint16_t kFdTcp = 0x8000;      // a TCP socket we saw connect, bind or
 constexpr uint16_t kFdPending = 0x4000;  // non-blocking connect whose outcome is not read yet
 constexpr uint16_t kFdNonblock = 0x2000;
 constexpr uint16_t kFdStore = 0x1000;    // store socket: per-call events are recorded
-constexpr uint16_t kFdSlotMask = 0x0FFF; // slot index + 1, 0 = none
+// Peer socket: a TCP connection to or from a process other than the store, made after this
+// process reached a store (gloo's pairs): its first calls and its failures are recorded.
+// Always set together with a slot, never with kFdStore.
+constexpr uint16_t kFdPeer = 0x0800;
+constexpr uint16_t kFdTracedIo = kFdStore | kFdPeer;  // the I/O hooks leave the fast path
+constexpr uint16_t kFdSlotMask = 0x07FF; // slot index + 1, 0 = none
 constexpr int kMaxConnSlots = 1024;
+static_assert(kMaxConnSlots < kFdSlotMask, "slot index + 1 fits the slot bits");
 
 struct ConnSlot {
   int32_t owner_fd;  // -1 when free; claimed with a compare-and-swap
@@ -25,6 +31,7 @@ struct ConnSlot {
   rdzv_sockaddr local;
   uint64_t bytes_sent, bytes_recv, calls_send, calls_recv;  // relaxed atomics
   uint32_t events_recorded;   // per-call events written so far (atomic)
+  uint32_t detail_limit;      // per-call events recorded one by one (store or peer socket)
   uint32_t failures_recorded; // failure / 0-byte events written after those (atomic)
   int64_t rcvtimeo_ms, sndtimeo_ms;  // last values recorded, to record only changes
   uint64_t inode;  // the socket's inode: tells our socket from a file that reused its number
@@ -68,6 +75,10 @@ uint16_t fd_forget(int fd);
 // examined when this is non-zero.
 extern int g_watched_fds;
 extern int g_store_pending;  // pending connects to a store port (for epoll timeouts)
+// Peer sockets open now: at most kMaxPeerSockets, so that the slots left keep room for store
+// sockets (a large gloo job has a pair per other rank); the ones past it stay plain.
+extern int g_peer_sockets;
+constexpr int kMaxPeerSockets = kMaxConnSlots / 2;
 
 // After fork: per-socket counters restart at zero in the child.
 void fd_table_reset_counters();

@@ -55,6 +55,10 @@ void record_connect(int fd, const struct sockaddr* addr, socklen_t len, bool non
     if (slot) __atomic_store_n(&slot->owner_fd, -1, __ATOMIC_RELEASE);
     fd_info_set(fd, static_cast<uint16_t>(info & ~kFdStore));
   }
+  if (r == 0 && !store) {
+    classify_peer_socket(fd, t0, peer, local);
+    if (fd_info(fd) & kFdPeer) extra_flags |= RDZV_F_PEER;
+  }
 
   rdzv_ev_net net = net_fields();
   net.peer = peer;
@@ -81,13 +85,16 @@ void record_accept(int listen_fd, uint16_t listen_info, int r, int err, bool non
     if (slot) slot->local = local;
     fd_info_set(r, static_cast<uint16_t>(kFdTcp | (nonblock ? kFdNonblock : 0) |
                                          (slot ? kFdStore : 0) | conn_slot_bits(slot)));
+    if (!store) classify_peer_socket(r, t0, peer, local);
   }
+  const bool peer_socket = r >= 0 && (fd_info(r) & kFdPeer);
   rdzv_ev_net net = net_fields();
   net.peer = peer;
   net.local = local;
   net.size = static_cast<uint64_t>(listen_fd);
-  record_net(call_head(RDZV_EV_ACCEPT, op, socket_flags(store, nonblock), r >= 0 ? r : listen_fd,
-                       t0, r, err),
+  record_net(call_head(RDZV_EV_ACCEPT, op,
+                       static_cast<uint16_t>(socket_flags(store, nonblock) | (peer_socket ? RDZV_F_PEER : 0)),
+                       r >= 0 ? r : listen_fd, t0, r, err),
              net);
 }
 

@@ -25,8 +25,9 @@ namespace {
 // a client that spins on recv()==0 after the store went away (torch 1.13's callback client
 // does) must not fill the file. The rest still count in the socket's totals at close. Both
 // limits are the recorder core's, which attach applies too (rdzvscope/recorder_core.h).
-constexpr uint32_t kDetailedEventsPerSocket = RDZV_IO_DETAIL_EVENTS;
 constexpr uint32_t kFailureEventsPerSocket = RDZV_IO_FAILURE_EVENTS;
+// A peer socket (a process group's own connection) has fewer, RDZV_PEER_DETAIL_EVENTS: its
+// opening exchange and the first collective's first messages. Each slot holds its own limit.
 
 size_t iov_bytes(const struct iovec* iov, long n) {
   size_t total = 0;
@@ -77,8 +78,7 @@ __attribute__((always_inline)) inline bool io_within_limits(ConnSlot* slot, bool
                                                             uint16_t extra_flags,
                                                             const IoOutcome& o) {
   if (*detail)
-    *detail = __atomic_fetch_add(&slot->events_recorded, 1, __ATOMIC_RELAXED) <
-              kDetailedEventsPerSocket;
+    *detail = __atomic_fetch_add(&slot->events_recorded, 1, __ATOMIC_RELAXED) < slot->detail_limit;
   if (*detail || extra_flags) return true;
   if (!o.failure && !o.zero) return false;
   return slot && __atomic_fetch_add(&slot->failures_recorded, 1, __ATOMIC_RELAXED) <
@@ -92,9 +92,10 @@ __attribute__((always_inline)) inline bool io_within_limits(ConnSlot* slot, bool
 __attribute__((always_inline)) inline EventHead io_head(rdzv_kind kind, rdzv_op op, int fd,
                                                         bool detail, uint64_t t0, ssize_t r,
                                                         int err, const IoOutcome& o,
-                                                        uint16_t extra_flags) {
+                                                        uint16_t extra_flags,
+                                                        uint16_t socket_kind_flag) {
   EventHead head{static_cast<uint8_t>(kind), static_cast<uint8_t>(op)};
-  head.flags = static_cast<uint16_t>(RDZV_F_STORE | (o.nonblock ? RDZV_F_NONBLOCK : 0) |
+  head.flags = static_cast<uint16_t>(socket_kind_flag | (o.nonblock ? RDZV_F_NONBLOCK : 0) |
                                      (o.timeout ? RDZV_F_TIMEOUT : 0) |
                                      (o.zero ? RDZV_F_ZERO_READ : 0) | extra_flags);
   head.fd = fd;
@@ -148,7 +149,8 @@ __attribute__((noinline)) void note_io(rdzv_kind kind, rdzv_op op, int fd, uint1
   IoOutcome o;
   if (!io_outcome(fd, info, is_send, asked, dontwait, r, err, &o)) return;
   if (!io_within_limits(slot, &detail, extra_flags, o)) return;
-  const EventHead head = io_head(kind, op, fd, detail, t0, r, err, o, extra_flags);
+  const EventHead head = io_head(kind, op, fd, detail, t0, r, err, o, extra_flags,
+                                 (info & kFdPeer) ? RDZV_F_PEER : RDZV_F_STORE);
   record_net(head, io_net(slot, is_send, asked));
   if (o.failure || o.zero) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
@@ -184,11 +186,10 @@ __attribute__((always_inline)) inline rdzv_inflight* inflight_io(rdzv_kind kind,
 template <typename Call>
 inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size_t asked,
                          bool dontwait, Call call) {
-  ConnSlot* slot = conn_slot(info);  // kFdStore is only ever set together with a slot
+  ConnSlot* slot = conn_slot(info);  // kFdStore and kFdPeer are only ever set with a slot
   if (in_guard() || !slot) return call();
-  const uint16_t injected = inject_on() ? injected_reset(fd, slot) : 0;
-  const bool detail =
-      __atomic_load_n(&slot->events_recorded, __ATOMIC_RELAXED) < kDetailedEventsPerSocket;
+  const uint16_t injected = (inject_on() && (info & kFdStore)) ? injected_reset(fd, slot) : 0;
+  const bool detail = __atomic_load_n(&slot->events_recorded, __ATOMIC_RELAXED) < slot->detail_limit;
   const uint64_t t0 = detail ? mono_ns() : coarse_ns();
   // A call that can block is published in flight while it runs: a store that never answers
   // leaves the thread here, and the slot says so after the process is killed.
@@ -239,12 +240,12 @@ inline int traced_mmsg(rdzv_kind kind, rdzv_op op, int fd, uint16_t info,
 }  // namespace
 
 // The exported part of a hook on a call on one descriptor: a leaf that tail-calls libc
-// unless fd is a store socket, else calls name##_traced.
+// unless fd is a store or peer socket, else calls name##_traced.
 #define RDZV_IO_LEAF(name, ret_t, params, args)                                            \
   extern "C" RDZV_EXPORT ret_t name params {                                               \
     auto fn = real::name();                                                                 \
     uint16_t info = fd_info(fd);                                                            \
-    if (__builtin_expect(!(info & kFdStore), 1)) return fn args;                            \
+    if (__builtin_expect(!(info & kFdTracedIo), 1)) return fn args;                         \
     return name##_traced(fn, info, RDZV_UNPAREN args);                                      \
   }
 

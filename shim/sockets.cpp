@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "events.h"
+#include "rdzvscope/recorder_core.h"
 #include "real_calls.h"
 
 namespace rdzv {
@@ -21,6 +22,23 @@ void snapshot_first_store_connect() {
     record_snapshot(Create::IfNeeded, RDZV_SNAP_FIRST_STORE_CONNECT);
 }
 
+bool store_reached() { return __atomic_load_n(&g_first_store_connect_seen, __ATOMIC_RELAXED); }
+
+void classify_peer_socket(int fd, uint64_t opened_ns, const rdzv_sockaddr& peer,
+                          const rdzv_sockaddr& local) {
+  if (!store_reached()) return;
+  const uint16_t info = fd_info(fd);
+  if (info & (kFdStore | kFdPeer)) return;
+  if (__atomic_load_n(&g_peer_sockets, __ATOMIC_RELAXED) >= kMaxPeerSockets) return;
+  ConnSlot* slot = conn_slot(info);  // a settled non-blocking connect keeps its own
+  if (!slot) slot = conn_slot_claim(fd, false, opened_ns, peer);
+  if (!slot) return;  // table full: the socket stays plain
+  slot->local = local;
+  slot->detail_limit = RDZV_PEER_DETAIL_EVENTS;
+  fd_info_set(fd, static_cast<uint16_t>((info & ~(kFdSlotMask | kFdPending)) | kFdPeer |
+                                        conn_slot_bits(slot)));
+}
+
 void complete_pending_connect(int fd, uint16_t info, int so_error, rdzv_op op) {
   if (forget_if_stale(fd, info)) return;
   ConnSlot* slot = conn_slot(info);
@@ -31,13 +49,16 @@ void complete_pending_connect(int fd, uint16_t info, int so_error, rdzv_op op) {
     slot->local = net.local;
     net.peer = slot->peer;
   }
-  const uint16_t flags = static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | RDZV_F_NONBLOCK);
-  record_net(call_head(RDZV_EV_CONNECT_DONE, op, flags, fd, slot ? slot->opened_ns : mono_ns(),
-                       so_error ? -1 : 0, so_error),
+  const uint64_t opened_ns = slot ? slot->opened_ns : mono_ns();
+  if (!store && so_error == 0 && slot) classify_peer_socket(fd, opened_ns, slot->peer, net.local);
+  const bool peer = fd_info(fd) & kFdPeer;
+  const uint16_t flags = static_cast<uint16_t>((store ? RDZV_F_STORE : 0) | (peer ? RDZV_F_PEER : 0) |
+                                               RDZV_F_NONBLOCK);
+  record_net(call_head(RDZV_EV_CONNECT_DONE, op, flags, fd, opened_ns, so_error ? -1 : 0, so_error),
              net);
   if (store) {
     fd_info_update(fd, 0, kFdPending);
-  } else {
+  } else if (!peer) {
     // Plain TCP sockets keep no slot once their connect is settled.
     fd_info_update(fd, 0, static_cast<uint16_t>(kFdPending | kFdSlotMask));
     if (slot) __atomic_store_n(&slot->owner_fd, -1, __ATOMIC_RELEASE);

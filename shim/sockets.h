@@ -20,4 +20,13 @@ void note_socket_closing(int fd, uint16_t info, rdzv_op op, bool already_closed)
 // between its launch and joining the rendezvous.
 void snapshot_first_store_connect();
 
+// The process reached a store (its first store connect succeeded): a TCP connection it makes
+// or accepts from now on to anything but a store is a peer socket (kFdPeer).
+bool store_reached();
+
+// Gives fd, a connected TCP socket that is not a store socket, a slot and kFdPeer when the
+// process reached a store; its info bits otherwise unchanged. Guard held.
+void classify_peer_socket(int fd, uint64_t opened_ns, const rdzv_sockaddr& peer,
+                          const rdzv_sockaddr& local);
+
 }  // namespace rdzv

@@ -87,6 +87,7 @@ std::optional<int64_t> find_timeout(sv s) {
   if (auto v = duration_after(s, "timeout=")) return v;
   if (auto v = duration_after(s, "timed out after ")) return v;
   if (auto v = duration_after(s, "Timed out after ")) return v;
+  if (auto v = duration_after(s, "Timed out waiting ")) return v;  // gloo: "Timed out waiting 4000ms for ..."
   if (auto v = duration_after(s, "timeout after ")) return v;
   if (auto v = duration_after(s, "timeout was ")) return v;
   if (auto v = duration_after(s, "Timeout was ")) return v;
@@ -642,7 +643,7 @@ void add_family(Family f, bool& found, LogEvent& ev) {
   if (!found)
     ev.family = f;
   else
-    ev.also |= 1u << static_cast<int>(f);
+    ev.also |= std::uint64_t{1} << static_cast<int>(f);
   found = true;
 }
 

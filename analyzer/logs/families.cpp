@@ -329,6 +329,15 @@ constexpr FamilyRow kFamilies[] = {
      .example = "[E ProcessGroupNCCL.cpp:567] [Rank 3] Watchdog caught collective operation "
                 "timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67438 milliseconds "
                 "before timing out."},
+    {.family = Family::GlooCollectiveTimeout,
+     .name = "gloo_collective_timeout",
+     .anchors = {"Timed out waiting"},
+     .matches = says_all<"Timed out waiting", "operation to complete">,
+     .versions = "all with gloo (seen on 1.13 and 2.13)",
+     // 2.13, tests/e2e's rank stalled after init_process_group; 1.13 prints
+     // "[./gloo/transport/tcp/unbound_buffer.cc:81]" instead of the build path
+     .example = "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+                "unbound_buffer.cc:78] Timed out waiting 4000ms for recv operation to complete"},
     {.family = Family::NcclUniqueIdStoreError,
      .name = "nccl_unique_id_store_error",
      .anchors = {"ncclUniqueId"},

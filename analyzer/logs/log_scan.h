@@ -47,6 +47,10 @@ enum class Family {
   ConnectTimeoutLegacy,// "connect() timed out." (optionally "Original timeout was N ms.")
   NcclUniqueIdStoreError, // "... retrieving ncclUniqueId from [0] via c10d key-value store ... got error: ..."
   WatchdogTimeout,     // "Watchdog caught collective operation timeout" (Timeout(ms)=N)
+  // gloo's wait in a collective ran out: "Timed out waiting 4000ms for recv operation to
+  // complete" (or send), the rank's own timeout; a rank that waited for another in a
+  // collective after the rendezvous.
+  GlooCollectiveTimeout,
   // "The hostname of the client socket cannot be retrieved. err=-3" (2.6+): the reverse lookup
   // of a connected socket's own address failed. A resolver that answers no reverse queries (no
   // DNS server in reach) prints it beside any failure; it says nothing about the rendezvous host.
@@ -125,7 +129,7 @@ struct LogEvent {
                                        // line has a glog "[W1129 23:19:18.123456" (year from the
                                        // file's mtime) or ISO "2026-11-29 23:19:18,123" stamp
   // Added beyond the first interface:
-  uint32_t also = 0;                   // bit (1u << int(F)) for every other family the line matched
+  uint64_t also = 0;                   // bit (1 << int(F)) for every other family the line matched
   std::string reason;                  // the error text after "...: " / "got error: " / "with error: "
   std::optional<int> joined;           // "1/3 clients joined" -> 1; store barrier worker_count
   std::optional<int> expected;         // "1/3 clients joined" -> 3; store barrier world_size
@@ -137,6 +141,7 @@ struct LogEvent {
   // the field's name ("root_cause", "rank", "exitcode", "error_file", "traceback") and value.
   std::string setting, setting_value;
   bool has(Family f) const { return family == f || (also >> static_cast<int>(f)) & 1u; }
+  static_assert(kFamilyCount <= 64, "a bit of `also` for every family");
 };
 
 struct LogScan {

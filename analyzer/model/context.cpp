@@ -49,6 +49,7 @@ bool Context::died_on_its_own(const ProcessFacts& f) const {
   const Ending& e = ending(f);
   if (!e.failed() || e.stopped() || f.first_error) return false;
   if (f.proc->rank < 0) return true;
+  if (failed_waiting_in_collective(f)) return false;
   // A rendezvous error, or an error of gloo's or NCCL's own connections, that its own log
   // lines show: it died of that, not on its own.
   for (const LogEvent& l : logs.events)
@@ -56,6 +57,12 @@ bool Context::died_on_its_own(const ProcessFacts& f) const {
   for (const LogEvent& l : logs.other_errors)
     if (l.rank == f.proc->rank && l.family != LogFamily::ErrorLine) return false;
   return true;
+}
+
+bool Context::failed_waiting_in_collective(const ProcessFacts& f) const {
+  if (!collective || collective->not_entered.empty()) return false;
+  const RankCollective* r = collective->of(f);
+  return r && r->entered_ns && *r->entered_ns <= collective->first_failure_ns;
 }
 
 std::optional<std::int64_t> Context::failure_time(const ProcessFacts& f) const {
@@ -305,6 +312,8 @@ std::optional<std::int64_t> Context::timeout_ms() const {
                          e.family == LogFamily::ClientsJoinTimeout ||
                          e.family == LogFamily::StoreBarrierTimeout))
       return e.timeout_ms;
+  // The timeout set on the process group's pairs (gloo's: init_process_group's timeout).
+  if (collective && collective->timeout_ms) return collective->timeout_ms;
   return std::nullopt;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "address.h"
+#include "collective_phase.h"
 #include "diagnosis.h"
 #include "endings.h"
 #include "log_facts.h"
@@ -56,7 +57,12 @@ struct Context {
     misdirected = find_misdirected(facts);
     for (std::size_t i = 0; i < misdirected.size(); ++i)
       misdirected_index.emplace(misdirected[i].f, i);
+    collective = find_collective_phase(*this);
   }
+
+  // The first collective after the rendezvous, from the pairs' I/O (collective_phase.h):
+  // who entered it and who had not when the first rank failed after the rendezvous.
+  std::optional<CollectivePhase> collective;
 
   // Processes that take part in the job as ranks (workers and the store host), by rank.
   std::vector<const ProcessFacts*> ranks() const;
@@ -104,6 +110,9 @@ struct Context {
   // traced process had signalled it, without a rendezvous error of its own, neither in its
   // trace nor among its log lines (an exception that is no store error is its own).
   bool died_on_its_own(const ProcessFacts& f) const;
+  // It entered the first collective after the rendezvous while another rank had not (by the
+  // first failure after it): whatever it then died of, it was waiting for that rank.
+  bool failed_waiting_in_collective(const ProcessFacts& f) const;
   // The first rank that died on its own, when the traces prove it first: the time it was
   // surely over is known (an exit record, its parent's reap, another process reading the end
   // of its store connection), every other rank that failed did so after it was last seen

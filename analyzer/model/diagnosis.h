@@ -53,6 +53,9 @@ struct Evidence {
   std::optional<double> seconds_to_first_failure;   // launch to the first failure
   std::optional<TimeoutFact> timeout;
   std::vector<int> late_ranks;                      // straggler_timeout: who arrived late
+  // Where it happened when not at the store: "the first collective after the rendezvous"
+  // (straggler_timeout: late_ranks never entered it).
+  std::optional<std::string> phase;
   // Ranks that died on their own (docs/classes.md, "Dead ranks"): the one that died first
   // (rank_died, broken_pipe/peer_died), or a rank the others waited for that died before it
   // reached the store (straggler_timeout). Their rows say how they ended, never "late".
@@ -179,6 +182,9 @@ struct RankRow {
   std::optional<int> exit_status;
   bool vanished = false;
   bool late = false;
+  // Evidence::phase set: one of late_ranks, a rank that never entered the first collective
+  // after the rendezvous (it had reached the store in time: never `late`).
+  bool stalled = false;
   // Evidence::dead_ranks: it died on its own. `ended` says how a dead rank ended ("exit 1",
   // "killed (SIGKILL)", "vanished"), or that a traced launcher stopped the rank ("stopped
   // (SIGTERM from its agent)"); "" otherwise. The JSON row has them only when set.

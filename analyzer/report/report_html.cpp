@@ -81,6 +81,7 @@ ChartRow row_of(const Diagnosis& d, const RankRow& r) {
   c.vanished = r.vanished;
   c.error_text = r.first_error;
   if (r.late || r.absent) c.css += " late";
+  if (r.stalled) c.css += " late stalled";
   if (r.dead) c.css += " dead";
   c.ended = r.ended;
   if (r.absent) c.css += " absent";
@@ -171,7 +172,7 @@ Chart build_chart(const Diagnosis& d) {
     // The ranks the verdict is about keep their own rows, on top; the rest fold by host.
     std::map<std::string, std::vector<const RankRow*>, HostOrder> by_host;
     for (const RankRow& r : d.ranks) {
-      if (r.late || r.dead || r.absent || (r.rank && r.rank == d.verdict.initiating_rank)) ch.rows.push_back(row_of(d, r));
+      if (r.late || r.stalled || r.dead || r.absent || (r.rank && r.rank == d.verdict.initiating_rank)) ch.rows.push_back(row_of(d, r));
       else by_host[r.host].push_back(&r);
     }
     for (const auto& [host, rs] : by_host) ch.rows.push_back(host_row(d, host, rs));
@@ -241,6 +242,7 @@ std::string svg_row_label(const ChartGeometry& g, const ChartRow& r, double y, d
   std::string s = "<rect class=\"band\" x=\"0\" y=\"" + num(y) + "\" width=\"" + num(g.W) + "\" height=\"" + num(g.rh) + "\"/>\n";
   // A dead rank is DEAD, never LATE: it did not come because it had ended (issue 32).
   std::string badge = r.css.find(" dead") != std::string::npos     ? (r.ended == "exit 0" ? "ENDED" : "DEAD")
+                      : r.css.find("stalled") != std::string::npos    ? "STALL"
                       : r.css.find("late") != std::string::npos       ? "LATE"
                       : r.css.find("initiating") != std::string::npos ? "FIRST"
                                                                       : "";

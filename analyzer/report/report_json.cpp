@@ -109,6 +109,9 @@ ojson rank_row_json(const RankRow& r) {
   // Added in issue 32: only on the rows of ranks that died on their own (Evidence::dead_ranks),
   // and on the rows of ranks a traced launcher stopped ("ended").
   if (r.dead) row["dead"] = true;
+  // Added in issue 28: only on the rows of ranks that never entered the first collective
+  // after the rendezvous (straggler_timeout with its phase).
+  if (r.stalled) row["stalled"] = true;
   if (!r.ended.empty()) row["ended"] = r.ended;
   if (r.pid_namespace) row["pid_namespace"] = r.pid_namespace;
   // Added in issue 17: only on the rows of ranks with no trace (Evidence::absent_ranks),

@@ -74,6 +74,7 @@ constexpr const char* kRow = " {:>5}  {:<14} {:>9} {:>9} {:>14} {:>10}  {:<34} {
 std::string rank_line(const Diagnosis& d, const RankRow& r) {
   std::string exit = r.absent ? "absent" : r.dead ? "DEAD: " + r.ended : !r.ended.empty() ? r.ended
                    : r.vanished ? "vanished" : r.exit_status ? std::to_string(*r.exit_status) : "?";
+  if (r.stalled) exit = "STALLED at the first collective; " + exit;
   std::string err = r.absent ? "no trace (expected by WORLD_SIZE)"
                     : r.first_error.empty() ? "-" : at(d, r.first_error_ns) + " " + r.first_error;
   if (err.size() > 60) err = err.substr(0, 57) + "...";
@@ -92,7 +93,7 @@ std::string rank_line(const Diagnosis& d, const RankRow& r) {
 std::string story_of(const RankRow& r) {
   std::string err = r.first_error.substr(0, r.first_error.find(" to "));
   return r.role + "|" + err + "|" + (r.vanished ? "v" : r.exit_status ? std::to_string(*r.exit_status) : "?") +
-         (r.late ? "|late" : "") + (r.dead ? "|dead" : "");
+         (r.late ? "|late" : "") + (r.dead ? "|dead" : "") + (r.stalled ? "|stalled" : "");
 }
 
 std::optional<std::int64_t> end_of(const RankRow& r) {
@@ -135,7 +136,7 @@ std::string rank_table_section(const Diagnosis& d) {
   std::map<std::string, std::vector<const RankRow*>> shown;
   std::vector<std::pair<const RankRow*, std::vector<int>>> folded;
   for (const RankRow& r : d.ranks) {
-    const bool may_fold = !r.late && !r.dead && r.rank != d.verdict.initiating_rank && r.rank;
+    const bool may_fold = !r.late && !r.dead && !r.stalled && r.rank != d.verdict.initiating_rank && r.rank;
     const RankRow* into = nullptr;
     if (may_fold)
       for (const RankRow* rep : shown[story_of(r)])

@@ -464,8 +464,13 @@ void note_after_startup(const Context& c, Diagnosis& d) {
                       p.label() + (p.vanished() ? ", last seen at " : " at ") + rel(c, first->second) +
                       (gone_ns > first->second ? " and gone by " + rel(c, gone_ns) : std::string()) + ": " +
                       d.verdict.summary;
-  d.verdict.next_step = "not a start-up failure: read " + p.label() + "'s log around " + rel(c, first->second) +
-                        " (it " + how + " first); " + d.verdict.next_step;
+  // At the first collective the verdict names the rank the first to fail waited for: its
+  // next step is about that rank, not the first one's log.
+  if (ev.phase)
+    d.verdict.next_step = "not a start-up failure: " + d.verdict.next_step;
+  else
+    d.verdict.next_step = "not a start-up failure: read " + p.label() + "'s log around " + rel(c, first->second) +
+                          " (it " + how + " first); " + d.verdict.next_step;
   d.discriminators.set("rendezvous_completed", AfterRendezvous{rel(c, *completed), p.rank, rel(c, at)});
 }
 
@@ -517,7 +522,8 @@ std::vector<RankRow> rank_rows(const Context& c, const Diagnosis& d) {
   for (const ProcessFacts* f : c.ranks()) {
     RankRow row = row_for(c, *f);
     row.dead = dead.count(f->proc->rank) > 0;
-    row.late = late.count(f->proc->rank) > 0 && !row.dead;
+    row.late = late.count(f->proc->rank) > 0 && !row.dead && !d.evidence.phase;
+    row.stalled = late.count(f->proc->rank) > 0 && !row.dead && d.evidence.phase;
     if (row.dead || c.ending(*f).stopped()) row.ended = ending_short(c, *f);
     rows.push_back(row);
   }

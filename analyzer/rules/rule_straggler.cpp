@@ -387,7 +387,7 @@ std::vector<int> ranks_in_logs(const LogFacts& logs) {
   return seen;
 }
 
-// From logs alone, after the rendezvous (issue 28): the NCCL watchdog of every rank that waited
+// From logs alone, after the rendezvous (issue 28): the NCCL watchdog (or gloo) of every rank that waited
 // in a collective prints "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=S,
 // OpType=OP, ..., Timeout(ms)=T)". A rank that never entered that collective prints none: it
 // was still busy after init_process_group (data, a checkpoint, a cache built on one rank) or
@@ -395,7 +395,10 @@ std::vector<int> ranks_in_logs(const LogFacts& logs) {
 // logs show no line of rank 0 at all and several ranks above it timed out, rank 0 is that rank
 // (every job has one), at low confidence: its log may simply not have been given.
 std::optional<Candidate> from_collective_timeouts(const Context& c) {
-  const auto hits = c.logs.of({LogFamily::WatchdogTimeout});
+  // gloo's own wait in a collective says the same of its rank ("Timed out waiting 4000ms for
+  // recv operation to complete"); the rank the others waited for prints "Connection closed by
+  // peer" once they gave up, or nothing.
+  const auto hits = c.logs.of({LogFamily::WatchdogTimeout, LogFamily::GlooCollectiveTimeout});
   if (c.has_traces() || hits.empty()) return std::nullopt;
   std::vector<int> timed_out;
   for (const LogEvent* e : hits)
@@ -507,6 +510,7 @@ std::optional<Candidate> from_missing_agents(const Context& c) {
 
 std::optional<Candidate> rule_straggler(const Context& c) {
   if (auto arrivals = find_arrivals(c)) return from_traces(c, std::move(*arrivals));
+  if (auto collective = straggler_at_first_collective(c)) return collective;
   if (auto agents = from_missing_agents(c)) return agents;
   if (auto collective = from_collective_timeouts(c)) return collective;
   if (auto cancelled = straggler_from_calls_in_flight(c)) return cancelled;

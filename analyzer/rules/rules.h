@@ -25,6 +25,9 @@ std::optional<Candidate> rule_store_unresponsive(const Context& c);
 // rule_straggler's case of a job ended while the others still waited on the store for a rank
 // that never came, before any timeout fired (rule_straggler_inflight.cpp).
 std::optional<Candidate> straggler_from_calls_in_flight(const Context& c);
+// rule_straggler's part after the rendezvous: a rank that never entered the first collective
+// (rule_straggler_collective.cpp).
+std::optional<Candidate> straggler_at_first_collective(const Context& c);
 
 // The verdict on one model (Context: the facts derived once from the traces and logs). The
 // reports that need more than the Diagnosis (timeline, markdown) take the same model, so

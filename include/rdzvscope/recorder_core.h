@@ -43,6 +43,11 @@
  * went away must not fill the file); the rest count in the socket's totals at close. */
 #define RDZV_IO_DETAIL_EVENTS 32u
 #define RDZV_IO_FAILURE_EVENTS 16u
+/* Per peer socket (RDZV_F_PEER): the first calls that move data, enough for a pair's opening
+ * exchange (gloo 2.x: the connecting side's 8-byte pair number) and the first collective's
+ * first messages, which show whether and when the process entered it; then failures and
+ * 0-byte reads, RDZV_IO_FAILURE_EVENTS of them, as on store sockets. */
+#define RDZV_PEER_DETAIL_EVENTS 6u
 
 /* Failure snapshots: at most one per this many ns per process (a retry loop must not fill the
  * file with them). */

@@ -142,6 +142,11 @@ enum rdzv_snapshot_reason {
  * --inject`, RDZVSCOPE_INJECT), a rehearsal: EAI_NONAME, ECONNREFUSED, ETIMEDOUT or EADDRINUSE
  * returned without the real call, or a first store connect that was held back on purpose. */
 #define RDZV_F_INJECTED (1u << 13)
+/* shim: a SEND, RECV or CONNECT_DONE record of a peer socket: a TCP connection to or from
+ * another process that is not the store, made once this process had reached a store (the
+ * process group's own connections: gloo's pairs). Its first RDZV_PEER_DETAIL_EVENTS calls and
+ * its failures are recorded (recorder_core.h). */
+#define RDZV_F_PEER (1u << 14)
 
 /* Address as the socket API saw it; port in host byte order. AF_INET uses addr[0..3]. */
 struct rdzv_sockaddr {

@@ -118,6 +118,16 @@ def check_dead_rows(diag, ranks, errors):
             errors.append(f"traces+logs: rank {rank}'s row is not marked dead with how it ended: {row}")
 
 
+def check_stalled_rows(diag, ranks, errors):
+    """The rank table's rows of `ranks` say they never entered the first collective
+    ("stalled"), and none is late or dead (issue 28: they reached the store in time)."""
+    rows = {r.get("rank"): r for r in (diag or {}).get("ranks") or []}
+    for rank in ranks:
+        row = rows.get(rank) or {}
+        if not row.get("stalled") or row.get("late") or row.get("dead"):
+            errors.append(f"traces+logs: rank {rank}'s row is not marked stalled: {row}")
+
+
 def check_withheld(h, run, ranks, errors):
     """The same run analyzed without the trace files and logs of `ranks`: a rank WORLD_SIZE
     expects and no trace shows is absent, and the one the others timed out waiting for."""
@@ -210,6 +220,7 @@ def main():
             check_discriminators(diag, spec.get("discriminators") or {}, verdict_errors)
             check_words(diag, spec.get("words") or {}, verdict_errors)
             check_dead_rows(diag, spec.get("dead") or (), verdict_errors)
+            check_stalled_rows(diag, spec.get("stalled") or (), verdict_errors)
             if spec.get("withheld"):
                 check_withheld(h, run, spec["withheld"], verdict_errors)
         if spec["log_cls"] is not None:   # always set today; None would skip the check

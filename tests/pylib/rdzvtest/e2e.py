@@ -44,6 +44,9 @@ SILENT_DNS = "127.0.0.153"  # resolver_silent: a DNS server that never answers
 LATE_RANK_DELAY_S = 5       # healthy_late_rank: rank 4's lateness
 LATE_RANK_TIMEOUT_S = 8     # ... and the timeout it stays within
 CANCEL_AFTER_S = 8          # cancelled_waiting, store_unresponsive: how long the job hangs
+# collective_stall*: how long the stalled rank sleeps after init_process_group (T=2 s: the
+# others give up about 2 s after entering their all_reduce, well before it wakes).
+COLLECTIVE_STALL_S = 4
 
 # ---------------------------------------------------------------------------------------------
 # The expected outcome of every scenario, in one place.
@@ -245,6 +248,37 @@ SCENARIOS = {
               f"stopped (SIGSTOP: a frozen node); ranks 1-3 wait for the store's reply; after "
               f"~{CANCEL_AFTER_S} s the clients are SIGKILLed, then rank 0 (T=30 min: no timeout "
               f"fires). The analyzer must name the store host that stopped answering, not a dead one"),
+    # Issue 28: after the rendezvous, at the first collective. `stalled`: the ranks whose rows
+    # must say they never entered it (never "late": they reached the store in time).
+    "collective_stall": dict(
+        cls="straggler_timeout", rank=2, cause=None, log_cls="straggler_timeout", log_ranks=(2,),
+        timeout=2,
+        words=dict(summary=("rank 2 (", "never entered the first collective after the rendezvous",
+                            "entered it from", "their timeout: 2.00 s"),
+                   next_step=("after init_process_group", "checkpoint"),
+                   nowhere=("died first", "rank_died")),
+        log_words=("rank 2 logged no timeout", "never entered the collective"),
+        stalled=(2,),
+        fault=f"every rank joins; rank 2 then sleeps {COLLECTIVE_STALL_S} s after init_process_group, "
+              "before its first all_reduce (T=2 s): ranks 0, 1, 3 enter it and fail on gloo's `Timed out "
+              "waiting 2000ms for recv (or send) operation`; rank 2 wakes after they are gone and fails "
+              "on `Connection closed by peer`"),
+    "collective_stall_rank0": dict(
+        cls="straggler_timeout", rank=0, cause=None, log_cls="straggler_timeout", log_ranks=(0,),
+        timeout=2,
+        words=dict(summary=("rank 0 (", "never entered the first collective after the rendezvous"),
+                   nowhere=("died first",)),
+        stalled=(0,),
+        fault=f"as collective_stall, on rank 0, the store host (it builds a data cache after "
+              f"init_process_group: sleeps {COLLECTIVE_STALL_S} s): ranks 1-3 time out in their all_reduce"),
+    "rank_raised_after_init": dict(
+        cls="broken_pipe", rank=1, cause="peer_died", log_cls=ANY_FAILURE, log_ranks="any", timeout=3,
+        words=dict(summary=("rank 1 (", "exited with status 1"),
+                   nowhere=("never entered",)),
+        dead=(1,),
+        fault="every rank joins; rank 1 raises right after init_process_group (exit 1, its "
+              "traceback in rank1.log); ranks 0, 2, 3 fail in their all_reduce on gloo's "
+              "`Connection reset by peer` / `Connection closed by peer`: rank 1 is named dead"),
     "transient_recv": dict(
         cls="transient_recv", rank="computed", cause=None, log_cls=ANY_FAILURE, log_ranks="any",
         timeout=3,
@@ -277,6 +311,11 @@ MESSAGES = {
     "connect_timed_out": {1: ("errno: 110 - Connection timed out",),
                           2: ("The client socket has timed out after {T}000ms while trying to connect",)},
     "port_in_use": {1: ("Address already in use",), 2: ("EADDRINUSE",)},
+    # gloo's wait in a collective ran out (unbound_buffer.cc)
+    "gloo_collective_timeout": {1: ("Timed out waiting {T}000ms for",), 2: ("Timed out waiting {T}000ms for",)},
+    # gloo found a pair's other end gone (pair.cc)
+    "gloo_peer_gone": {1: ("Connection closed by peer", "Connection reset by peer"),
+                       2: ("Connection closed by peer", "Connection reset by peer")},
 }
 
 
@@ -1207,6 +1246,58 @@ def sc_cancelled_waiting(h, run):
         expect_exit(run, f"rank{r}", -signal.SIGTERM, errors)
         expect(not any(t in run.by_label(f"rank{r}").text() for t in ("FAILED", "Traceback")),
                f"rank{r} printed an error", errors)
+def expect_collective_stall(h, run, stalled, errors):
+    """Every rank joined; `stalled` slept after init_process_group and failed once awake on a
+    pair the others had closed; the others timed out in gloo waiting for it."""
+    for r in range(WORLD):
+        expect_text(run, f"rank{r}", "e2e: joined", errors)
+        if r == stalled:
+            expect_exit(run, f"rank{r}", 1, errors)
+            expect_text(run, f"rank{r}", "e2e: fault stall at after_init", errors)
+            expect_any_text(run, f"rank{r}", said(h, "gloo_peer_gone"), errors)
+        else:
+            expect_exit(run, f"rank{r}", 1, errors)
+            expect_any_text(run, f"rank{r}", said(h, "gloo_collective_timeout", run), errors)
+
+
+def sc_collective_stall_at(h, run, stalled):
+    stall = {"E2E_FAULT": "stall@after_init", "E2E_STALL_S": str(COLLECTIVE_STALL_S)}
+    for r in range(WORLD):
+        h.launch(run, r, env=stall if r == stalled else None)
+    h.wait_all(run)
+    errors = []
+    expect_collective_stall(h, run, stalled, errors)
+    files = h.dump(run)
+    if files is None:   # --untraced: the logs and exit codes are all there is
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    # The shim recorded the pairs: the others sent on theirs, the stalled rank only opened its own.
+    peer_sends = {rank_of(f) for f, ev in events(files, "send") if "peer" in (ev.get("flags") or [])
+                  and (ev.get("ret") or 0) > 8}
+    expect(stalled not in peer_sends, f"rank {stalled} sent on its pairs: {sorted(peer_sends)}", errors)
+    expect(peer_sends == set(range(WORLD)) - {stalled}, f"ranks that sent on their pairs: {sorted(peer_sends)}",
+           errors)
+    return errors
+
+
+def sc_collective_stall(h, run):
+    return sc_collective_stall_at(h, run, 2)
+
+
+def sc_collective_stall_rank0(h, run):
+    return sc_collective_stall_at(h, run, 0)
+
+
+def sc_rank_raised_after_init(h, run):
+    for r in range(WORLD):
+        h.launch(run, r, env={"E2E_FAULT": "raise@after_init"} if r == 1 else None)
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, "rank1", 1, errors)
+    expect_text(run, "rank1", ["e2e: joined", "RuntimeError: e2e fault: an exception at after_init"], errors)
+    for r in (0, 2, 3):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_any_text(run, f"rank{r}", said(h, "gloo_peer_gone"), errors)
     files = h.dump(run)
     if files is None:
         return errors

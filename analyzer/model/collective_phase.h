@@ -1,0 +1,56 @@
+// The first collective after the rendezvous, per rank, from its peer sockets (RDZV_F_PEER:
+// the process group's own connections, gloo's pairs, that the shim records once a process
+// reached a store). Once init_process_group returns, a rank enters its first collective by
+// sending on its pairs (gloo: a 48-byte message header, first of all the notice that its
+// buffer is ready); a rank that never sends there never entered it, whatever its pairs
+// received (gloo's I/O thread reads what the others send while the rank's own thread is
+// busy elsewhere). The others wait for it under their timeout, then fail. Derived once,
+// beside the other facts (Context::collective).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "rank_facts.h"
+
+namespace rdzvscope {
+
+struct Context;
+
+// One rank's part in the first collective.
+struct RankCollective {
+  const ProcessFacts* f = nullptr;
+  int pairs = 0;                              // peer connections it made or accepted
+  std::optional<std::int64_t> pairs_done_ns;  // when the last of them was made
+  // Its first collective message: a send on a pair past the pair's opening exchange (gloo
+  // 2.x: the connecting side first writes the 8-byte number of the pair). nullopt: none
+  // recorded, it never entered a collective while traced.
+  std::optional<std::int64_t> entered_ns;
+  std::optional<std::int64_t> last_sent_ns;   // its last send recorded on a pair
+  // The first time one of its pairs read the end of the other side (0 bytes, a reset): a
+  // peer had gone.
+  std::optional<std::int64_t> peer_gone_ns;
+};
+
+struct CollectivePhase {
+  std::vector<RankCollective> ranks;  // every traced rank that made pairs, by rank
+  std::int64_t completed_ns = 0;      // the rendezvous completed (Context::rendezvous_completed_ns)
+  // The timeout set on the pairs (SO_RCVTIMEO/SO_SNDTIMEO after the first pair: gloo's
+  // timeout, init_process_group's), when recorded.
+  std::optional<std::int64_t> timeout_ms;
+  // The first rank to fail after the rendezvous completed, and when (Context::failure_time).
+  const ProcessFacts* first_failed = nullptr;
+  std::int64_t first_failure_ns = 0;
+  // The ranks that had entered the first collective by the first failure, and those that had
+  // not (never, or only after it).
+  std::vector<const RankCollective*> entered, not_entered;
+
+  const RankCollective* of(const ProcessFacts& f) const;
+};
+
+// nullopt when the rendezvous did not complete, no rank failed after it, or a rank's trace
+// does not record its pairs' I/O (an older shim, attach): then who entered is not known.
+std::optional<CollectivePhase> find_collective_phase(const Context& c);
+
+}  // namespace rdzvscope

@@ -1,0 +1,144 @@
+// straggler_timeout after the rendezvous, at the first collective: every rank joined and made
+// its pairs, then one did not enter the first collective (it loads a checkpoint or builds a
+// data cache after init_process_group) while the others did, waited for it under their
+// timeout and failed (gloo: "Timed out waiting ... for recv operation"). The pairs' I/O says
+// who entered (collective_phase.h). A rank that had not entered because it had died is dead,
+// not late: rank_died and broken_pipe/peer_died name it (docs/classes.md, "Dead ranks").
+#include <algorithm>
+#include <cmath>
+
+#include "rules.h"
+
+namespace rdzvscope {
+
+namespace {
+
+constexpr const char* kPhase = "the first collective after the rendezvous";
+
+// Seen alive after t: a record of its own, or its launcher stopping it, after t. A rank that
+// had not entered and was gone by then died before the collective: not a straggler.
+bool alive_after(const Context& c, const ProcessFacts& f, std::int64_t t) {
+  const Ending& e = c.ending(f);
+  if (c.died_on_its_own(f) && e.over_ns && *e.over_ns <= t) return false;
+  return e.last_seen_ns > t || (e.stopped() && e.sent_ns >= t);
+}
+
+std::vector<int> ranks_of(const std::vector<const RankCollective*>& rs) {
+  std::vector<int> out;
+  for (const RankCollective* r : rs) out.push_back(r->f->proc->rank);
+  return out;
+}
+
+// The stalled ranks, alive when the first rank failed; nullopt when one of the ranks that
+// had not entered was dead by then, or the first to fail had not entered either.
+std::optional<std::vector<const RankCollective*>> stalled_ranks(const Context& c, const CollectivePhase& ph) {
+  if (ph.entered.empty() || ph.not_entered.empty()) return std::nullopt;
+  const RankCollective* first = ph.of(*ph.first_failed);
+  if (!first || !first->entered_ns || *first->entered_ns > ph.first_failure_ns) return std::nullopt;
+  for (const RankCollective* r : ph.not_entered)
+    if (!alive_after(c, *r->f, ph.first_failure_ns)) return std::nullopt;
+  return ph.not_entered;
+}
+
+// "it made its 3 pairs by +7.94 s and sent nothing on them until +19.95 s, 8.00 s after the
+// first failure; it then exited with status 1 at +19.95 s"
+std::string stalled_words(const Context& c, const CollectivePhase& ph, const RankCollective& r) {
+  std::string s = "it made its " + std::to_string(r.pairs) + " pair connection(s) by " +
+                  rel(c, r.pairs_done_ns.value_or(ph.completed_ns)) + " and sent nothing on them ";
+  if (r.entered_ns)
+    s += "until " + rel(c, *r.entered_ns) + ", " + fmt_seconds(seconds(ph.first_failure_ns, *r.entered_ns)) +
+         " after the first failure";
+  else
+    s += "while it was traced";
+  return s + "; it " + ending_words(c, *r.f);
+}
+
+// The ranks that entered: when, when they failed, how long they waited.
+struct Waiters {
+  std::vector<int> ranks;
+  std::int64_t first_entered = 0, last_entered = 0, last_failure = 0;
+  double longest_wait_s = 0;
+};
+
+Waiters waiters(const Context& c, const CollectivePhase& ph) {
+  Waiters w;
+  for (const RankCollective* r : ph.entered) {
+    w.ranks.push_back(r->f->proc->rank);
+    const std::int64_t in = *r->entered_ns;
+    if (!w.first_entered || in < w.first_entered) w.first_entered = in;
+    w.last_entered = std::max(w.last_entered, in);
+    if (const auto t = c.failure_time(*r->f)) {
+      w.last_failure = std::max(w.last_failure, *t);
+      w.longest_wait_s = std::max(w.longest_wait_s, seconds(in, *t));
+    }
+  }
+  return w;
+}
+
+std::string timeout_words(const CollectivePhase& ph) {
+  return ph.timeout_ms ? " (their timeout: " + fmt_seconds(*ph.timeout_ms / 1000.0) + ")" : std::string();
+}
+
+void word_verdict(const Context& c, const CollectivePhase& ph, const std::vector<const RankCollective*>& stalled,
+                  const Waiters& w, Verdict& v) {
+  const RankCollective& s = *stalled.front();
+  const Process& p = *s.f->proc;
+  const bool one = stalled.size() == 1;
+  const std::string who = one ? p.label() : "rank(s) " + rank_list(ranks_of(stalled));
+  v.cls = FailureClass::StragglerTimeout;
+  v.initiating_rank = rank_of(*s.f);
+  v.initiating_host = p.host;
+  v.confidence = "high";
+  const double waited = seconds(w.first_entered, ph.first_failure_ns);
+  v.summary = who + " never entered " + kPhase + " (" + (one ? stalled_words(c, ph, s) : "none of them sent on its pairs") +
+              "); rank(s) " + rank_list(w.ranks) + " entered it from " + rel(c, w.first_entered) +
+              " and waited for " + (one ? "it" : "them") + ": " + ph.first_failed->proc->label() + " failed first at " +
+              rel(c, ph.first_failure_ns) + ", " + fmt_seconds(waited) + " after entering" + timeout_words(ph);
+  const double raise_to = std::ceil(std::max(waited, seconds(ph.completed_ns, s.entered_ns.value_or(w.last_failure))) * 1.5 + 1);
+  v.next_step = "look at what " + (one ? p.label() : who) +
+                " does after init_process_group, before its first collective (a checkpoint load, a data cache "
+                "built on that rank only, data loading or preprocessing, storage on " + p.host +
+                "): that work belongs before init_process_group, or needs init_process_group(timeout=...) above " +
+                fmt_seconds(raise_to) + "; the others' timeouts and errors are consequences";
+}
+
+std::vector<Finding> findings(const Context& c, const CollectivePhase& ph, const std::vector<const RankCollective*>& stalled,
+                              const Waiters& w) {
+  std::vector<Finding> out;
+  for (const RankCollective* r : stalled) {
+    Finding fd = finding_for(FailureClass::StragglerTimeout, *r->f, r->pairs_done_ns);
+    fd.evidence.push_back(r->f->proc->label() + ": never entered " + kPhase + ": " + stalled_words(c, ph, *r));
+    out.push_back(fd);
+  }
+  Finding fd;
+  fd.cls = FailureClass::StragglerTimeout;
+  fd.evidence.push_back("rank(s) " + rank_list(w.ranks) + " sent their first collective messages from " +
+                        rel(c, w.first_entered) + " to " + rel(c, w.last_entered) + " and failed by " +
+                        rel(c, w.last_failure) + ", after waiting up to " + fmt_seconds(w.longest_wait_s) +
+                        timeout_words(ph));
+  out.push_back(fd);
+  return out;
+}
+
+}  // namespace
+
+std::optional<Candidate> straggler_at_first_collective(const Context& c) {
+  if (!c.collective) return std::nullopt;
+  const CollectivePhase& ph = *c.collective;
+  const auto stalled = stalled_ranks(c, ph);
+  if (!stalled) return std::nullopt;
+  const Waiters w = waiters(c, ph);
+  Candidate out;
+  word_verdict(c, ph, *stalled, w, out.verdict);
+  out.findings = findings(c, ph, *stalled, w);
+  out.evidence.late_ranks = ranks_of(*stalled);
+  out.evidence.phase = kPhase;
+  out.discriminators.set("phase", std::string(kPhase));
+  out.discriminators.set("late_ranks", RankSet{out.evidence.late_ranks});
+  out.discriminators.set("timed_out_ranks", RankSet{w.ranks});
+  out.discriminators.set("seconds_waited", Seconds{std::round(seconds(w.first_entered, ph.first_failure_ns) * 100) / 100});
+  if (ph.timeout_ms) out.discriminators.set("collective_timeout", Seconds{*ph.timeout_ms / 1000.0});
+  return out;
+}
+
+}  // namespace rdzvscope
