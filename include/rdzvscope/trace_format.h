@@ -56,6 +56,10 @@ typedef int64_t rdzv_s64;
 #define RDZV_FEAT_STORE_IO (1u << 2)    /* per-call events on store sockets */
 #define RDZV_FEAT_LOST_COUNTER (1u << 3) /* header.lost is maintained (bpf ring buffer) */
 #define RDZV_FEAT_ORIGIN (1u << 4)       /* header.origin is valid (files before it: zeros) */
+/* header.torch_version is valid. Set after the header was published (an atomic OR, release
+ * order, once the string is written), by the shim, when the process had loaded PyTorch by
+ * its first store connect, store bind or exit; attach leaves it unset. */
+#define RDZV_FEAT_TORCH_VERSION (1u << 5)
 
 enum rdzv_source { RDZV_SOURCE_SHIM = 1, RDZV_SOURCE_BPF = 2 };
 
@@ -265,6 +269,7 @@ struct rdzv_origin {
 
 #define RDZV_MAX_STORE_PORTS 16
 #define RDZV_CMDLINE_MAX 512
+#define RDZV_TORCH_VERSION_MAX 32
 struct rdzv_file_header {
   char magic[RDZV_MAGIC_LEN]; /* stored last, release order */
   rdzv_u32 version;
@@ -291,7 +296,10 @@ struct rdzv_file_header {
   rdzv_u32 cmdline_truncated;
   rdzv_u32 exec_generation; /* 0 for the first image of this pid, +1 per traced exec */
   struct rdzv_origin origin; /* RDZV_FEAT_ORIGIN */
-  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120];
+  /* RDZV_FEAT_TORCH_VERSION: torch.__version__ of the PyTorch this process loaded
+   * ("2.13.0+cpu", "1.13.0a0"), NUL-terminated; zeros where unknown. */
+  char torch_version[RDZV_TORCH_VERSION_MAX];
+  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120 - RDZV_TORCH_VERSION_MAX];
 };
 
 /* Which member of record.u a record of this kind fills (the kinds' comments above say the
@@ -338,6 +346,7 @@ static_assert(__builtin_offsetof(struct rdzv_record, seal) == RDZV_RECORD_SIZE -
 static_assert(sizeof(struct rdzv_identity) == 192, "identity layout");
 static_assert(sizeof(struct rdzv_origin) == 120, "origin layout");
 static_assert(__builtin_offsetof(struct rdzv_file_header, origin) == 1160, "origin after exec_generation");
+static_assert(__builtin_offsetof(struct rdzv_file_header, torch_version) == 1280, "torch_version after origin");
 static_assert(sizeof(struct rdzv_file_header) == RDZV_HEADER_SIZE, "header size");
 #elif !defined(__bpf__) && !defined(__BPF__)
 _Static_assert(sizeof(struct rdzv_record) == RDZV_RECORD_SIZE, "record size");
