@@ -244,3 +244,132 @@ int rdzv_process_fill(struct rdzv_file_header *h, int pid) {
   }
   return alive ? 0 : -1;
 }
+
+/* ---------------------------------------------------------------- the PyTorch it loaded */
+
+static const char *find_last(const char *hay, size_t len, const char *needle) {
+  const size_t n = strlen(needle);
+  const char *last = NULL;
+  for (const char *p = hay; (p = memmem(p, len - (size_t)(p - hay), needle, n)) != NULL; ++p) last = p;
+  return last;
+}
+
+/* The mapped file's path in a maps line: from its first '/' (address, permissions, offset,
+ * device and inode have none) to the end of the line. */
+static const char *mapped_path(const char *line, size_t len, size_t *path_len) {
+  while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\0')) --len;
+  const char *p = memchr(line, '/', len);
+  if (!p) return NULL;
+  *path_len = len - (size_t)(p - line);
+  return p;
+}
+
+int rdzv_torch_dir_of_mapping(const char *line, size_t len, char *dir, size_t cap) {
+  size_t plen = 0;
+  const char *path = mapped_path(line, len, &plen);
+  if (!path) return 0;
+  static const char kPkg[] = "/torch/";
+  const char *t = find_last(path, plen, kPkg);
+  if (!t) return 0;
+  const char *rest = t + sizeof kPkg - 1;
+  const size_t rest_len = plen - (size_t)(rest - path);
+  const int extension = rest_len > 3 && memcmp(rest, "_C.", 3) == 0;
+  const int bundled = rest_len > 4 && memcmp(rest, "lib/", 4) == 0;
+  const size_t dir_len = (size_t)(rest - path);
+  if (!(extension || bundled) || dir_len + 1 > cap) return 0;
+  memcpy(dir, path, dir_len);
+  dir[dir_len] = '\0';
+  return 1;
+}
+
+int rdzv_torch_soname_version(const char *line, size_t len, char *out, size_t cap) {
+  size_t plen = 0;
+  const char *path = mapped_path(line, len, &plen);
+  if (!path) return 0;
+  const char *base = find_last(path, plen, "/") + 1;
+  const size_t blen = plen - (size_t)(base - path);
+  if (!(blen > 6 && memcmp(base, "libc10", 6) == 0) && !(blen > 8 && memcmp(base, "libtorch", 8) == 0))
+    return 0;
+  const char *so = memmem(base, blen, ".so.", 4);
+  if (!so) return 0;
+  const char *v = so + 4;
+  const size_t vlen = blen - (size_t)(v - base);
+  if (vlen == 0 || vlen + 1 > cap || v[0] < '0' || v[0] > '9') return 0;
+  for (size_t i = 0; i < vlen; ++i)
+    if (!((v[i] >= '0' && v[i] <= '9') || v[i] == '.')) return 0;
+  memcpy(out, v, vlen);
+  out[vlen] = '\0';
+  return 1;
+}
+
+int rdzv_parse_torch_version_py(const char *text, char *out, size_t cap) {
+  static const char kKey[] = "__version__";
+  for (const char *p = text; (p = strstr(p, kKey)) != NULL; p += sizeof kKey - 1) {
+    if (p != text && p[-1] != '\n') continue;  /* only an assignment at the start of a line */
+    const char *q = p + sizeof kKey - 1;
+    while (*q && *q != '=' && *q != '\n') ++q;  /* past an annotation (": str") */
+    if (*q != '=') continue;
+    ++q;
+    while (*q == ' ' || *q == '\t') ++q;
+    const char quote = *q;
+    if (quote != '\'' && quote != '"') continue;
+    const char *v = ++q;
+    while (*q && *q != quote && *q != '\n' && (unsigned char)*q > ' ') ++q;
+    const size_t vlen = (size_t)(q - v);
+    if (*q != quote || vlen == 0 || cap == 0) continue;
+    const size_t n = vlen < cap - 1 ? vlen : cap - 1;
+    memcpy(out, v, n);
+    out[n] = '\0';
+    return 1;
+  }
+  return 0;
+}
+
+/* One maps line: the package directory (into scan->path) once found, else a soname's version
+ * (into soname) the first time one is seen. 1 once the directory is known: no need to read on. */
+static int torch_scan_line(const char *line, size_t len, struct rdzv_torch_scan *scan,
+                           char *soname, size_t soname_cap) {
+  if (rdzv_torch_dir_of_mapping(line, len, scan->path, sizeof scan->path - sizeof "version.py")) return 1;
+  if (!soname[0]) rdzv_torch_soname_version(line, len, soname, soname_cap);
+  return 0;
+}
+
+/* Reads /proc/self/maps line by line through scan->chunk; 1 when the package directory was
+ * found (scan->path), else 0 (soname may hold a version). */
+static int torch_scan_maps(struct rdzv_torch_scan *scan, char *soname, size_t soname_cap) {
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int found = 0;
+  size_t have = 0;
+  while (!found) {
+    const ssize_t n = read(fd, scan->chunk + have, sizeof scan->chunk - have);
+    if (n <= 0) break;
+    have += (size_t)n;
+    size_t start = 0;
+    for (const char *nl; !found && (nl = memchr(scan->chunk + start, '\n', have - start)) != NULL;) {
+      const size_t end = (size_t)(nl - scan->chunk) + 1;
+      found = torch_scan_line(scan->chunk + start, end - start, scan, soname, soname_cap);
+      start = end;
+    }
+    if (start == 0 && have == sizeof scan->chunk) start = have;  /* a line longer than the chunk */
+    memmove(scan->chunk, scan->chunk + start, have - start);
+    have -= start;
+  }
+  if (!found && have > 0) found = torch_scan_line(scan->chunk, have, scan, soname, soname_cap);
+  close(fd);
+  return found;
+}
+
+int rdzv_torch_version_self(char *out, size_t cap, struct rdzv_torch_scan *scan) {
+  char soname[RDZV_TORCH_VERSION_MAX] = "";
+  if (cap == 0) return 0;
+  if (torch_scan_maps(scan, soname, sizeof soname)) {
+    strcat(scan->path, "version.py");
+    if (rdzv_read_file(scan->path, scan->text, sizeof scan->text) > 0 &&
+        rdzv_parse_torch_version_py(scan->text, out, cap))
+      return 1;
+  }
+  if (!soname[0]) return 0;
+  rdzv_copy_cut(out, cap, soname);
+  return 1;
+}

@@ -67,6 +67,7 @@ void record_connect(int fd, const struct sockaddr* addr, socklen_t len, bool non
                        static_cast<uint16_t>(socket_flags(store, nonblock) | extra_flags), fd, t0,
                        r, err),
              net);
+  if (store) record_torch_version_once();
   if (r == 0 && store) snapshot_first_store_connect();
   if (r < 0 && !pending && err != EINTR) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
@@ -112,6 +113,7 @@ void record_bind(int fd, const struct sockaddr* addr, socklen_t len, uint64_t t0
                        static_cast<uint16_t>(socket_flags(store, false) | extra_flags), fd, t0, r,
                        err),
              net);
+  if (store) record_torch_version_once();
   if (r < 0) record_snapshot(Create::IfNeeded, RDZV_SNAP_FAILURE);
 }
 

@@ -44,6 +44,7 @@ int g_exit_recorded;
 void record_exit(rdzv_op op, int status, uint16_t flags) {
   if (__atomic_exchange_n(&g_exit_recorded, 1, __ATOMIC_RELAXED)) return;
   if (!trace_is_open()) return;
+  record_torch_version_once();
   record_snapshot(Create::OnlyIfOpen, RDZV_SNAP_EXIT);
   record_proc(RDZV_EV_PROC_EXIT, op, status, 0, -1, nullptr, status, flags);
 }

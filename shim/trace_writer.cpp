@@ -190,12 +190,28 @@ uint64_t process_start_realtime_ns() {
   return trace_is_open() ? g_trace.header->start_realtime_ns : 0;
 }
 
+namespace {
+int g_torch_version_looked;  // for the open file: a fork child's new file looks again
+rdzv_torch_scan g_torch_scan;  // scratch of the one look (static: too large for a small stack)
+}  // namespace
+
+void record_torch_version_once() {
+  if (__atomic_load_n(&g_torch_version_looked, __ATOMIC_RELAXED) || !trace_is_open()) return;
+  if (__atomic_exchange_n(&g_torch_version_looked, 1, __ATOMIC_ACQ_REL)) return;
+  rdzv_file_header* h = g_trace.header;
+  if (!rdzv_torch_version_self(h->torch_version, sizeof h->torch_version, &g_torch_scan)) return;
+  // The string first, then the bit that says it is there (a reader of a killed process's
+  // file sees either no bit or the whole string).
+  __atomic_fetch_or(&h->features, RDZV_FEAT_TORCH_VERSION, __ATOMIC_RELEASE);
+}
+
 void writer_forget_after_fork() {
   // Only the forking thread exists in the child, so plain stores are enough here.
   inflight_forget_after_fork();
   if (g_state == kOpen) rdzv_trace_close(&g_trace);
   g_trace = rdzv_trace{};
   g_lost_while_opening = 0;  // the parent's, counted in its own file
+  g_torch_version_looked = 0;
   g_state = (!g_configured || g_config.dir[0]) ? kClosed : kDisabled;
 }
 

@@ -41,6 +41,11 @@ uint64_t process_start_realtime_ns();
 // here (connect, bind); a port learnt so is copied into the trace header.
 bool is_store_port(uint16_t port);
 
+// Once per trace file, with the guard held: which PyTorch the process has loaded, into the
+// header (RDZV_FEAT_TORCH_VERSION). Reads /proc/self/maps and a version.py, so it runs only
+// where a process meets the store the first time (connect, bind) and at exit, never per call.
+void record_torch_version_once();
+
 // fork child: drop the parent's mapping so that the child never writes the parent's file;
 // the child makes its own file on its first socket call.
 void writer_forget_after_fork();

@@ -65,6 +65,17 @@ bool Context::failed_waiting_in_collective(const ProcessFacts& f) const {
   return r && r->entered_ns && *r->entered_ns <= collective->first_failure_ns;
 }
 
+bool Context::crashed_on_its_own(const ProcessFacts& f) const {
+  return died_on_its_own(f) && (crash_line(f) != nullptr || ending(f).how != Ending::How::Exited);
+}
+
+bool Context::left_early(const ProcessFacts& f) const {
+  const Ending& e = ending(f);
+  if (e.how != Ending::How::Exited || e.failed() || e.stopped() || f.first_error || !e.over_ns) return false;
+  const auto completed = rendezvous_completed_ns();
+  return completed && *e.over_ns > *completed;
+}
+
 std::optional<std::int64_t> Context::failure_time(const ProcessFacts& f) const {
   const Ending& e = ending(f);
   if (!e.failed()) return std::nullopt;
@@ -79,10 +90,11 @@ std::optional<Context::Death> Context::first_death() const {
   std::optional<Death> best;
   for (const ProcessFacts* f : rs) {
     const Ending& e = ending(*f);
-    if (!died_on_its_own(*f) || !e.over_ns || (f->proc->cut_short && e.how == Ending::How::Vanished)) continue;
+    const bool left = left_early(*f);
+    if (!(left || died_on_its_own(*f)) || !e.over_ns || (f->proc->cut_short && e.how == Ending::How::Vanished)) continue;
     const std::int64_t by = *e.over_ns;
     if (best && by >= best->by_ns) continue;
-    Death d{f, by, {}};
+    Death d{f, by, {}, left};
     bool first = true, seen_after = false;
     for (const ProcessFacts* g : rs) {
       if (g == f) continue;
@@ -96,7 +108,7 @@ std::optional<Context::Death> Context::first_death() const {
       std::int64_t earliest = *t;
       if (!g->first_error && !ge.stopped() && !g->proc->exit_ns)
         earliest = ge.hangup_ns ? std::min(*t, *ge.hangup_ns) : std::min(*t, ge.last_seen_ns);
-      if (earliest < e.last_seen_ns || earliest < by - kSlackNs) {
+      if (earliest < e.last_seen_ns || earliest < by - kSlackNs || (left && crashed_on_its_own(*g))) {
         first = false;
         break;
       }

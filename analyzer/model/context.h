@@ -16,6 +16,7 @@
 #include "log_facts.h"
 #include "name_answers.h"
 #include "rank_facts.h"
+#include "torch_version.h"
 
 namespace rdzvscope {
 
@@ -46,6 +47,8 @@ struct Context {
   // their failed connects went where the store never was, and say nothing of the store.
   std::vector<Misdirected> misdirected;
   std::unordered_map<const ProcessFacts*, std::size_t> misdirected_index;  // into misdirected
+  // Which PyTorch the job ran: the traces', else the logs' (torch_version.h).
+  std::optional<TorchVersion> torch_version;
 
   // world_size: the ranks the job expects, when the user knows it (watch --world-size); else
   // found in the headers or logs.
@@ -55,6 +58,7 @@ struct Context {
     find_absent_nodes();
     find_missing_agents();
     misdirected = find_misdirected(facts);
+    torch_version = find_torch_version(t.processes, l);
     for (std::size_t i = 0; i < misdirected.size(); ++i)
       misdirected_index.emplace(misdirected[i].f, i);
     collective = find_collective_phase(*this);
@@ -113,6 +117,16 @@ struct Context {
   // It entered the first collective after the rendezvous while another rank had not (by the
   // first failure after it): whatever it then died of, it was waiting for that rank.
   bool failed_waiting_in_collective(const ProcessFacts& f) const;
+  // A rank that left the job early: it exited with status 0, with no error of its own and no
+  // signal from a traced process, after the rendezvous had completed. Its peers still needed
+  // it (every collective of the group takes every rank, and so do the store's barrier keys),
+  // so the kernel's close of its sockets broke their connections to it: where a failure that
+  // followed began, as a death's does, though it did not die.
+  bool left_early(const ProcessFacts& f) const;
+  // A rank that died on its own with a sign of its own cause: its exception among its log
+  // lines (crash_line), or a signal nobody traced sent. A rank that merely exited 1 with no
+  // line of its own may have failed of what another rank did to it.
+  bool crashed_on_its_own(const ProcessFacts& f) const;
   // The first rank that died on its own, when the traces prove it first: the time it was
   // surely over is known (an exit record, its parent's reap, another process reading the end
   // of its store connection), every other rank that failed did so after it was last seen
@@ -121,10 +135,14 @@ struct Context {
   // when: that is the earliest it may have failed), and at least one of them was seen alive
   // after that time (a record of its own, its launcher's signal, or its store connection still
   // open more than 50 ms later) and failed: its consequences. nullopt otherwise (a whole job killed at once proves no order).
+  // A rank that left early (left_early) counts as well, when none of the ranks that failed
+  // after it crashed on its own (crashed_on_its_own): their failures are then what its
+  // leaving did to them.
   struct Death {
     const ProcessFacts* f = nullptr;
     std::int64_t by_ns = 0;                    // it was over by then
     std::vector<const ProcessFacts*> after;    // the ranks that failed after it, by rank
+    bool left = false;                         // it left early (exit 0), it did not die
   };
   std::optional<Death> first_death() const;
   // When a failed process's failure showed: its first error, else the time it was surely

@@ -14,6 +14,7 @@
 #include "clock_estimate.h"
 #include "failure_class.h"
 #include "input_stats.h"
+#include "torch_version.h"
 
 namespace rdzvscope {
 
@@ -73,6 +74,7 @@ struct Evidence {
   std::optional<std::int64_t> rendezvous_completed_ns;
   std::optional<int> first_failed_rank;
   std::optional<std::int64_t> first_failure_ns;
+  std::optional<TorchVersion> torch_version;  // the job's PyTorch (torch_version.h)
 };
 
 // Discriminators: the facts that tell a verdict from its neighbours (docs/classes.md), each a

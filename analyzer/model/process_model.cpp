@@ -112,6 +112,7 @@ ProcessHeader::ProcessHeader(const rdzv_file_header& h)
       exec_generation(h.exec_generation) {
   std::copy(std::begin(h.store_ports), std::end(h.store_ports), std::begin(store_ports));
   if (has_origin(h)) origin = h.origin;
+  if (h.features & RDZV_FEAT_TORCH_VERSION) torch_version = bounded_string(h.torch_version);
 }
 
 namespace {

@@ -36,6 +36,7 @@ struct ProcessHeader {
   bool cmdline_truncated = false;
   std::uint32_t exec_generation = 0;
   std::optional<rdzv_origin> origin;  // RDZV_FEAT_ORIGIN: boot, namespaces, container
+  std::string torch_version;          // RDZV_FEAT_TORCH_VERSION, else ""
 
   ProcessHeader() = default;
   explicit ProcessHeader(const rdzv_file_header& h);

@@ -156,6 +156,7 @@ json header_json(const Trace& trace) {
       {"features", feature_names(h.features)},
       {"identity", identity_json(h.ident)},
       {"origin", origin_json(h)},
+      {"torch_version", (h.features & RDZV_FEAT_TORCH_VERSION) ? json(bounded_string(h.torch_version)) : json(nullptr)},
   };
 }
 

@@ -113,6 +113,7 @@ constexpr Named<unsigned> kFeatures[] = {
     {RDZV_FEAT_LOST_COUNTER, "lost_counter"},
     {RDZV_FEAT_ORIGIN, "origin"},
     {RDZV_FEAT_INFLIGHT, "inflight"},
+    {RDZV_FEAT_TORCH_VERSION, "torch_version"},
 };
 
 constexpr Named<rdzv_snapshot_reason> kReasons[] = {

@@ -135,8 +135,7 @@ std::string facts_table(const Diagnosis& d, const LogFacts& logs) {
   std::string init = v.initiating_rank ? "rank " + std::to_string(*v.initiating_rank) : std::string("none named");
   if (v.initiating_host) init += " on " + *v.initiating_host;
   s += "| Where it started | " + md_inline(init) + " |\n";
-  std::string torch = logs.torch_version.empty() ? (logs.version_hint.empty() ? "unknown" : logs.version_hint + " (guessed from message style)")
-                                                 : logs.torch_version;
+  const std::string torch = d.evidence.torch_version ? d.evidence.torch_version->words() : "unknown";
   s += "| PyTorch | " + md_inline(torch) + " |\n";
   s += ranks_traced_row(d);
   if (!d.evidence.absent_ranks.empty())

@@ -75,6 +75,7 @@ void find_common_evidence(const Context& c, Evidence& ev) {
   ev.expected_world_size = c.expected_world_size;
   ev.absent_ranks = c.absent_ranks;
   ev.absent_nodes = c.absent_nodes;
+  ev.torch_version = c.torch_version;
   if (first_failure_s) ev.seconds_to_first_failure = std::round(*first_failure_s * 100) / 100;
   if (auto t = c.timeout_ms()) {
     const char* internal = internal_default_name(*t);
@@ -92,9 +93,8 @@ std::vector<std::string> name_resolution_lines(const LogFacts& logs) {
   return above;
 }
 
-DiscriminatorValue pytorch_version(const LogFacts& logs) {
-  if (!logs.torch_version.empty()) return logs.torch_version;
-  if (!logs.version_hint.empty()) return logs.version_hint + " (guessed from message style)";
+DiscriminatorValue pytorch_version(const Evidence& ev) {
+  if (ev.torch_version) return ev.torch_version->words();
   return NotKnown{};
 }
 
@@ -114,7 +114,7 @@ void common_discriminators(const Context& c, Diagnosis& d) {
   }
   // Added with absent_ranks' whole nodes: present only when absent ranks make up whole nodes.
   if (!ev.absent_nodes.empty()) out.set("absent_nodes", ev.absent_nodes);
-  out.set("pytorch", pytorch_version(c.logs));
+  out.set("pytorch", pytorch_version(ev));
 }
 
 }  // namespace
@@ -440,8 +440,12 @@ void note_after_startup(const Context& c, Diagnosis& d) {
   // The verdict found which rank died first (Evidence::dead_ranks): that one, whatever the
   // last records of the ranks stopped or killed after it say.
   if (!d.evidence.dead_ranks.empty())
-    if (const ProcessFacts* dead = c.rank(d.evidence.dead_ranks.front()))
-      if (auto t = failure_time(*dead)) first = {{dead, *t}};
+    if (const ProcessFacts* dead = c.rank(d.evidence.dead_ranks.front())) {
+      // A rank that left early (exit 0) did not fail: it ended then.
+      auto t = failure_time(*dead);
+      if (!t) t = c.ending(*dead).over_ns;
+      if (t) first = {{dead, *t}};
+    }
   if (!completed || !first) return;
   const Process& p = *first->first->proc;
   // A rank that vanished was alive at its last record and gone by the time another process

@@ -42,12 +42,6 @@ std::string death_before_pipe_words(const Context& c, std::int64_t died_at, std:
                      (died_at - first_pipe_ns) / 1e6, rel(c, first_pipe_ns));
 }
 
-bool older_or_equal(const std::string& version, int major, int minor) {
-  int a = 0, b = 0;
-  if (std::sscanf(version.c_str(), "%d.%d", &a, &b) != 2) return false;
-  return a < major || (a == major && b <= minor);
-}
-
 // A failed rank's first broken store connection, and the process at its other end.
 struct PipeHit {
   const ProcessFacts* f;
@@ -126,8 +120,9 @@ void find_dead_peer(const Context& c, BrokenPipes& b) {
     // A process a traced launcher stopped (torchrun SIGTERMs the other workers once one
     // failed) did not die on its own either, nor one whose own log shows the error it died of
     // (gloo's "Connection closed by peer" on the store host, when another rank died first).
-    const bool unexplained = ((p.vanished() && !c.ending(*h.peer).stopped()) || c.died_on_its_own(*h.peer)) &&
-                             !c.gave_up_its_rendezvous(p);
+    const bool unexplained =
+        ((p.vanished() && !c.ending(*h.peer).stopped()) || c.died_on_its_own(*h.peer) || c.left_early(*h.peer)) &&
+        !c.gave_up_its_rendezvous(p);
     bool ended_first = unexplained && end <= h.e->wall_ns + 50'000'000;
     if (ended_first && (!b.dead || end < b.died_at)) {
       b.dead = h.peer;
@@ -136,11 +131,35 @@ void find_dead_peer(const Context& c, BrokenPipes& b) {
   }
 }
 
+// The log lines saying that a connection between ranks was closed or reset by its other end
+// (gloo's pair errors), of the ranks that failed after the first rank that ended
+// (Context::first_death), or of no rank known (a launcher's merged output): what its end did
+// to them, where no store socket of theirs showed it (the shim records the store's sockets,
+// not gloo's). Not the lines of the rank that ended.
+std::vector<const LogEvent*> transport_lines_after(const Context& c, const Context::Death& d) {
+  std::vector<const LogEvent*> out;
+  for (const LogEvent& l : c.logs.other_errors) {
+    if (l.family != LogFamily::TransportError || l.rank == d.f->proc->rank) continue;
+    if (l.rank < 0 ||
+        std::any_of(d.after.begin(), d.after.end(), [&](const ProcessFacts* g) { return g->proc->rank == l.rank; }))
+      out.push_back(&l);
+  }
+  return out;
+}
+
 std::optional<BrokenPipes> find_broken_pipes(const Context& c) {
   BrokenPipes b;
   b.hits = find_pipe_hits(c);
   b.log_hits = find_pipe_log_lines(c);
-  if (b.hits.empty() && b.log_hits.empty()) return std::nullopt;
+  if (b.hits.empty() && b.log_hits.empty()) {
+    const auto death = c.first_death();
+    if (!death) return std::nullopt;
+    b.log_hits = transport_lines_after(c, *death);
+    if (b.log_hits.empty()) return std::nullopt;
+    b.dead = death->f;
+    b.died_at = death->by_ns;
+    return b;
+  }
   find_dead_peer(c, b);
   // A 0-byte read is a broken pipe only when the other end died; with the store alive it is
   // transient_recv's case. (torch 1.13 prints "Connection reset by peer" for a 0-byte read,
@@ -171,7 +190,7 @@ std::string consequences_words(const Context& c, const ProcessFacts& dead) {
   return "; rank(s) " + rank_list(ranks) + " failed after it" +
          (lines ? " (their " + std::to_string(lines) +
                       " log line(s) of connections reset or closed by their peer are its consequences)"
-                : std::string(": consequences of its death"));
+                : std::string(death->left ? ": consequences of its leaving" : ": consequences of its death"));
 }
 
 void word_peer_died(const Context& c, const BrokenPipes& b, const PipeHit* first, Candidate& out) {
@@ -184,23 +203,31 @@ void word_peer_died(const Context& c, const BrokenPipes& b, const PipeHit* first
   std::string how = p.vanished() ? "vanished without an exit (killed by a signal, OOM killer?)"
                                  : "exited with status " + std::to_string(p.exit_status.value_or(-1));
   const std::string after = consequences_words(c, *b.dead);
+  const bool left = c.left_early(*b.dead);
   if (!after.empty() && p.rank >= 0) out.evidence.dead_ranks.push_back(p.rank);
-  if (!after.empty())  // a rank proven dead first (Context::first_death): how it ended, in full
+  if (!after.empty() && left)  // it returned while its peers still needed it: gone, not dead
+    v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " left the job early: it " +
+                ending_words(c, *b.dead) + " after the rendezvous, while its peers still needed it" + after;
+  else if (!after.empty())  // a rank proven dead first (Context::first_death): how it ended, in full
     v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " died: it " + ending_words(c, *b.dead) +
                 after;
   else
     v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " " + how + " at " +
                 rel(c, b.died_at) + "; " + std::to_string(b.hits.size()) +
                 " rank(s) then saw their store connection break";
-  v.next_step = "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
-                p.host + " around " + iso8601_utc(b.died_at);
+  v.next_step = left ? "find why " + p.label() + " returned before the others: its own log, and the paths of the "
+                       "script that end with status 0 before the work is done (an early return or sys.exit(0), a data "
+                       "iterator that ran out before the other ranks')"
+                     : "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
+                           p.host + " around " + iso8601_utc(b.died_at);
   Finding fd = finding_for(FailureClass::BrokenPipe, *b.dead, b.died_at);
   fd.evidence.push_back(p.label() + " " + how + " at " + rel(c, b.died_at) +
                         (first ? death_before_pipe_words(c, b.died_at, first->e->wall_ns) : std::string()));
   out.findings.insert(out.findings.begin(), fd);
 }
 
-// Logs alone cannot say whether the other end died, and this PyTorch is past the bug.
+// Logs alone cannot say whether the other end died, and this PyTorch is past the bug. The
+// words name the version the job ran, never the bug of releases it did not run.
 void word_pipe_past_the_bug(const std::string& version, const BrokenPipes& b, Candidate& out) {
   Verdict& v = out.verdict;
   out.cause_shown = false;
@@ -208,17 +235,28 @@ void word_pipe_past_the_bug(const std::string& version, const BrokenPipes& b, Ca
   const LogEvent* e = b.log_hits.front();
   out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
   v.summary = "a store connection broke (PyTorch " + version +
-              ", past the TCPStore bug of 2.7 and older): the store host or a peer most likely died or "
-              "closed it; the logs do not say which";
+              "): the store host or a peer most likely died or closed it; the logs do not say which";
   v.next_step = "look at the store host's log (rank 0, or the torchrun agent of the first node) for its "
                 "end; rerun under rdzvscope run to see which process went first";
 }
 
-void word_tcpstore_bug(const std::string& version, const BrokenPipes& b, const PipeHit* first, Candidate& out) {
+// What a break with the store up points at, by the version the job ran: the bug only where the
+// job may have run a release that has it; past it, the path between the two ends first.
+std::string suspects_words(const std::optional<TorchVersion>& tv) {
+  if (tv && tv->known_newer_than(2, 7))
+    return "something between the rank and the store reset or closed it (a firewall, a NAT or a load balancer "
+           "dropping an established connection); this release is past the c10d TCPStore bug that broke such "
+           "connections, so a failing rank that changes from run to run would be a new report to PyTorch";
+  return "the c10d TCPStore bug of PyTorch 2.7 and older matches this when the failing rank changes from run to run";
+}
+
+void word_tcpstore_bug(const std::optional<TorchVersion>& tv, const BrokenPipes& b, const PipeHit* first, Candidate& out) {
   Verdict& v = out.verdict;
+  const std::string version = tv ? tv->words() : std::string();
+  const bool old = tv && tv->known_at_most(2, 7);
   out.cause_shown = false;
   v.cause = "tcpstore_bug_suspected";
-  v.confidence = (!version.empty() && older_or_equal(version, 2, 7)) ? "medium" : "low";
+  v.confidence = old ? "medium" : "low";
   if (first) {
     v.initiating_rank = rank_of(*first->f);
     v.initiating_host = first->f->proc->host;
@@ -230,9 +268,8 @@ void word_tcpstore_bug(const std::string& version, const BrokenPipes& b, const P
     out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
   }
   v.summary = "a store connection broke while the store stayed up" +
-              std::string(version.empty() ? "" : " (PyTorch " + version + ")") +
-              ": the c10d TCPStore bug of PyTorch 2.7 and older matches this when the failing rank changes from run to run";
-  v.next_step = version.empty() || older_or_equal(version, 2, 7)
+              std::string(version.empty() ? "" : " (PyTorch " + version + ")") + ": " + suspects_words(tv);
+  v.next_step = !tv || old || !tv->known_newer_than(2, 7)
                     ? "check the PyTorch version (python -c 'import torch; print(torch.__version__)'); on 2.7 or older upgrade past 2.8 and rerun before debugging the network"
                     : "rerun on the same allocation: if the same rank fails again, look at that node's network; if it moves, report it to PyTorch with this diagnosis";
 }
@@ -257,15 +294,16 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
     fd.evidence.push_back(h.f->proc->label() + ": " + describe(*h.e) + " at " + rel(c, h.e->wall_ns));
     out.findings.push_back(fd);
   }
-  const std::string version = c.logs.torch_version;
+  const std::optional<TorchVersion>& version = c.torch_version;
+  const bool past_the_bug = version && version->known_newer_than(2, 7);
   if (b->dead)
     word_peer_died(c, *b, first, out);
-  else if (!c.has_traces() && !version.empty() && !older_or_equal(version, 2, 7))
-    word_pipe_past_the_bug(version, *b, out);
+  else if (!c.has_traces() && past_the_bug)
+    word_pipe_past_the_bug(version->words(), *b, out);
   else
     word_tcpstore_bug(version, *b, first, out);
   out.discriminators.set("failed_ranks", pipe_failed_ranks(b->hits));
-  out.discriminators.set("pytorch", version.empty() ? DiscriminatorValue(NotKnown{}) : version);
+  out.discriminators.set("pytorch", version ? DiscriminatorValue(version->words()) : DiscriminatorValue(NotKnown{}));
   return out;
 }
 

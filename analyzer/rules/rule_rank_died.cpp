@@ -209,7 +209,12 @@ std::optional<Candidate> from_logs(const Context& c) {
 }  // namespace
 
 std::optional<Candidate> rule_rank_died(const Context& c) {
-  if (const auto d = c.first_death()) return from_traces(c, *d);
+  // A rank that only left early (exit 0) did not die: its peers' broken connections name it
+  // (broken_pipe/peer_died), this class does not.
+  if (const auto d = c.first_death()) {
+    if (d->left) return std::nullopt;
+    return from_traces(c, *d);
+  }
   return from_logs(c);
 }
 

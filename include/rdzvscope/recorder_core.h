@@ -324,6 +324,31 @@ rdzv_u64 rdzv_parse_ns_link(const char *link);
 int rdzv_parse_nspid(const char *status, rdzv_s32 *first, rdzv_s32 *last);
 int rdzv_find_container_id(const char *cgroup, char *out, size_t cap);
 
+/* ---------------------------------------------------------------- the PyTorch it loaded */
+
+/* Which PyTorch this process has loaded (torch.__version__), read from its files, never from
+ * Python: /proc/self/maps names the mapped torch extension (torch/_C*.so) or a bundled
+ * library (torch/lib/...), whose package directory holds version.py (pip wheels and
+ * Debian's python3-torch alike); failing that, the version in the soname of a library
+ * installed as libtorch*.so.X.Y[.Z] or libc10.so.X.Y[.Z] (Debian's /usr/lib/<triplet>).
+ * Reads a few hundred KiB of /proc text: once per process, never on a per-call path.
+ * `scan` is the caller's scratch space (no allocation; too large for a small thread stack).
+ * Returns 1 with `out` set (cut to fit), 0 when no PyTorch is mapped. */
+struct rdzv_torch_scan {
+  char chunk[8192];
+  char path[4352];
+  char text[2048];
+};
+int rdzv_torch_version_self(char *out, size_t cap, struct rdzv_torch_scan *scan);
+
+/* The parsers behind it, for the tests. One /proc/PID/maps line (no newline needed): the
+ * torch package directory with its trailing '/' (1), or 0 when the line maps no file of it;
+ * the version in the soname of such a line ("libc10.so.1.13.0" -> "1.13.0"; 1 or 0); and
+ * version.py's text ("__version__ = '2.13.0+cpu'" -> "2.13.0+cpu"; 1 or 0). */
+int rdzv_torch_dir_of_mapping(const char *line, size_t len, char *dir, size_t cap);
+int rdzv_torch_soname_version(const char *line, size_t len, char *out, size_t cap);
+int rdzv_parse_torch_version_py(const char *text, char *out, size_t cap);
+
 /* ================================================================ core/trace_file.c
  * trace files and the failure-snapshot rate */
 

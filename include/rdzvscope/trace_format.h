@@ -57,6 +57,10 @@ typedef int64_t rdzv_s64;
 #define RDZV_FEAT_LOST_COUNTER (1u << 3) /* header.lost is maintained (bpf ring buffer) */
 #define RDZV_FEAT_ORIGIN (1u << 4)       /* header.origin is valid (files before it: zeros) */
 #define RDZV_FEAT_INFLIGHT (1u << 5)     /* header.inflight is maintained (files before it: zeros) */
+/* header.torch_version is valid. Set after the header was published (an atomic OR, release
+ * order, once the string is written), by the shim, when the process had loaded PyTorch by
+ * its first store connect, store bind or exit; attach leaves it unset. */
+#define RDZV_FEAT_TORCH_VERSION (1u << 6)
 
 enum rdzv_source { RDZV_SOURCE_SHIM = 1, RDZV_SOURCE_BPF = 2 };
 
@@ -321,6 +325,7 @@ static inline rdzv_u32 rdzv_inflight_seal(rdzv_u64 start_ns) {
 
 #define RDZV_MAX_STORE_PORTS 16
 #define RDZV_CMDLINE_MAX 512
+#define RDZV_TORCH_VERSION_MAX 32
 struct rdzv_file_header {
   char magic[RDZV_MAGIC_LEN]; /* stored last, release order */
   rdzv_u32 version;
@@ -347,7 +352,10 @@ struct rdzv_file_header {
   rdzv_u32 cmdline_truncated;
   rdzv_u32 exec_generation; /* 0 for the first image of this pid, +1 per traced exec */
   struct rdzv_origin origin; /* RDZV_FEAT_ORIGIN */
-  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120 - RDZV_INFLIGHT_SLOTS * 80];
+  /* RDZV_FEAT_TORCH_VERSION: torch.__version__ of the PyTorch this process loaded
+   * ("2.13.0+cpu", "1.13.0a0"), NUL-terminated; zeros where unknown. */
+  char torch_version[RDZV_TORCH_VERSION_MAX];
+  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120 - RDZV_TORCH_VERSION_MAX - RDZV_INFLIGHT_SLOTS * 80];
   /* Taken from the end of the header: what is added after `origin` comes out of `reserved`. */
   struct rdzv_inflight inflight[RDZV_INFLIGHT_SLOTS]; /* RDZV_FEAT_INFLIGHT */
 };
@@ -399,6 +407,7 @@ static_assert(__builtin_offsetof(struct rdzv_file_header, origin) == 1160, "orig
 static_assert(sizeof(struct rdzv_inflight) == 80, "inflight slot layout");
 static_assert(__builtin_offsetof(struct rdzv_file_header, inflight) ==
                   RDZV_HEADER_SIZE - RDZV_INFLIGHT_SLOTS * 80, "inflight slots end the header");
+static_assert(__builtin_offsetof(struct rdzv_file_header, torch_version) == 1280, "torch_version after origin");
 static_assert(sizeof(struct rdzv_file_header) == RDZV_HEADER_SIZE, "header size");
 #elif !defined(__bpf__) && !defined(__BPF__)
 _Static_assert(sizeof(struct rdzv_record) == RDZV_RECORD_SIZE, "record size");

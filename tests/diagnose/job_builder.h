@@ -68,6 +68,13 @@ class Proc {
     std::snprintf(h.origin.container_id, sizeof h.origin.container_id, "%s", container);
     return *this;
   }
+  // The PyTorch the shim found loaded (RDZV_FEAT_TORCH_VERSION).
+  Proc& torch(const char* version) {
+    rdzv_file_header& h = b_.header();
+    h.features |= RDZV_FEAT_TORCH_VERSION;
+    std::snprintf(h.torch_version, sizeof h.torch_version, "%s", version);
+    return *this;
+  }
   // The command line in the header: "torchrun ..." makes the process a launcher agent.
   Proc& cmdline(const char* line) {
     std::snprintf(b_.header().cmdline, sizeof b_.header().cmdline, "%s", line);

@@ -7,6 +7,7 @@
 #include "rules/class_registry.h"
 #include "report/report.h"
 #include "job_builder.h"
+#include "model/torch_version.h"
 
 using namespace rdzvscope;
 using namespace rdzvscope::test;
@@ -1951,4 +1952,135 @@ TEST_CASE("rank 0, which hosts the store, raising before it listened is named de
   CHECK(e.verdict.summary.find("which hosts the store, exited with status 1 at +2.") != std::string::npos);
   CHECK(e.verdict.summary.find("ValueError: bad config key") != std::string::npos);
   CHECK(e.verdict.summary.find("never started") == std::string::npos);
+}
+
+namespace {
+
+// Four ranks joined and connected to their peers; rank 3 returns with status 0 at +4.0 s, its
+// work not done. The store host reads the end of rank 3's store connection (or, as in the
+// matrix's real 1.13 job, nothing of it is recorded: its exit came with os._exit); the other
+// three fail in their next all_reduce (gloo: "Connection closed by peer") and exit 1.
+// With merged_log, the survivors' gloo lines are in one launcher's output with no rank on them
+// (torchrun's agent log, the matrix's exit0 cells under torchrun).
+void rank_left_after_the_rendezvous(Job& job, bool store_reads_its_end, bool merged_log = false) {
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    const auto port = static_cast<std::uint16_t>(40000 + r);
+    if (r == 0) {
+      p.bind(1.0, 0).listen(1.0).connect(1.05, 0, kPort, 0.001, port);
+      for (int c = 1; c < 4; ++c) p.accept(1.1, static_cast<std::uint16_t>(40000 + c));
+    } else {
+      p.connect(1.1, 0, kPort, 0.001, port);
+    }
+    p.io(RDZV_EV_SEND, 1.2, 8, 0, 0, port).peer_connect(1.5, static_cast<std::uint16_t>(50000 + r));
+    if (r == 3) {
+      p.exit(4.0, 0);
+      continue;
+    }
+    if (r == 0 && store_reads_its_end) p.serve(RDZV_EV_RECV, 4.01, 0, 40003, kPort, RDZV_F_ZERO_READ);
+    p.exit(4.1, 1);
+  }
+  for (int r = 0; r < 3; ++r)
+    job.log_line("RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:64401",
+                 merged_log ? -1 : r, merged_log ? "agent.log" : "rank" + std::to_string(r) + ".log");
+}
+
+}  // namespace
+
+TEST_CASE("a rank that exits 0 after the rendezvous while its peers still need it left early: its peers' "
+          "broken connections are its consequences (issue 32, matrix exit0 after init)") {
+  const bool store_reads_its_end = GENERATE(true, false);
+  const bool merged_log = GENERATE(false, true);
+  Job job;
+  rank_left_after_the_rendezvous(job, store_reads_its_end, merged_log);
+  const Diagnosis d = job.diagnose_it();
+  INFO("the store host read the end of its connection: " << store_reads_its_end << "; one merged log: " << merged_log);
+  INFO(d.verdict.summary);
+  // Before: unknown, "rank(s) 0-2 failed without a rendezvous error in their traces".
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
+  CHECK(d.verdict.cause == "peer_died");
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.verdict.confidence == "high");
+  CHECK(d.verdict.summary.find("left the job early") != std::string::npos);
+  CHECK(d.verdict.summary.find("the failure came after it, first on rank 3") != std::string::npos);
+  CHECK(d.verdict.summary.find("exited with status 0") != std::string::npos);
+  CHECK(d.verdict.summary.find("rank(s) 0-2 failed after it") != std::string::npos);
+  CHECK(d.verdict.summary.find("died") == std::string::npos);  // it did not die
+  CHECK(d.evidence.dead_ranks == std::vector<int>{3});
+  CHECK(d.verdict.next_step.find("returned before the others") != std::string::npos);
+}
+
+TEST_CASE("a rank that exits 0 first is no cause: of a healthy job, nor of a rank that then died on its own") {
+  // The same job where the others finish too: healthy.
+  Job ok;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = ok.proc(r, 1000 + r);
+    const auto port = static_cast<std::uint16_t>(40000 + r);
+    if (r == 0) p.bind(1.0, 0).listen(1.0);
+    p.connect(1.1, 0, kPort, 0.001, port).peer_connect(1.5, static_cast<std::uint16_t>(50000 + r));
+    p.exit(r == 3 ? 4.0 : 4.1, 0);
+  }
+  CHECK(ok.diagnose_it().verdict.cls == FailureClass::Healthy);
+  // Rank 3 leaves, then rank 1 dies on its own (exit 1, no error of any connection, nothing in
+  // its log): rank 1's death is its own, rank 3 is not named for it.
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    const auto port = static_cast<std::uint16_t>(40000 + r);
+    if (r == 0) p.bind(1.0, 0).listen(1.0);
+    p.connect(1.1, 0, kPort, 0.001, port).peer_connect(1.5, static_cast<std::uint16_t>(50000 + r));
+    p.exit(r == 3 ? 4.0 : (r == 1 ? 6.0 : 9.0), r == 1 ? 1 : 0);
+  }
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.initiating_rank != 3);
+}
+
+TEST_CASE("the PyTorch version the traces recorded is the job's, before the logs' message style (issue 32 item 2)") {
+  Job job;
+  Proc& s = job.proc(0, 1000).torch("2.13.0+cpu");
+  s.bind(0.9, 0).listen(0.9).connect(1.0, 0, kPort, 0.001, 40000).exit(10.0, 0);
+  job.proc(1, 1001).torch("2.13.0+cpu").connect(1.0, 0, kPort, 0.001, 40001).exit(10.0, 0);
+  job.proc(2, 1002)
+      .torch("2.13.0+cpu")
+      .connect(1.0, 0, kPort, 0.001, 40002)
+      .io(RDZV_EV_SEND, 3.0, -1, ECONNRESET, 0, 40002)
+      .exit(3.1, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
+  CHECK(d.verdict.initiating_rank == 2);
+  REQUIRE(d.evidence.torch_version);
+  CHECK(d.evidence.torch_version->version == "2.13.0+cpu");
+  CHECK(d.evidence.torch_version->source == TorchVersion::Source::Traces);
+  const auto* pytorch = d.discriminators.get<std::string>("pytorch");
+  REQUIRE(pytorch);
+  CHECK(*pytorch == "2.13.0+cpu");
+  // Before: "the c10d TCPStore bug of PyTorch 2.7 and older matches this" on a 2.13 job.
+  CHECK(d.verdict.summary.find("2.7 and older") == std::string::npos);
+  CHECK(d.verdict.summary.find("PyTorch 2.13.0+cpu") != std::string::npos);
+  CHECK(d.verdict.next_step.find("upgrade") == std::string::npos);
+}
+
+TEST_CASE("a traced version: the most common one, the others named with their ranks; a log's guess only without it") {
+  std::vector<Process> procs(3);
+  for (int i = 0; i < 3; ++i) {
+    procs[static_cast<std::size_t>(i)].rank = i;
+    procs[static_cast<std::size_t>(i)].header.features = RDZV_FEAT_TORCH_VERSION;
+    procs[static_cast<std::size_t>(i)].header.torch_version = i == 2 ? "1.13.0a0" : "2.13.0+cpu";
+  }
+  LogFacts logs;
+  logs.version_hint = ">=2.5";
+  const auto v = find_torch_version(procs, logs);
+  REQUIRE(v);
+  CHECK(v->version == "2.13.0+cpu");
+  CHECK(v->words() == "2.13.0+cpu (also 1.13.0a0 (rank 2))");
+  CHECK(v->known_newer_than(2, 7));
+  CHECK_FALSE(v->known_at_most(2, 7));
+  const auto guess = find_torch_version({}, logs);
+  REQUIRE(guess);
+  CHECK(guess->words() == ">=2.5 (guessed from message style)");
+  CHECK_FALSE(guess->known_newer_than(2, 7));  // a range is no release
+  CHECK_FALSE(guess->known_at_most(2, 7));
+  CHECK(TorchVersion{"1.13.0a0", TorchVersion::Source::Traces, {}}.known_at_most(2, 7));
 }

@@ -295,16 +295,17 @@ FAULTS = {f.name: f for f in (
 
 # Cells known to be wrong with today's analyzer (glob patterns over cell names), with why; a
 # cell on this list that is wrong at high confidence is reported but does not fail the run.
-CONSEQUENCE_BLAMED = ("after init_process_group, a worker dies or stalls; rank 0, the store host, then exits 1 "
-                      "of its own gloo error (all_reduce or barrier) and a client's store connection breaks: "
-                      "broken_pipe/peer_died names rank 0 (seen for crash, SIGKILL and stall, 1.13 and 2.13; "
-                      "when it does not happen the verdict is unknown)")
+CONSEQUENCE_BLAMED = ("after init_process_group, a worker freezes or stalls; rank 0, the store host, then exits 1 "
+                      "of its own gloo timeout (all_reduce or barrier) and a client's store connection breaks: "
+                      "broken_pipe/peer_died names rank 0 (seen for stall, 1.13; when it does not happen the "
+                      "verdict is unknown)")
 KNOWN_WRONG = {
     # crash and sigkill after init_process_group: right since the rank that died first is found
-    # from how each process ended (analyzer/model/endings.cpp); a rank that left with status 0,
-    # froze or stalls is no death, and still blamed this way.
+    # from how each process ended (analyzer/model/endings.cpp); exit 0 after it since a rank
+    # that left early is found the same way (Context::left_early). A rank that froze or stalls
+    # ended nothing, and is still blamed this way (issues 27 and 28).
     **{f"{fault}.{target}.{phase}.hand.*": CONSEQUENCE_BLAMED
-       for fault in ("exit0", "sigstop", "stall") for target in ("worker", "highest")
+       for fault in ("sigstop", "stall") for target in ("worker", "highest")
        for phase in ("store_traffic", "first_collective")},
     "name_elsewhere_nohost.*": "store_unreachable with the right rank and both addresses, but the summary offers "
                                "'a firewall REJECT rule, a route' first, though the traces hold the two lookups "

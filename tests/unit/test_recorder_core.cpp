@@ -817,3 +817,52 @@ TEST_CASE("failure snapshots: at most one per gap", "[core][snapshot]") {
   CHECK(rdzv_failure_snapshot_due(&last, t + RDZV_FAILURE_SNAPSHOT_GAP_NS));
   CHECK(last == t + RDZV_FAILURE_SNAPSHOT_GAP_NS);
 }
+
+TEST_CASE("the PyTorch a process loaded: its package from a maps line, version.py, a soname", "[core][torch]") {
+  char dir[256] = {};
+  // The pip wheel: torch/_C and torch/lib in one package directory.
+  CHECK(rdzv_torch_dir_of_mapping(
+            "7f3a2c000000-7f3a2c200000 r-xp 00000000 fd:01 123 /v/lib/python3.11/site-packages/torch/lib/libc10.so\n",
+            100, dir, sizeof dir) == 1);
+  CHECK(std::string(dir) == "/v/lib/python3.11/site-packages/torch/");
+  const char* deb = "7f00-7f10 r--p 00000000 fd:01 9 /usr/lib/python3/dist-packages/torch/_C.cpython-311-x86_64-linux-gnu.so";
+  CHECK(rdzv_torch_dir_of_mapping(deb, std::strlen(deb), dir, sizeof dir) == 1);
+  CHECK(std::string(dir) == "/usr/lib/python3/dist-packages/torch/");
+  // Not torch's files: another package's, a module of torch that is no library, no file.
+  const char* other = "7f00-7f10 r--p 0 fd:01 9 /x/site-packages/torchvision/_C.so";
+  CHECK(rdzv_torch_dir_of_mapping(other, std::strlen(other), dir, sizeof dir) == 0);
+  const char* py = "7f00-7f10 r--p 0 fd:01 9 /x/torch/distributed/x.py";
+  CHECK(rdzv_torch_dir_of_mapping(py, std::strlen(py), dir, sizeof dir) == 0);
+  CHECK(rdzv_torch_dir_of_mapping("7ffd-7ffe rw-p 0 00:00 0 [stack]", 31, dir, sizeof dir) == 0);
+  char small[8];
+  CHECK(rdzv_torch_dir_of_mapping(deb, std::strlen(deb), small, sizeof small) == 0);  // does not fit
+
+  char v[RDZV_TORCH_VERSION_MAX] = {};
+  const char* lib = "7f00-7f10 r-xp 0 fd:01 9 /usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0\n";
+  CHECK(rdzv_torch_soname_version(lib, std::strlen(lib), v, sizeof v) == 1);
+  CHECK(std::string(v) == "1.13.0");
+  const char* c10 = "7f00-7f10 r-xp 0 fd:01 9 /usr/lib/x86_64-linux-gnu/libc10.so.1.13";
+  CHECK(rdzv_torch_soname_version(c10, std::strlen(c10), v, sizeof v) == 1);
+  CHECK(std::string(v) == "1.13");
+  const char* unversioned = "7f00-7f10 r-xp 0 fd:01 9 /v/torch/lib/libc10.so";
+  CHECK(rdzv_torch_soname_version(unversioned, std::strlen(unversioned), v, sizeof v) == 0);
+  const char* libc = "7f00-7f10 r-xp 0 fd:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6";
+  CHECK(rdzv_torch_soname_version(libc, std::strlen(libc), v, sizeof v) == 0);
+
+  CHECK(rdzv_parse_torch_version_py("from typing import Optional\n\n__all__ = ['__version__']\n"
+                                    "__version__ = '2.13.0+cpu'\ndebug = False\n", v, sizeof v) == 1);
+  CHECK(std::string(v) == "2.13.0+cpu");
+  CHECK(rdzv_parse_torch_version_py("__version__ = '1.13.0a0'\n", v, sizeof v) == 1);
+  CHECK(std::string(v) == "1.13.0a0");
+  CHECK(rdzv_parse_torch_version_py("__version__: str = \"2.5.1\"\n", v, sizeof v) == 1);
+  CHECK(std::string(v) == "2.5.1");
+  CHECK(rdzv_parse_torch_version_py("x = 1\n", v, sizeof v) == 0);
+  CHECK(rdzv_parse_torch_version_py("__version__ = ''\n", v, sizeof v) == 0);
+  CHECK(rdzv_parse_torch_version_py("__version__ = '2.1\n", v, sizeof v) == 0);  // unterminated
+}
+
+TEST_CASE("the PyTorch of this process: none loaded, none found", "[core][torch]") {
+  static rdzv_torch_scan scan;
+  char v[RDZV_TORCH_VERSION_MAX] = "x";
+  CHECK(rdzv_torch_version_self(v, sizeof v, &scan) == 0);
+}
