@@ -1,6 +1,7 @@
 #include "log_facts.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <string>
 
 namespace rdzvscope {
@@ -16,12 +17,16 @@ std::vector<const LogEvent*> LogFacts::of(std::initializer_list<LogFamily> famil
 
 namespace {
 
-// A line that says a connect reached an address (its lookup had answered): a connect that failed
-// with an errno of its own. Not a connect/validate retry whose reason is a lookup failure or
-// the deadline, nor "not listening yet": c10d prints those while its lookups fail too.
+// A line that says a connect reached an address (its lookup had answered) and ended the
+// address's try: a connect that failed with an errno of its own that c10d does not retry
+// (ETIMEDOUT, EHOSTUNREACH...: recorded, then the next address family is asked for). Not a
+// refused or reset connect: c10d retries those from a new lookup each round, so a lookup that
+// fails later is a failure of its own (a DNS record gone, as a restarted pod's). Not a
+// connect/validate retry whose reason is a lookup failure or the deadline, nor "not listening
+// yet": c10d prints those while its lookups fail too.
 bool reached_an_address(const LogEvent& e) {
-  return (e.has(LogFamily::ConnectFailed) || e.has(LogFamily::ConnectValidate)) && e.err &&
-         !e.has(LogFamily::GaiError) && !e.has(LogFamily::HostNotFound);
+  return (e.has(LogFamily::ConnectFailed) || e.has(LogFamily::ConnectValidate)) && e.err && *e.err != ECONNREFUSED &&
+         *e.err != ECONNRESET && !e.has(LogFamily::GaiError) && !e.has(LogFamily::HostNotFound);
 }
 
 bool same_process(const LogEvent& a, const LogEvent& b) {

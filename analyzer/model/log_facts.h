@@ -74,7 +74,8 @@ struct LogFacts {
 
   std::vector<const LogEvent*> of(std::initializer_list<LogFamily> families) const;
   // Issue 29: a process's first error outranks its follow-on lines. The line of a connect that
-  // reached an address (a c10d connect or connect/validate failure with an errno) before `e`, from the same process (file, origin and rank) and the same port
+  // reached an address and ended its try (a c10d connect or connect/validate failure with an
+  // errno c10d does not retry: not a refusal or a reset, retried from a new lookup) before `e`, from the same process (file, origin and rank) and the same port
   // when both lines give one: the name had resolved by then, so a lookup failure at `e` (c10d
   // asks again for the other address family, or on its next round) follows the connect's error
   // and did not cause it. nullptr when there is none.

@@ -50,6 +50,13 @@ TEST_CASE("logs: a lookup failure after the same process's timed-out connect fol
     job.log_line(kIpv4Gai113, 2, "rank2.log");
     CHECK(job.diagnose_it().verdict.cls == FailureClass::NameResolution);
   }
+  SECTION("nor does a refused connect: c10d retries it from a new lookup, which may fail on its own") {
+    Job job;
+    job.log_line("[W socket.cpp:558] [c10d] The client socket has failed to connect to [storev6]:29400 (errno: 111 - "
+                 "Connection refused).");
+    job.log_line(kIpv4Gai113);
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::NameResolution);
+  }
   SECTION("nor does a connect to another port") {
     Job job;
     job.log_line("[W socket.cpp:558] [c10d] The client socket has failed to connect to [node0]:29500 (errno: 110 - "
