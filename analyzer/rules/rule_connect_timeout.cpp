@@ -180,7 +180,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
   Candidate out;
   const TimedOut t = timed_out_connects(c, out);
   const std::vector<const LogEvent*> log_hits = timed_out_lines(c);
-  if (!t.first && log_hits.empty()) return std::nullopt;
+  if (!t.first && log_hits.empty()) return connect_timeout_from_calls_in_flight(c);
   out.verdict.cls = FailureClass::ConnectTimeout;
   const std::string dest = t.first ? from_traces(c, t, out) : from_logs(log_hits, out);
   out.discriminators.set("destination", dest);

@@ -25,6 +25,10 @@ std::optional<Candidate> rule_store_unresponsive(const Context& c);
 // rule_straggler's case of a job ended while the others still waited on the store for a rank
 // that never came, before any timeout fired (rule_straggler_inflight.cpp).
 std::optional<Candidate> straggler_from_calls_in_flight(const Context& c);
+// rule_store_unreachable's and rule_connect_timeout's case of a rank still blocked in a store
+// connect when the job was ended, the others at the store or not (rule_connect_inflight.cpp).
+std::optional<Candidate> store_unreachable_from_calls_in_flight(const Context& c);
+std::optional<Candidate> connect_timeout_from_calls_in_flight(const Context& c);
 
 // The verdict on one model (Context: the facts derived once from the traces and logs). The
 // reports that need more than the Diagnosis (timeline, markdown) take the same model, so
