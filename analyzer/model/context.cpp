@@ -472,7 +472,11 @@ std::string inflight_call_words(const Event& call) {
       return "a wait (" + op_name(call.op) + timeout + ") on its store connection" + to;
     }
     case RDZV_EV_SEND: return op_name(call.op) + " on its store connection" + to;
-    default: return op_name(call.op) + " on its store connection" + to + " (no reply)";
+    default: {
+      const std::int64_t t = call.socket().timeout_ms;
+      return op_name(call.op) + " on its store connection" + to +
+             (t > 0 ? fmt::format(" (no reply; SO_RCVTIMEO {:g} s)", static_cast<double>(t) / 1000) : " (no reply)");
+    }
   }
 }
 

@@ -98,6 +98,10 @@ RankJoin state_of(const ProcessFacts& f) {
     j.state = JoinState::Waiting;
     j.since_ns = joined_at(f);
     j.reason = "waiting for the others";
+    // The call it is in right now, when its trace shows one (calls in flight): what it waits
+    // on, since when.
+    if (const Event* w = f.store_wait)
+      j.reason = "in " + inflight_call_words(*w) + " since " + time_of_day(w->wall_ns);
   } else if (!f.connect_timeouts.empty()) {
     set_from(j, JoinState::SynUnanswered, f.connect_timeouts,
              fmt::format("connects to {} time out (SYNs unanswered)",
@@ -108,6 +112,10 @@ RankJoin state_of(const ProcessFacts& f) {
   } else if (last_lookup_failed(f)) {
     set_from(j, JoinState::LookupFailing, f.failed_resolves,
              lookup_failure(*f.failed_resolves.back()));
+  } else if (const Event* w = f.connect_wait ? f.connect_wait : f.lookup_wait) {
+    j.state = JoinState::Starting;
+    j.since_ns = w->wall_ns;
+    j.reason = "blocked in " + inflight_call_words(*w);
   } else {
     j.state = JoinState::Starting;
     j.since_ns = f.proc->launched_ns;

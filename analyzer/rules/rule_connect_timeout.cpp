@@ -254,7 +254,7 @@ std::optional<Candidate> rule_connect_timeout(const Context& c) {
   const std::vector<const LogEvent*> log_hits = timed_out_lines(c);
   // With traces, their own EHOSTUNREACH connects speak (store_unreachable, cause unreachable).
   const std::vector<const LogEvent*> no_route = c.has_traces() ? std::vector<const LogEvent*>{} : unreachable_lines(c);
-  if (!t.first && log_hits.empty() && no_route.empty()) return std::nullopt;
+  if (!t.first && log_hits.empty() && no_route.empty()) return connect_timeout_from_calls_in_flight(c);
   out.verdict.cls = FailureClass::ConnectTimeout;
   const std::string dest = t.first                               ? from_traces(c, t, out)
                            : no_route_came_first(no_route, log_hits) ? unreachable_from_logs(c, no_route, out)

@@ -416,7 +416,7 @@ std::optional<Candidate> resolved_elsewhere(const Context& c) {
 std::optional<Candidate> rule_store_unreachable(const Context& c) {
   if (auto elsewhere = resolved_elsewhere(c)) return elsewhere;
   const std::optional<UnreachableStore> s = find_unreachable_store(c);
-  if (!s) return std::nullopt;
+  if (!s) return store_unreachable_from_calls_in_flight(c);
   const ProcessFacts& first = *s->blocked.front().f;
   Candidate out;
   Verdict& v = out.verdict;

@@ -51,7 +51,8 @@ std::optional<SilentStore> find_silent_store(const Context& c) {
     for (const ProcessFacts* f : c.ranks()) {
       if (f == host) continue;
       const Event* w = f->store_wait;
-      if (!w || f->first_error || !host->listens_on(w->peer().port)) {
+      const bool exited = c.ending(*f).how == Ending::How::Exited;  // a helper thread's wait left behind
+      if (!w || f->first_error || exited || !host->listens_on(w->peer().port)) {
         all_wait = false;
         break;
       }

@@ -48,7 +48,7 @@ bool ended_on_its_own(const Context& c, const ProcessFacts& f) {
 std::optional<CancelledWait> find_cancelled_wait(const Context& c) {
   CancelledWait w;
   for (const ProcessFacts* f : c.ranks()) {
-    if (waits_without_error(*f)) w.waiting.push_back(f);
+    if (waits_without_error(*f) && !ended_on_its_own(c, *f)) w.waiting.push_back(f);
     else if (never_came(*f) && !ended_on_its_own(c, *f)) w.missing.push_back(f);
     // Reached the store, no error, in no wait of its own when it ended: the store host
     // serving, a rank between two of its checks. Neither waited for nor waiting.

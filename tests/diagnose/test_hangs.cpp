@@ -135,3 +135,30 @@ TEST_CASE("how a process ended while it waited, in words", "[rules][hangs]") {
   CHECK(ending_words(c, *r0).find("has no end recorded (killed, or still running when the traces were read)") !=
         std::string::npos);
 }
+
+TEST_CASE("a rank still blocked in its store connect when the job was ended, the others at the store: "
+          "store_unreachable with that rank",
+          "[rules][hangs]") {
+  Job job;
+  auto& r0 = job.proc(0, 100);
+  r0.bind(1.0, 0).listen(1.0).connect(1.1, 0).accept(1.1, 40001).accept(1.1, 40002);
+  r0.inflight(20.0, RDZV_EV_SEND, RDZV_OP_SEND, -1);
+  for (int r : {1, 2}) job.proc(r, 100 + r).connect(1.1, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).inflight(1.2);
+  job.proc(3, 103).inflight(1.5, RDZV_EV_CONNECT, RDZV_OP_CONNECT, -1);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnreachable);
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.verdict.summary.find("rank 3 never completed its connect to the store at 10.0.0.1:29500") !=
+        std::string::npos);
+}
+
+TEST_CASE("every client still blocked in its store connect, none ever reached the store: connect_timeout",
+          "[rules][hangs]") {
+  Job job;
+  job.proc(0, 100).bind(1.0, 0).listen(1.0);
+  for (int r : {1, 2, 3}) job.proc(r, 100 + r).inflight(1.5, RDZV_EV_CONNECT, RDZV_OP_CONNECT, -1);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::ConnectTimeout);
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.summary.find("no rank ever reached it") != std::string::npos);
+}

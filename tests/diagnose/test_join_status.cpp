@@ -178,3 +178,24 @@ TEST_CASE("metrics: Prometheus text with types, job labels escaped, one series p
       Catch::Contains(
           "rdzvscope_last_update_timestamp_seconds{run_id=\"run \\\"7\\\"\\\\x\"} 1800000000\n"));
 }
+
+TEST_CASE("join status: the call a rank is in right now (calls in flight) is its reason") {
+  Job job;
+  auto& r0 = job.proc(0, 100);
+  r0.bind(1.0, 0).listen(1.0).connect(1.1, 0).accept(1.1, 40001);
+  job.proc(1, 101).connect(1.1, 0, kPort, 0.001, 40001).inflight(2.0);
+  job.proc(2, 102).inflight(1.5, RDZV_EV_CONNECT, RDZV_OP_CONNECT, -1);
+  job.proc(3, 103);
+  const TraceInputs& traces = job.load_it();
+  const Context c(traces, job.logs());
+  const JoinStatus s = join_status(c, at(c, 30));
+  const RankJoin& waiting = rank_in(s, 1);
+  CHECK(waiting.state == JoinState::Waiting);
+  CHECK_THAT(waiting.reason, Catch::Contains("in a wait (poll, timeout 1800 s) on its store connection to "
+                                             "10.0.0.1:29500 since"));
+  const RankJoin& connecting = rank_in(s, 2);
+  CHECK(connecting.state == JoinState::Starting);
+  CHECK(connecting.since_ns == at(c, 1.5));
+  CHECK_THAT(connecting.reason, Catch::Contains("blocked in a connect to 10.0.0.1:29500 that had not completed"));
+  CHECK(rank_in(s, 3).reason == "started, not at the store yet");
+}
