@@ -91,6 +91,11 @@ std::optional<CollectivePhase> find_collective_phase(const Context& c) {
     if (!out.timeout_ms) out.timeout_ms = pair_timeout(out.ranks.back());
   }
   for (const RankCollective& r : out.ranks) {
+    // A rank that vanished with nothing to say when (no exit, no launcher's signal, no end of
+    // its connections read) may have failed any time after its last record, or much later (a
+    // frozen rank killed at the end): it does not date the first failure.
+    const Ending& e = c.ending(*r.f);
+    if (e.how == Ending::How::Vanished && !e.stopped() && !e.over_ns) continue;
     const auto t = c.failure_time(*r.f);
     if (t && *t >= *completed && (!out.first_failed || *t < out.first_failure_ns)) {
       out.first_failed = r.f;

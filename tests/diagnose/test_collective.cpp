@@ -128,3 +128,16 @@ TEST_CASE("logs only: gloo's collective timeouts name the rank that printed none
   CHECK(d.verdict.summary.find("rank(s) 0, 1, 3 timed out in a collective after the rendezvous after their 2.00 s") !=
         std::string::npos);
 }
+
+TEST_CASE("a rank frozen after init_process_group (no record after its pairs) whose pairs stayed open is a straggler") {
+  Job job;
+  std::vector<Proc*> ps;
+  joined_with_pairs(job, ps, {0, 1, 3});
+  // Rank 2 is stopped (SIGSTOP) and killed much later: no record after +1.31 s, no exit. No
+  // rank that waited read the end of a pair before the first failure: its sockets were open.
+  for (int r : {0, 1, 3}) ps[static_cast<std::size_t>(r)]->exit(3.3 + 0.01 * r, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 2);
+}
