@@ -331,7 +331,7 @@ constexpr FamilyRow kFamilies[] = {
                 "before timing out."},
     {.family = Family::GlooCollectiveTimeout,
      .name = "gloo_collective_timeout",
-     .anchors = {"Timed out waiting"},
+     .anchors = {"Timed out"},
      .matches = says_all<"Timed out waiting", "operation to complete">,
      .versions = "all with gloo (seen on 1.13 and 2.13)",
      // 2.13, tests/e2e's rank stalled after init_process_group; 1.13 prints

@@ -61,11 +61,12 @@ RankCollective rank_collective(const ProcessFacts& f) {
   return r;
 }
 
-// The timeout gloo set on the pairs: a socket timeout set after the first pair was made.
+// The timeout gloo set on the pairs: a socket timeout set on a socket that is not the store's
+// once the process had reached the store (gloo sets it as it makes each pair).
 std::optional<std::int64_t> pair_timeout(const RankCollective& r) {
-  if (!r.f->peer_connected_ns) return std::nullopt;
+  if (!r.f->connected_ns) return std::nullopt;
   for (const Event& e : r.f->proc->events)
-    if (e.kind == RDZV_EV_SOCKOPT && !e.on_store_socket() && e.wall_ns >= *r.f->peer_connected_ns &&
+    if (e.kind == RDZV_EV_SOCKOPT && !e.on_store_socket() && e.wall_ns >= *r.f->connected_ns &&
         (e.socket().size == SO_RCVTIMEO || e.socket().size == SO_SNDTIMEO) && plausible_timeout_ms(e.socket().timeout_ms))
       return e.socket().timeout_ms;
   return std::nullopt;
@@ -90,6 +91,11 @@ std::optional<CollectivePhase> find_collective_phase(const Context& c) {
     if (!out.timeout_ms) out.timeout_ms = pair_timeout(out.ranks.back());
   }
   for (const RankCollective& r : out.ranks) {
+    // A rank that vanished with nothing to say when (no exit, no launcher's signal, no end of
+    // its connections read) may have failed any time after its last record, or much later (a
+    // frozen rank killed at the end): it does not date the first failure.
+    const Ending& e = c.ending(*r.f);
+    if (e.how == Ending::How::Vanished && !e.stopped() && !e.over_ns) continue;
     const auto t = c.failure_time(*r.f);
     if (t && *t >= *completed && (!out.first_failed || *t < out.first_failure_ns)) {
       out.first_failed = r.f;

@@ -15,12 +15,21 @@ namespace {
 
 constexpr const char* kPhase = "the first collective after the rendezvous";
 
-// Seen alive after t: a record of its own, or its launcher stopping it, after t. A rank that
-// had not entered and was gone by then died before the collective: not a straggler.
-bool alive_after(const Context& c, const ProcessFacts& f, std::int64_t t) {
+// No rank that entered had read the end of a pair before t. gloo's I/O thread reads every
+// pair all the time and the kernel closes a dead process's sockets: had a rank died before t,
+// each of the others (a full mesh) would have read its end at once.
+bool no_pair_ended_before(const CollectivePhase& ph, std::int64_t t) {
+  return std::none_of(ph.entered.begin(), ph.entered.end(),
+                      [&](const RankCollective* r) { return r->peer_gone_ns && *r->peer_gone_ns < t; });
+}
+
+// Alive at t: a record of its own or its launcher stopping it after t, or its pairs still open
+// then (a frozen rank records nothing). A rank that had not entered and was over by then died
+// before the collective: not a straggler.
+bool alive_after(const Context& c, const CollectivePhase& ph, const ProcessFacts& f, std::int64_t t) {
   const Ending& e = c.ending(f);
   if (c.died_on_its_own(f) && e.over_ns && *e.over_ns <= t) return false;
-  return e.last_seen_ns > t || (e.stopped() && e.sent_ns >= t);
+  return e.last_seen_ns > t || (e.stopped() && e.sent_ns >= t) || no_pair_ended_before(ph, t);
 }
 
 std::vector<int> ranks_of(const std::vector<const RankCollective*>& rs) {
@@ -36,7 +45,7 @@ std::optional<std::vector<const RankCollective*>> stalled_ranks(const Context& c
   const RankCollective* first = ph.of(*ph.first_failed);
   if (!first || !first->entered_ns || *first->entered_ns > ph.first_failure_ns) return std::nullopt;
   for (const RankCollective* r : ph.not_entered)
-    if (!alive_after(c, *r->f, ph.first_failure_ns)) return std::nullopt;
+    if (!alive_after(c, ph, *r->f, ph.first_failure_ns)) return std::nullopt;
   return ph.not_entered;
 }
 

@@ -132,6 +132,37 @@ class Proc {
     r.u.net.local = ipv4(10, 0, 0, 2, 41000);
     return add(r);
   }
+  // One of the process group's pairs as a shim that knows peer sockets records it (RDZV_F_PEER):
+  // connected by this process (a non-blocking connect's outcome) or accepted, on descriptor fd.
+  Proc& pair(double t, int fd, bool connected_here) {
+    rdzv_record r = make_record(connected_here ? RDZV_EV_CONNECT_DONE : RDZV_EV_ACCEPT,
+                                connected_here ? RDZV_OP_GETSOCKOPT : RDZV_OP_ACCEPT, t);
+    r.flags = RDZV_F_PEER;
+    r.fd = fd;
+    r.ret = connected_here ? 0 : fd;
+    r.u.net.peer = ipv4(10, 0, 0, 3, static_cast<std::uint16_t>(50000 + fd));
+    r.u.net.local = ipv4(10, 0, 0, 2, static_cast<std::uint16_t>(41000 + fd));
+    return add(r);
+  }
+  // A send or recv on pair fd (ret bytes, or -1 with err; RDZV_F_ZERO_READ for a read of 0).
+  Proc& pair_io(unsigned kind, double t, int fd, std::int64_t ret, int err = 0, std::uint16_t flags = 0) {
+    rdzv_record r = make_record(kind, kind == RDZV_EV_SEND ? RDZV_OP_WRITEV : RDZV_OP_RECV, t);
+    r.flags = static_cast<std::uint16_t>(RDZV_F_PEER | RDZV_F_NONBLOCK | flags);
+    r.fd = fd;
+    r.ret = ret;
+    r.err = err;
+    r.u.net.peer = ipv4(10, 0, 0, 3, static_cast<std::uint16_t>(50000 + fd));
+    r.u.net.local = ipv4(10, 0, 0, 2, static_cast<std::uint16_t>(41000 + fd));
+    return add(r);
+  }
+  // The timeout gloo sets on a pair (SO_RCVTIMEO; a plain socket's record, no store flag).
+  Proc& pair_timeout(double t, int fd, std::int64_t ms) {
+    rdzv_record r = make_record(RDZV_EV_SOCKOPT, RDZV_OP_SETSOCKOPT, t);
+    r.fd = fd;
+    r.u.net.size = SO_RCVTIMEO;
+    r.u.net.timeout_ms = ms;
+    return add(r);
+  }
   // A process group's own listening socket (gloo's), at 10.0.0.2:port: not a store socket.
   Proc& peer_listen(double t, std::uint16_t port) {
     rdzv_record r = make_record(RDZV_EV_LISTEN, RDZV_OP_LISTEN, t);

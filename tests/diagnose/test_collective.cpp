@@ -1,0 +1,143 @@
+// The first collective after the rendezvous (issue 28): the per-rank fact derived from the
+// pairs' I/O (model/collective_phase.h) and straggler_timeout's verdict on it.
+#include <algorithm>
+
+#include "job_builder.h"
+#include "model/context.h"
+
+using namespace rdzvscope;
+using namespace rdzvscope::test;
+
+namespace {
+
+// Four ranks that all reach the store at +1.0 s and make three pairs each at +1.2 s (fds 20-22,
+// the first connected here, the others accepted), gloo's 8-byte opening on the connected one,
+// and the timeout gloo sets on every pair (2 s). Ranks in `entering` send their first
+// collective messages at +1.3 s; the others receive theirs (gloo's I/O thread reads them).
+void joined_with_pairs(Job& job, std::vector<Proc*>& ps, const std::vector<int>& entering) {
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
+    p.pair(1.2, 20, true).pair_io(RDZV_EV_SEND, 1.2, 20, 8).pair(1.2, 21, false).pair(1.2, 22, false);
+    for (int fd = 20; fd <= 22; ++fd) p.pair_timeout(1.2, fd, 2000);
+    if (std::find(entering.begin(), entering.end(), r) != entering.end())
+      p.pair_io(RDZV_EV_SEND, 1.3, 21, 48).pair_io(RDZV_EV_SEND, 1.3, 22, 48);
+    p.pair_io(RDZV_EV_RECV, 1.31, 21, 48);
+    ps.push_back(&p);
+  }
+}
+
+// Rank 2 stays away from the first collective (a checkpoint load after init_process_group):
+// the others give up 2 s after entering and exit 1; rank 2 reads its pairs' ends as they go,
+// wakes at +5.3 s and fails on the closed pairs.
+void rank2_stalls(Job& job) {
+  std::vector<Proc*> ps;
+  joined_with_pairs(job, ps, {0, 1, 3});
+  for (int r : {0, 1, 3}) ps[static_cast<std::size_t>(r)]->exit(3.3 + 0.01 * r, 1);
+  ps[2]->pair_io(RDZV_EV_RECV, 3.35, 21, 0, 0, RDZV_F_ZERO_READ).exit(5.3, 1);
+}
+
+}  // namespace
+
+TEST_CASE("collective phase: the opening 8 bytes of a connected pair are no entry; a 48-byte message is") {
+  Job job;
+  rank2_stalls(job);
+  const TraceInputs& t = job.load_it();
+  const Context c(t, job.logs());
+  REQUIRE(c.collective);
+  const CollectivePhase& ph = *c.collective;
+  REQUIRE(ph.first_failed);
+  CHECK(ph.first_failed->proc->rank == 0);
+  CHECK(ph.timeout_ms == 2000);
+  REQUIRE(ph.not_entered.size() == 1);
+  CHECK(ph.not_entered.front()->f->proc->rank == 2);
+  CHECK_FALSE(ph.not_entered.front()->entered_ns);
+  CHECK(ph.not_entered.front()->pairs == 3);
+  CHECK(ph.not_entered.front()->peer_gone_ns);
+  CHECK(ph.entered.size() == 3);
+  for (const RankCollective* r : ph.entered) CHECK(r->entered_ns);
+  // The ranks that waited in it did not die on their own: they failed waiting for rank 2.
+  CHECK_FALSE(c.first_death());
+}
+
+TEST_CASE("straggler_timeout at the first collective names the rank that never entered it, not the first to fail") {
+  Job job;
+  rank2_stalls(job);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK(d.verdict.summary.find("rank 2 (node0 pid 1002) never entered the first collective after the rendezvous") !=
+        std::string::npos);
+  CHECK(d.verdict.summary.find("rank(s) 0, 1, 3 entered it") != std::string::npos);
+  CHECK(d.verdict.summary.find("their timeout: 2.00 s") != std::string::npos);
+  CHECK(d.verdict.next_step.find("after init_process_group") != std::string::npos);
+  CHECK(d.verdict.next_step.find("read rank 0") == std::string::npos);
+  CHECK(d.evidence.phase);
+  for (const RankRow& row : d.ranks) {
+    CHECK_FALSE(row.late);
+    CHECK(row.stalled == (row.rank == 2));
+    CHECK_FALSE(row.dead);
+  }
+  // No runner-up calls a rank that waited dead.
+  for (const Finding& f : d.findings) CHECK(f.cls != FailureClass::RankDied);
+}
+
+TEST_CASE("a rank that died after init_process_group, before the first collective, is dead, not a straggler") {
+  Job job;
+  std::vector<Proc*> ps;
+  joined_with_pairs(job, ps, {0, 1, 3});
+  ps[2]->exit(1.25, 1);  // an exception right after init_process_group
+  for (int r : {0, 1, 3})
+    ps[static_cast<std::size_t>(r)]->pair_io(RDZV_EV_RECV, 1.32, 20, 0, 0, RDZV_F_ZERO_READ).exit(1.4 + 0.01 * r, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls != FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 2);
+}
+
+TEST_CASE("traces without the pairs' I/O (an older shim): no collective fact, no straggler at the first collective") {
+  Job job;
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = job.proc(r, 1000 + r);
+    if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
+    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).peer_connect(1.2);
+    p.exit(r == 2 ? 5.3 : 3.3, 1);
+  }
+  const TraceInputs& t = job.load_it();
+  const Context c(t, job.logs());
+  CHECK_FALSE(c.collective);
+  CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
+}
+
+TEST_CASE("logs only: gloo's collective timeouts name the rank that printed none") {
+  Job job;
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+               "2000ms for recv operation to complete", 0, "rank0.log");
+  job.log_line("RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 2000ms for recv "
+               "operation to complete", 1, "rank1.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+               "[127.0.0.1]:37601", 2, "rank2.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129] Timed out waiting "
+               "2000ms for send operation to complete", 3, "rank3.log");
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK(d.verdict.summary.find("rank(s) 0, 1, 3 timed out in a collective after the rendezvous after their 2.00 s") !=
+        std::string::npos);
+}
+
+TEST_CASE("a rank frozen after init_process_group (no record after its pairs) whose pairs stayed open is a straggler") {
+  Job job;
+  std::vector<Proc*> ps;
+  joined_with_pairs(job, ps, {0, 1, 3});
+  // Rank 2 is stopped (SIGSTOP) and killed much later: no record after +1.31 s, no exit. No
+  // rank that waited read the end of a pair before the first failure: its sockets were open.
+  for (int r : {0, 1, 3}) ps[static_cast<std::size_t>(r)]->exit(3.3 + 0.01 * r, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 2);
+}
