@@ -319,11 +319,6 @@ KNOWN_WRONG = {
     "name_elsewhere_nohost.*": "store_unreachable with the right rank and both addresses, but the summary offers "
                                "'a firewall REJECT rule, a route' first, though the traces hold the two lookups "
                                "of the name with different results",
-    "master_port.*.before_connect.torchrun-c10d.*": "a worker that sets its own MASTER_PORT under torchrun (the "
-                                                    "trace header shows torchrun's): store_not_ready, 'nothing "
-                                                    "ever listened on the store port: the store host never "
-                                                    "started', while the agent's store was up on the port in "
-                                                    "the worker's header",
     "store_late.store.before_connect.hand.*": "by timing: when some clients still retry as the late store "
                                               "listens, they join, the store host times out waiting for the "
                                               "others ('3/4 clients joined') and exits 1, and the verdict is "
