@@ -27,11 +27,32 @@ struct Member {
   std::map<std::string, std::string> settings;  // name -> value; a setting not set is absent
 };
 
-std::map<std::string, std::string> rank_settings(const Process& p) {
-  const rdzv_identity& id = p.header.ident;
+// Whether a rank's store connects went to another port than its header's MASTER_PORT.
+bool connected_elsewhere(const ProcessFacts& f) {
+  const int at_start = f.proc->header.ident.master_port;
+  return f.first_store_attempt_ns && f.store_port != 0 && at_start > 0 && f.store_port != at_start;
+}
+
+// The MASTER_PORT a rank used: env:// reads it when init_process_group runs, and a script may
+// set its own before that (os.environ), after the header took the environment at the start
+// (under torchrun, the launcher's). Where most ranks that tried the store went to their
+// header's port, one that went elsewhere used the port its connects went to.
+int used_master_port(const ProcessFacts& f, bool most_used_the_header) {
+  return most_used_the_header && connected_elsewhere(f) ? f.store_port : f.proc->header.ident.master_port;
+}
+
+bool most_used_the_header_port(const std::vector<const ProcessFacts*>& ranks) {
+  int same = 0, elsewhere = 0;
+  for (const ProcessFacts* f : ranks)
+    if (f->first_store_attempt_ns) ++(connected_elsewhere(*f) ? elsewhere : same);
+  return same > elsewhere;
+}
+
+std::map<std::string, std::string> rank_settings(const ProcessFacts& f, bool most_used_the_header) {
+  const rdzv_identity& id = f.proc->header.ident;
   std::map<std::string, std::string> out;
   if (const std::string a = bounded_string(id.master_addr); !a.empty()) out["MASTER_ADDR"] = a;
-  if (id.master_port > 0) out["MASTER_PORT"] = std::to_string(id.master_port);
+  if (const int port = used_master_port(f, most_used_the_header); port > 0) out["MASTER_PORT"] = std::to_string(port);
   if (id.world_size > 0) out["WORLD_SIZE"] = std::to_string(id.world_size);
   if (const std::string r = bounded_string(id.run_id); !r.empty()) out["TORCHELASTIC_RUN_ID"] = r;
   return out;
@@ -349,8 +370,9 @@ std::vector<Member> rank_members(const Context& c) {
   std::set<int> seen;
   bool one_job = true;
   for (const ProcessFacts* f : c.ranks()) one_job &= seen.insert(f->proc->rank).second;
+  const bool most_used_the_header = most_used_the_header_port(c.ranks());
   if (one_job)
-    for (const ProcessFacts* f : c.ranks()) ranks.push_back({f, rank_settings(*f->proc)});
+    for (const ProcessFacts* f : c.ranks()) ranks.push_back({f, rank_settings(*f, most_used_the_header)});
   return ranks;
 }
 

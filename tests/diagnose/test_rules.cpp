@@ -2084,3 +2084,23 @@ TEST_CASE("a traced version: the most common one, the others named with their ra
   CHECK_FALSE(guess->known_at_most(2, 7));
   CHECK(TorchVersion{"1.13.0a0", TorchVersion::Source::Traces, {}}.known_at_most(2, 7));
 }
+
+TEST_CASE("a rank that set its own MASTER_PORT after it started (the header has the launcher's) is named by the "
+          "port its store connects went to (matrix: master_port under torchrun)") {
+  // Every header says MASTER_PORT=29500 (torchrun's); rank 1's script set 29600 before
+  // init_process_group, and its connects there are refused while the others wait at 29500.
+  Job job;
+  job.proc(0, 1000).master("node0", kPort).bind(1.0, 0).listen(1.0).connect(1.05, 0, kPort, 0.001, 40000).exit(7.0, 1);
+  Proc& odd = job.proc(1, 1001).master("node0", kPort);
+  for (int i = 0; i < 5; ++i) odd.connect(1.1 + i, ECONNREFUSED, 29600);
+  odd.exit(7.0, 1);
+  job.proc(2, 1002).master("node0", kPort).connect(1.1, 0, kPort, 0.001, 40002).exit(7.0, 1);
+  job.proc(3, 1003).master("node0", kPort).connect(1.1, 0, kPort, 0.001, 40003).exit(7.0, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  // Before: store_not_ready, no rank, "the store host never started".
+  CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
+  CHECK(d.verdict.cause == "MASTER_PORT");
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.summary.find("MASTER_PORT=29600") != std::string::npos);
+}

@@ -76,6 +76,16 @@ TEST_CASE("header line: the origin, when the recorder placed the process", "[jso
   CHECK(d.header["features"] == json::array({"proc_start", "origin"}));
 }
 
+TEST_CASE("header line: the PyTorch version the shim recorded", "[json]") {
+  TraceBuilder b(16);
+  b.header().features = RDZV_FEAT_TORCH_VERSION;
+  std::strcpy(b.header().torch_version, "2.13.0+cpu");
+  b.add(make_record(RDZV_EV_PROC_START, RDZV_OP_INIT));
+  auto d = dump(b);
+  CHECK(d.header["torch_version"] == "2.13.0+cpu");
+  CHECK(d.header["features"] == json::array({"torch_version"}));
+}
+
 TEST_CASE("header line: every field of the contract", "[json]") {
   TraceBuilder b(16);
   b.header().features = RDZV_FEAT_PROC_START | RDZV_FEAT_STORE_IO;
@@ -122,7 +132,8 @@ TEST_CASE("header line: every field of the contract", "[json]") {
   CHECK(id["slurm_job_id"].is_null());
   CHECK(id.size() == 11);
   CHECK(h["origin"].is_null());  // no RDZV_FEAT_ORIGIN
-  CHECK(h.size() == 22);
+  CHECK(h["torch_version"].is_null());  // no RDZV_FEAT_TORCH_VERSION
+  CHECK(h.size() == 23);
   // "type" comes first on the line, for people reading dumps.
   CHECK(json_line(header_json(Trace{})).rfind("{\"type\":\"header\"", 0) == 0);
 }

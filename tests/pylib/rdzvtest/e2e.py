@@ -466,6 +466,22 @@ def expect_traces(files, ranks, errors):
         expect(r in have, f"no trace file of rank {r} (traced ranks: {have})", errors)
 
 
+def expect_torch_recorded(h, files, errors):
+    """Every traced rank's header says which PyTorch it loaded (issue 32 item 2), the one its
+    Python imports (the package metadata may add a local part: Debian's 1.13.0a0+gitunknown
+    is torch.__version__ 1.13.0a0)."""
+    if files is None:   # --untraced
+        return
+    want = h.torch_version.split("+")[0]
+    for f in files:
+        if rank_of(f) is None:
+            continue
+        got = f["header"].get("torch_version")
+        expect(got is not None and got.split("+")[0] == want,
+               f"rank {rank_of(f)}'s trace header records PyTorch {got!r}, its Python imports {h.torch_version}",
+               errors)
+
+
 # --------------------------------------------------------------------------- scenarios
 # Each returns a list of errors: the fault did not happen as designed (empty = it did).
 
@@ -476,7 +492,9 @@ def sc_healthy(h, run):
     for p in ps:
         expect_exit(run, p.label, 0, errors)
         expect_text(run, p.label, "e2e: done", errors)
-    expect_traces(h.dump(run), range(WORLD), errors)
+    files = h.dump(run)
+    expect_traces(files, range(WORLD), errors)
+    expect_torch_recorded(h, files, errors)
     return errors
 
 
