@@ -213,10 +213,17 @@ def case_analyze_fail_on_problem(tmp):
     rc, out, err = run(["analyze", "--log", log, "--fail-on-problem"])
     expect(rc == 3, f"exit {rc}, want 3 for a verdict that is not healthy", out, err)
     expect(out.startswith("VERDICT  port_conflict"), "text report starts with the verdict", out)
+    # A log that says the workers finished is healthy; one with no error and no such line is
+    # unknown (a hang prints nothing), which is a problem to report.
+    with open(log, "w") as f:
+        f.write("epoch 1 loss 0.5\n[default] worker group successfully finished. Waiting 300 seconds for "
+                "other agents to finish.\n")
+    rc, out, err = run(["analyze", "--log", log, "--fail-on-problem"])
+    expect(rc == 0, f"exit {rc} for a healthy verdict", out, err)
     with open(log, "w") as f:
         f.write("epoch 1 loss 0.5\n")
     rc, out, err = run(["analyze", "--log", log, "--fail-on-problem"])
-    expect(rc == 0, f"exit {rc} for a healthy verdict", out, err)
+    expect(rc == 3 and out.startswith("VERDICT  unknown"), f"exit {rc} for quiet logs", out, err)
 
 
 def case_dump_torn(tmp):
