@@ -32,8 +32,12 @@ struct Hangup {
   bool over_loopback;
 };
 
+// A store connection, or a peer one (RDZV_F_PEER: a process group's pair, whose other side
+// gloo's I/O thread reads all the time, so that a dead rank's pairs end at once).
+bool on_watched_connection(const Event& e) { return e.on_store_socket() || e.has(RDZV_F_PEER); }
+
 bool reads_the_end(const Event& e) {
-  if (!e.on_store_socket()) return false;
+  if (!on_watched_connection(e)) return false;
   if (e.kind == RDZV_EV_RECV && e.has(RDZV_F_ZERO_READ)) return true;
   return (e.kind == RDZV_EV_RECV || e.kind == RDZV_EV_SEND) && e.ret < 0 && (e.err == ECONNRESET || e.err == EPIPE);
 }
@@ -60,7 +64,7 @@ std::vector<OwnConnection> own_connections(const Process& p) {
   std::vector<OwnConnection> out;
   for (const Event& e : p.events) {
     const bool made = (e.is_connect() && e.succeeded()) || (e.kind == RDZV_EV_ACCEPT && e.ret >= 0);
-    if (e.on_store_socket() && made && e.local().port && e.peer().port)
+    if (on_watched_connection(e) && made && e.local().port && e.peer().port)
       out.push_back({{end_of(e.local()), end_of(e.peer())}, false});
     if (e.kind == RDZV_EV_CLOSE && e.on_store_socket())
       for (OwnConnection& c : out)

@@ -2,7 +2,7 @@
 // parent's reap record (the exit status or the signal waitpid gave), the signals other traced
 // processes sent it (a torchrun agent stopping its workers), and, for a process that vanished
 // (killed by a signal: no record of its own), the moment another process read the end of one
-// of its store connections that it never closed itself: the kernel closes a dead process's
+// of its store connections (or of its process group's pairs, issue 28) that it never closed itself: the kernel closes a dead process's
 // sockets, so it was dead by then.
 //
 // On these: a *dead* rank is one that ended on its own (an exit with a non-zero status, a

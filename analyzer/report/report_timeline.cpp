@@ -182,11 +182,28 @@ class TimelineWriter {
     else
       instant(t, "vanished (last event)", "exit", end, {{"note", "no exit record: killed by a signal, or still running"}});
 
+    add_collective(t, f, end);
+
     // Where this rank's own wait would end: its connect plus the timeout it configured.
     std::optional<std::int64_t> timeout = f.timeout_ms ? f.timeout_ms : c_.timeout_ms();
     if (f.connected_ns && timeout && *timeout > 0)
       instant(t, "timeout deadline (" + fmt_seconds(*timeout / 1000.0) + " after connect)", "deadline",
               *f.connected_ns + *timeout * 1'000'000, {{"timeout_ms", *timeout}});
+  }
+
+  // The first collective after the rendezvous (issue 28): from the rank's entry (its first
+  // collective message on its pairs) to its end; a rank that never entered it, from its
+  // pairs to its end.
+  void add_collective(Track t, const ProcessFacts& f, std::int64_t end) {
+    if (!c_.collective) return;
+    const RankCollective* r = c_.collective->of(f);
+    if (!r || !r->pairs_done_ns) return;
+    const ojson args = {{"pairs", r->pairs}, {"timeout_ms", c_.collective->timeout_ms ? ojson(*c_.collective->timeout_ms) : ojson(nullptr)}};
+    if (r->entered_ns && *r->entered_ns <= c_.collective->first_failure_ns)
+      span(t, "in the first collective", "collective", *r->entered_ns, end, args);
+    else
+      span(t, "never entered the first collective", "collective", *r->pairs_done_ns,
+           r->entered_ns ? *r->entered_ns : end, args);
   }
 
   void add_resolve(Track t, const Event& e) {

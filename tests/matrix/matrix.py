@@ -307,10 +307,11 @@ STALL_SURVIVOR_BLAMED = ("under torchrun a worker stalls or freezes after init_p
 KNOWN_WRONG = {
     # crash and sigkill after init_process_group: right since the rank that died first is found
     # from how each process ended (analyzer/model/endings.cpp); exit 0 after it since a rank
-    # that left early is found the same way (Context::left_early). A rank that froze or stalls
-    # ended nothing, and is still blamed this way (issues 27 and 28).
+    # that left early is found the same way (Context::left_early), and a rank that stalls at the
+    # first collective is named since issue 28 (the pairs' I/O: it never entered it). A rank that
+    # froze (SIGSTOP) ended nothing, and is still blamed this way (issue 27).
     **{f"{fault}.{target}.{phase}.hand.*": CONSEQUENCE_BLAMED
-       for fault in ("sigstop", "stall") for target in ("worker", "highest")
+       for fault in ("sigstop",) for target in ("worker", "highest")
        for phase in ("store_traffic", "first_collective")},
     # The same under torchrun, whose merged output puts no rank on the survivors' gloo timeouts:
     # one of them, exiting 1 with no line of its own, is taken for a rank that died first.
