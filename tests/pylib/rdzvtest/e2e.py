@@ -1266,6 +1266,17 @@ def sc_cancelled_waiting(h, run):
         expect_exit(run, f"rank{r}", -signal.SIGTERM, errors)
         expect(not any(t in run.by_label(f"rank{r}").text() for t in ("FAILED", "Traceback")),
                f"rank{r} printed an error", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    # Ranks 1 and 2 wait on the store for rank 3's key; rank 0, the store host, checks the
+    # arrivals between sleeps (2.x) or serves (1.13): in flight or not, depending on the moment.
+    waiting = [r for r in (1, 2) if any(f.get("inflight") for f in files if rank_of(f) == r)]
+    expect(waiting == [1, 2], f"ranks in flight when cancelled: {waiting}, expected 1, 2", errors)
+    return errors
+
+
 def expect_collective_stall(h, run, stalled, errors):
     """Every rank joined; `stalled` slept after init_process_group and failed once awake on a
     pair the others had closed; the others timed out in gloo waiting for it."""
@@ -1322,10 +1333,6 @@ def sc_rank_raised_after_init(h, run):
     if files is None:
         return errors
     expect_traces(files, range(WORLD), errors)
-    # Ranks 1 and 2 wait on the store for rank 3's key; rank 0, the store host, checks the
-    # arrivals between sleeps (2.x) or serves (1.13): in flight or not, depending on the moment.
-    waiting = [r for r in (1, 2) if any(f.get("inflight") for f in files if rank_of(f) == r)]
-    expect(waiting == [1, 2], f"ranks in flight when cancelled: {waiting}, expected 1, 2", errors)
     return errors
 
 
