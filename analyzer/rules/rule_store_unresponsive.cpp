@@ -19,11 +19,17 @@ namespace {
 
 // A reply the store owed for this long is not a slow store: TCPStore answers in milliseconds.
 constexpr std::int64_t kSilentNs = 2'000'000'000;
+// The store's process may still run for a moment after the clients' last requests went out (it
+// was answering others, or its own client thread sent its request): a request that then waits
+// for seconds was not answered. Seen much later than that, it ran and did not answer them:
+// another story.
+constexpr std::int64_t kReplyNs = 100'000'000;
 
 struct SilentStore {
   const ProcessFacts* host = nullptr;
   std::vector<const ProcessFacts*> clients;  // waiting for a reply, by rank
   std::int64_t first_wait_ns = 0;            // the earliest of their waits began
+  std::int64_t last_wait_ns = 0;             // the latest of their waits began
   std::int64_t host_last_seen_ns = 0;
   std::int64_t until_ns = 0;
   bool bound = false;
@@ -58,10 +64,11 @@ std::optional<SilentStore> find_silent_store(const Context& c) {
       }
       s.clients.push_back(f);
       s.first_wait_ns = s.clients.size() == 1 ? w->wall_ns : std::min(s.first_wait_ns, w->wall_ns);
+      s.last_wait_ns = std::max(s.last_wait_ns, w->wall_ns);
     }
     if (!all_wait || s.clients.empty()) continue;
     s.host_last_seen_ns = last_sign_of_life(*host->proc);
-    if (s.host_last_seen_ns >= s.first_wait_ns) continue;  // it ran after they began to wait
+    if (s.host_last_seen_ns >= s.last_wait_ns + kReplyNs) continue;  // it ran long after they asked
     s.until_ns = c.waited_until(*s.clients.front(), &s.bound);
     for (const ProcessFacts* f : s.clients) s.until_ns = std::min(s.until_ns, c.waited_until(*f));
     // A wait known to have lasted less than a reply takes is no silence. One whose length is
@@ -108,7 +115,9 @@ std::optional<Candidate> rule_store_unresponsive(const Context& c) {
   Finding fd;
   fd.cls = FailureClass::StoreUnresponsive;
   fd.evidence.push_back(s.host->proc->label() + " hosts the store; its last sign of life at " +
-                        rel(c, s.host_last_seen_ns) + ", before any of them began to wait" +
+                        rel(c, s.host_last_seen_ns) +
+                        (s.host_last_seen_ns < s.first_wait_ns ? ", before any of them began to wait"
+                                                               : ", as they began to wait (from " + rel(c, s.first_wait_ns) + ")") +
                         (length_known ? ", then nothing for " + std::string(s.bound ? "at least " : "") + fmt_seconds(silent)
                                       : std::string()) +
                         "; it " + ending_words(c, *s.host));

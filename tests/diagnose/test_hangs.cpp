@@ -108,6 +108,31 @@ TEST_CASE("a store host seen running after its clients began to wait is not unre
   CHECK(alive.diagnose_it().verdict.cls != FailureClass::StoreUnresponsive);
 }
 
+TEST_CASE("a store host stopped while its clients' last requests went out, its own client thread asking too: "
+          "store_unresponsive",
+          "[rules][hangs]") {
+  // e2e.torch2.13.store_unresponsive on a loaded machine (fresh-clone run at c795283): the
+  // host's own client thread began its wait 0.09 ms after the first client's, and its server
+  // answered a last request 20 ms after; then nothing, and every wait stayed in flight.
+  Job job;
+  auto& r0 = job.proc(0, 100);
+  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
+  r0.serve(RDZV_EV_RECV, 8.22, 22, 40002);
+  r0.inflight(8.20009);
+  for (int r : {1, 2, 3}) {
+    auto& p = job.proc(r, 100 + r);
+    p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
+    p.inflight(8.2 + 0.005 * (r - 1));
+  }
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
+  CHECK(d.verdict.initiating_rank == 0);
+  bool worded = false;
+  for (const Finding& f : d.findings)
+    for (const std::string& e : f.evidence) worded = worded || e.find("as they began to wait (from") != std::string::npos;
+  CHECK(worded);
+}
+
 TEST_CASE("a store host that exited is not unresponsive", "[rules][hangs]") {
   Job dead;
   auto& r0 = dead.proc(0, 100);
