@@ -1560,9 +1560,11 @@ TEST_CASE("a whole job killed at once names no rank dead first") {
   CHECK(d.evidence.dead_ranks.empty());
 }
 
-TEST_CASE("a rank that exits before it reaches the store is dead, not late: its exit, its exception, its crash "
-          "to read; its row is not LATE (issue 32 item 2)") {
-  Job job;
+namespace {
+
+// Rank 1 raises before init_process_group (an exit record, status 1, no socket call) at
+// +0.8 s; ranks 0, 2 and 3 time out at the store waiting for it and exit 1 at +4.1 s.
+void rank_1_dies_before_the_store(Job& job) {
   for (int r = 0; r < 4; ++r) {
     Proc& p = job.proc(r, 1000 + r);
     if (r == 1) {  // raised before init_process_group: exit record, status 1, no socket call
@@ -1574,6 +1576,14 @@ TEST_CASE("a rank that exits before it reaches the store is dead, not late: its 
     p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r), kPort)
         .exit(4.1, 1);
   }
+}
+
+}  // namespace
+
+TEST_CASE("a rank that exits before it reaches the store is dead, not late: its exit, its exception, its crash "
+          "to read; its row is not LATE (issue 32 item 2)") {
+  Job job;
+  rank_1_dies_before_the_store(job);
   job.log_line("Traceback (most recent call last):", 1, "rank1.log");
   job.log_line("FileNotFoundError: [Errno 2] No such file or directory: '/data/shard-1.bin'", 1, "rank1.log");
   job.log_line("torch.distributed.DistStoreError: wait timeout after 3000ms, keys: /default_pg/0//cpu//0/1", 2,
@@ -1613,17 +1623,7 @@ TEST_CASE("a program a rank ran through an untraced shell is its helper: its exi
   // `$(readlink ...)` in subshells that fork without using the network (no file of their
   // own), so the programs they start name a ppid no trace has, and one of them exits 1.
   Job job;
-  for (int r = 0; r < 4; ++r) {
-    Proc& p = job.proc(r, 1000 + r);
-    if (r == 1) {
-      p.exit(0.8, 1);
-      continue;
-    }
-    if (r == 0) p.bind(0.9, 0).listen(0.9);
-    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).rcvtimeo(1.01, 3000);
-    p.io(RDZV_EV_RECV, 1.02, -1, EAGAIN, RDZV_F_TIMEOUT, static_cast<std::uint16_t>(40000 + r), kPort)
-        .exit(4.1, 1);
-  }
+  rank_1_dies_before_the_store(job);
   job.proc(1, 5001).parent(4999).exit(0.2, 1);    // rank 1's wrapper's `readlink`
   job.proc(2, 5002).parent(4998).exit(0.3, 128);  // rank 2's `git rev-parse HEAD`, not a repository
   const Diagnosis d = job.diagnose_it();
