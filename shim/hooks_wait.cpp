@@ -109,8 +109,11 @@ extern "C" {
 
 // glibc declares poll's and ppoll's fds write-only (access attribute); they are read by the
 // kernel too (events), and read here before the call, as the kernel does.
+// GCC's warning; clang has no such group (and -Werror refuses an unknown one).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 RDZV_EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
   rdzv_inflight* inflight = nullptr;
@@ -216,6 +219,8 @@ RDZV_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeo
   return r;
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 }  // extern "C"
