@@ -191,10 +191,14 @@ inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size
   const uint16_t injected = (inject_on() && (info & kFdStore)) ? injected_reset(fd, slot) : 0;
   const bool detail = __atomic_load_n(&slot->events_recorded, __ATOMIC_RELAXED) < slot->detail_limit;
   const uint64_t t0 = detail ? mono_ns() : coarse_ns();
-  // A call that can block is published in flight while it runs: a store that never answers
-  // leaves the thread here, and the slot says so after the process is killed.
+  // A blocking receive on a store socket is published in flight while it runs: a store that
+  // never answers leaves the thread here, and the slot says so after the process is killed.
+  // Sends are not: a TCPStore request is a few bytes that the kernel takes whether or not the
+  // server runs (a stopped store leaves its clients in the receive of the reply), and the
+  // store-socket budget is measured on a send loop. Peer sockets (gloo's) are not store calls.
   rdzv_inflight* inflight = nullptr;
-  if (!dontwait && !(info & kFdNonblock)) inflight = inflight_io(kind, op, fd, t0);
+  if (kind == RDZV_EV_RECV && (info & kFdStore) && !dontwait && !(info & kFdNonblock))
+    inflight = inflight_io(kind, op, fd, t0);
   ssize_t r = call();
   inflight_end(inflight);
   if (__builtin_expect(r > 0 && !detail && !injected, 1)) {

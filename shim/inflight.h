@@ -1,9 +1,9 @@
-// Calls in flight (trace_format.h, struct rdzv_inflight): a blocking call on a store socket, a
+// Calls in flight (trace_format.h, struct rdzv_inflight): a blocking receive on a store socket, a
 // store connect or accept, a wait on a store socket and a resolver call are published in a
 // slot of the trace header when they begin and the slot is emptied when they return, so that
 // a call that never returns (the job hung, then was killed) is still on record.
 //
-// The hot path (traced_io, a store socket's send/recv) takes it inline: one load of the header
+// The hot path (traced_io, a store socket's receive) takes it inline: one load of the header
 // pointer, one of the thread id, a compare-and-swap, the fields, the seal; on return two
 // stores. Everything else goes through the out-of-line helpers.
 #pragma once

@@ -276,7 +276,7 @@ struct rdzv_origin {
 /* A call that has begun and not returned (RDZV_FEAT_INFLIGHT): records are written when a call
  * returns, so a call that never returns (a store that stopped answering, a rank that never
  * comes, a job cancelled while it waits) would leave no trace. The writer fills a slot when a
- * blocking call on a store socket (connect, accept, send/recv, a wait on it) or a resolver call
+ * blocking call on a store socket (connect, accept, a receive, a wait on it) or a resolver call
  * begins and empties it when the call returns; the file is MAP_SHARED, so a slot still full
  * after SIGKILL or SIGTERM says what the thread was waiting in, and since when.
  *
@@ -287,7 +287,7 @@ struct rdzv_origin {
  * read. A live reader copies the slot, and reads the seal once more: a different seal means the
  * call ended (or another began) while it copied, and the slot is read as empty.
  *
- * On a store socket's send/recv (the host's hot path) only kind, op, flags, fd and start are
+ * On a store socket's receive (the host's hot path) only kind, op, flags, fd and start are
  * written; `has` says which of the other fields are (RDZV_INFLIGHT_HAS_*). A reader finds the
  * peer and the socket's timeout of such a call from the records of its fd (the connect or
  * accept that made it, its SOCKOPT records). */
