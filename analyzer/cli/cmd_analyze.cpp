@@ -23,9 +23,9 @@
 #include "commands.h"
 #include "diagnostics.h"
 #include "output_file.h"
+#include "verdict_check.h"
 #include "model/log_facts.h"
 #include "report/report.h"
-#include "rules/consistency.h"
 #include "rules/rules.h"
 #include "runs/sequential_runs.h"
 #include "analyze_preflight.h"  // preflight --out reports beside the traces (HTML)
@@ -174,16 +174,6 @@ std::string analyze_report(const std::string& format, const Diagnosis& d, const 
   return diagnosis_text(d) + preflight::results_text(preflight);
 }
 
-// A verdict that contradicts its own facts is a bug of rdzvscope's: said on stderr, and under
-// RDZVSCOPE_STRICT=1 (every test of the suite runs with it) the run fails, after the report.
-bool contradicts_itself(const Diagnosis& d) {
-  const std::vector<std::string> found = contradictions(d);
-  for (const std::string& c : found)
-    analyze_log()->warn("this verdict contradicts its own facts (please report it): {}", c);
-  const char* strict = std::getenv("RDZVSCOPE_STRICT");
-  return !found.empty() && strict && std::string_view(strict) == "1";
-}
-
 int run_analyze(const AnalyzeOptions& opt) {
   if (opt.runs) return run_analyze_runs_mode(opt);
   const std::optional<AnalyzeInputs> in = read_analyze_inputs(opt);
@@ -203,7 +193,7 @@ int run_analyze(const AnalyzeOptions& opt) {
     analyze_log()->error("writing the report: {}", std::strerror(errno));
     return kExitUsage;
   }
-  if (contradicts_itself(d)) return kExitContradiction;
+  if (contradicts_itself(d, "analyze")) return kExitContradiction;
   return opt.fail_on_problem && d.verdict.cls != FailureClass::Healthy ? kExitProblem : kExitOk;
 }
 

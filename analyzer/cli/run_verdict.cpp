@@ -11,8 +11,8 @@
 #include "model/log_facts.h"
 #include "model/process_model.h"
 #include "report/report.h"
-#include "rules/consistency.h"
 #include "rules/rules.h"
+#include "verdict_check.h"
 
 namespace rdzvscope::cli {
 namespace {
@@ -47,12 +47,9 @@ bool print_run_verdict(const std::string& dir, const ChildEnd& end) {
   const LogFacts no_logs;
   const Context model(traces, no_logs);
   const Diagnosis d = diagnose(model);
-  const std::vector<std::string> contradictions_found = contradictions(d);
   write_stderr(heading(end, dir) + diagnosis_text(d) + footer(dir));
   log_for("run")->debug("analyzed {} processes in {}", traces.processes.size(), took.lap());
-  for (const std::string& c : contradictions_found)
-    log_for("run")->warn("this verdict contradicts its own facts (please report it): {}", c);
-  return !contradictions_found.empty();
+  return contradicts_itself(d, "run");
 }
 
 }  // namespace rdzvscope::cli

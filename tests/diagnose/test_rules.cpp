@@ -1916,15 +1916,25 @@ TEST_CASE("torchrun's summary with a worker killed by a signal its agent does no
   CHECK(d.verdict.summary.find("exit code -9 (SIGKILL), a signal its agent does not send first") != std::string::npos);
 }
 
-TEST_CASE("rank 0, which hosts the store, raising before it listened is named dead, not 'never started'") {
-  Job job;
-  job.proc(0, 1000).exit(0.8, 1);  // raised after import torch, before init_process_group
+namespace {
+
+// Rank 0 raises after import torch, before init_process_group, and exits 1 at `exit_s`; ranks
+// 1-3 are refused at +1, +2, +3 and +4 s and exit 1 at +5 s.
+void store_host_raises_before_listening(Job& job, double exit_s) {
+  job.proc(0, 1000).exit(exit_s, 1);
   job.log_line("ValueError: bad config key 'lr_sched'", 0, "rank0.log");
   for (int r = 1; r < 4; ++r) {
     Proc& p = job.proc(r, 1000 + r);
     for (int i = 0; i < 4; ++i) p.connect(1.0 + i, ECONNREFUSED);
     p.exit(5.0, 1);
   }
+}
+
+}  // namespace
+
+TEST_CASE("rank 0, which hosts the store, raising before it listened is named dead, not 'never started'") {
+  Job job;
+  store_host_raises_before_listening(job, 0.8);
   const Diagnosis d = job.diagnose_it();
   INFO(d.verdict.summary);
   // Before: store_not_ready with no rank, "the store host never started (or was not traced)".
@@ -1938,13 +1948,7 @@ TEST_CASE("rank 0, which hosts the store, raising before it listened is named de
   // The others refused while it was still importing, before it raised: not proven first, and
   // store_not_ready names it, dead.
   Job race;
-  race.proc(0, 1000).exit(2.5, 1);
-  race.log_line("ValueError: bad config key 'lr_sched'", 0, "rank0.log");
-  for (int r = 1; r < 4; ++r) {
-    Proc& p = race.proc(r, 1000 + r);
-    for (int i = 0; i < 4; ++i) p.connect(1.0 + i, ECONNREFUSED);
-    p.exit(5.0, 1);
-  }
+  store_host_raises_before_listening(race, 2.5);
   const Diagnosis e = race.diagnose_it();
   INFO(e.verdict.summary);
   CHECK(e.verdict.cls == FailureClass::StoreNotReady);
