@@ -421,7 +421,14 @@ std::optional<Candidate> from_collective_timeouts(const Context& c) {
   v.summary = (timed_out.empty() ? std::string("ranks (the logs do not say which)") : "rank(s) " + rank_list(timed_out)) +
               " timed out in a collective after the rendezvous" + (what.empty() ? "" : " (" + what + ")") +
               (timeout_ms ? " after their " + fmt_seconds(*timeout_ms / 1000.0) + " timeout" : std::string()) +
-              (quiet.size() != 1 ? std::string("; the logs do not show which rank never entered it")
+              (quiet.empty() ? std::string("; the logs do not show which rank never entered it")
+               : quiet.size() > 1
+                   // A rank that waited in the collective, on a pair with a rank that had timed out
+                   // and exited, reads "closed by peer" before its own timer fires: its log then
+                   // reads like the late rank's, and the logs carry no clock to order them.
+                   ? "; ranks " + rank_list(quiet) +
+                         " logged no timeout: one of them never entered the collective, the others found a "
+                         "pair closed by a rank that had timed out; the logs do not show which is which"
                : rank0_unseen ? "; no line of rank 0 is in the logs: it never entered the collective (still busy "
                                 "after init_process_group, or gone), unless its log was not given"
                               : "; rank " + std::to_string(quiet.front()) +
@@ -433,8 +440,11 @@ std::optional<Candidate> from_collective_timeouts(const Context& c) {
                           "preprocessing or a cache built on that rank only, a checkpoint); work that long belongs "
                           "before init_process_group or needs a larger timeout (init_process_group(timeout=...)); "
                           "if it died, read its crash"
-                    : "give every rank's log (or trace the job with rdzvscope run) to see which rank never entered "
-                      "the collective";
+                    : quiet.empty() ? "give every rank's log (or trace the job with rdzvscope run) to see which rank "
+                                      "never entered the collective"
+                                    : "look at what ranks " + rank_list(quiet) +
+                                          " did after init_process_group; a trace of the job (rdzvscope run) "
+                                          "names the one that never sent on its pairs";
   out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *hits.front()));
   out.discriminators.set("timed_out_ranks", RankSet{timed_out});
   out.discriminators.set("phase", std::string("first collective after the rendezvous"));

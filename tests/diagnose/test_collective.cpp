@@ -129,6 +129,28 @@ TEST_CASE("logs only: gloo's collective timeouts name the rank that printed none
         std::string::npos);
 }
 
+TEST_CASE("logs only: two ranks without a collective timeout are both named, neither is chosen") {
+  // Rank 0 entered the all_reduce last and found its pair with rank 1 closed (rank 1 had timed
+  // out and exited) before its own timer fired; rank 2 never entered. Both logs read alike.
+  Job job;
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+               "[127.0.0.1]:37601", 0, "rank0.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+               "2000ms for recv operation to complete", 1, "rank1.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+               "[127.0.0.1]:37602", 2, "rank2.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+               "2000ms for recv operation to complete", 3, "rank3.log");
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK_FALSE(d.verdict.initiating_rank);
+  CHECK(d.verdict.confidence == "low");
+  CHECK(d.verdict.summary.find("ranks 0, 2 logged no timeout: one of them never entered the collective") !=
+        std::string::npos);
+  CHECK(d.verdict.next_step.find("what ranks 0, 2 did after init_process_group") != std::string::npos);
+}
+
 TEST_CASE("a rank frozen after init_process_group (no record after its pairs) whose pairs stayed open is a straggler") {
   Job job;
   std::vector<Proc*> ps;

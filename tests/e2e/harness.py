@@ -226,10 +226,10 @@ def main():
         if spec["log_cls"] is not None:   # always set today; None would skip the check
             diag = h.analyze(["--log"] + logs)
             log(f"[{name}] analyze (logs only): " + json.dumps(diag.get("verdict"))[:600])
-            log_ranks = spec["log_ranks"] if spec["log_ranks"] == "any" else tuple(spec["log_ranks"])
+            log_ranks = run.log_ranks if run.log_ranks == "any" else tuple(run.log_ranks)
             check_verdict(diag, spec["log_cls"], log_ranks, None, verdict_errors,
                           "logs only")
-            check_log_words(diag, spec.get("log_words") or (), verdict_errors)
+            check_log_words(diag, run.log_words, verdict_errors)
     except AnalyzerMissing as e:
         log(f"FAIL [{name}]: {e}")
         log(f"[{name}] (the fault itself was reproduced and checked; {time.monotonic() - t_start:.1f}s)")
