@@ -134,6 +134,7 @@ std::optional<AnalyzeInputs> read_analyze_inputs(const AnalyzeOptions& opt) {
 
   Stopwatch step;
   AnalyzeInputs in{load_traces(opt.paths), {}};
+  read_kernel_log_of_this_boot(in.traces);
   const TraceInputs& traces = in.traces;
   analyze_log()->debug("read {} trace file(s): {} processes, {} events, {} lost, {} damaged file(s) in {}",
                        traces.stats[Stat::TraceFiles], traces.processes.size(), traces.stats[Stat::Events],

@@ -37,7 +37,8 @@ std::string footer(const std::string& dir) {
 
 bool print_run_verdict(const std::string& dir, const ChildEnd& end) {
   Stopwatch took;
-  const TraceInputs traces = load_traces({dir});
+  TraceInputs traces = load_traces({dir});
+  read_kernel_log_of_this_boot(traces);
   if (traces.processes.empty()) {
     write_stderr(fmt::format("\nrdzvscope: the command {}; none of its processes used the network or the resolver, "
                              "so {} holds no trace and there is no verdict\n",

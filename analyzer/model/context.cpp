@@ -486,8 +486,22 @@ std::string waiting_words(const Context& c, const ProcessFacts& f) {
   return inflight_call_words(*call) + " since " + rel(c, call->wall_ns) + waited_words(c, f, *call);
 }
 
+std::string oom_kill_words(const OomKill& k) {
+  return "the kernel's OOM killer (" +
+         (k.memcg ? "its memory cgroup" + (k.cgroup.empty() ? std::string() : " " + k.cgroup) + " was at its limit"
+                  : std::string("the machine was out of memory")) +
+         "; the kernel's log names " + (k.comm.empty() ? std::string() : k.comm + " ") + "pid " + std::to_string(k.pid) +
+         ")";
+}
+
 std::string ending_words(const Context& c, const ProcessFacts& f) {
   const Ending& e = c.ending(f);
+  if (e.oom_kill && !e.stopped()) {
+    std::string s = "was killed by " + oom_kill_words(*e.oom_kill) + while_waiting(c, f);
+    if (e.over_ns) s += ", over by " + rel(c, *e.over_ns);
+    else s += "; last seen at " + rel(c, e.last_seen_ns);
+    return s;
+  }
   if (e.stopped()) {
     std::string s = "was stopped by " + sender_words(*e.signalled_by) + " with " + signal_name(e.sent_signal) + " at " +
                     rel(c, e.sent_ns) + while_waiting(c, f);

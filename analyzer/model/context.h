@@ -219,6 +219,9 @@ namespace rdzvscope {
 // store host rank 0 (vm pid 7) read the end of its connection at +14.94 s", "was stopped by
 // the launcher agent pid 7 on vm (SIGTERM at +3.20 s)".
 std::string ending_words(const Context& c, const ProcessFacts& f);
+// "the kernel's OOM killer (its memory cgroup /job7 was at its limit; the kernel's log names
+// python3 pid 5436)".
+std::string oom_kill_words(const OomKill& k);
 // Its crash in the logs given: "its exception: rank1.log:23: RuntimeError: ..." (the exception
 // line matched to it), else what torchrun's summary says of it ("torchrun's summary (FILE:LINE):
 // exit code 1, traceback: ..."); "" when the logs say nothing of it.

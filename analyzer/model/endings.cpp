@@ -1,9 +1,11 @@
 #include "endings.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <cerrno>
 #include <csignal>
 #include <map>
@@ -159,6 +161,30 @@ Ending ending_of(const Process& p, const ProcessCalls& calls, const std::map<Con
   return out;
 }
 
+// The kernel's OOM kill of p, if its log holds one: the log is of p's boot, the pid is p's in
+// the initial PID namespace, and the kill falls between p's start and, within a second, its
+// last record and its end. A pid is reused only after its process is gone, so within one boot
+// a pid and that window are one process.
+std::optional<OomKill> oom_kill_of(const Process& p, const Ending& e, const KernelLog& kernel) {
+  const auto& o = p.header.origin;
+  if (!kernel.read() || !o || !(p.header.features & RDZV_FEAT_PROC_START) ||
+      std::memcmp(o->boot_id, kernel.boot_id.data(), kernel.boot_id.size()) != 0)
+    return std::nullopt;
+  if (e.how == Ending::How::Exited || (e.how == Ending::How::Signaled && e.signal != SIGKILL)) return std::nullopt;
+  const std::int32_t pid = o->pidns_inode == RDZV_PIDNS_INIT_INODE ? o->ns_pid : o->host_pid;
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (pid <= 0 || hz <= 0) return std::nullopt;
+  const auto started_boot_ns = static_cast<std::int64_t>(o->start_ticks * (1000000000ull / static_cast<std::uint64_t>(hz)));
+  constexpr std::int64_t kSlackNs = 1'000'000'000;  // clock ticks, and the two clocks' reads
+  for (const OomKill& k : kernel.kills) {
+    if (k.pid != pid || k.boot_ns < started_boot_ns) continue;
+    const std::int64_t at = p.launched_ns + (k.boot_ns - started_boot_ns);
+    if (at + kSlackNs < e.last_seen_ns || (e.over_ns && at > *e.over_ns + kSlackNs)) continue;
+    return k;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<Ending> find_endings(const std::vector<ProcessFacts>& facts, const TraceInputs& traces) {
@@ -166,7 +192,10 @@ std::vector<Ending> find_endings(const std::vector<ProcessFacts>& facts, const T
   const auto hangups = hangups_by_connection(traces);
   std::vector<Ending> out;
   out.reserve(facts.size());
-  for (const ProcessFacts& f : facts) out.push_back(ending_of(*f.proc, calls, hangups));
+  for (const ProcessFacts& f : facts) {
+    out.push_back(ending_of(*f.proc, calls, hangups));
+    out.back().oom_kill = oom_kill_of(*f.proc, out.back(), traces.kernel);
+  }
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_log.h"
 #include "process_model.h"
 
 namespace rdzvscope {
@@ -48,6 +49,10 @@ struct Ending {
   const Process* signalled_by = nullptr;
   int sent_signal = 0;
   std::int64_t sent_ns = 0;
+
+  // The kernel's log says its OOM killer chose it (kernel_log.h): only when the analysis ran
+  // on its node, in the boot it ran in.
+  std::optional<OomKill> oom_kill;
 
   // It did not exit 0: a non-zero or unknown-failure exit, a signal, or it vanished.
   bool failed() const { return how != How::Exited || (status && *status != 0); }

@@ -422,4 +422,12 @@ TraceInputs assemble_traces(const std::vector<std::string>& files, std::vector<F
   return in;
 }
 
+void read_kernel_log_of_this_boot(TraceInputs& t) {
+  const auto boot = this_boot_id();
+  const bool ran_here = std::any_of(t.processes.begin(), t.processes.end(), [&](const Process& p) {
+    return p.header.origin && std::equal(boot.begin(), boot.end(), p.header.origin->boot_id);
+  });
+  if (ran_here) t.kernel = read_kernel_log();
+}
+
 }  // namespace rdzvscope

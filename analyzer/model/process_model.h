@@ -13,6 +13,7 @@
 #include "clock_estimate.h"
 #include "event.h"
 #include "input_stats.h"
+#include "kernel_log.h"
 #include "reader/error.h"
 
 namespace rdzvscope {
@@ -87,7 +88,15 @@ struct TraceInputs {
   // Hosts' clocks against the store host's (clock_alignment.h); the processes' times are
   // already moved onto it. Empty for a one-host job, or when no host could be placed.
   std::vector<ClockEstimate> clocks;
+  // The kernel's OOM kills of this machine's boot, when the caller read them (the CLI, on the
+  // node that ran the job): not a file of the traces, so load_traces leaves it empty.
+  KernelLog kernel;
 };
+
+// Reads this machine's kernel log into t.kernel when a process of t ran in this boot of this
+// machine (the analysis runs on its node: `run --verdict`, an epilog), so that the OOM
+// killer's kills are named (endings.h). Otherwise, or when the log cannot be read, leaves it.
+void read_kernel_log_of_this_boot(TraceInputs& t);
 
 // Paths are trace files or directories of them (*.rzt). Never throws on bad input.
 // The same as trace_files_in + read_trace_files + assemble_traces.

@@ -291,6 +291,7 @@ class Job {
     procs_.push_back(std::make_unique<Proc>(rank, pid, host, job));
     return *procs_.back();
   }
+  Proc& proc_at(std::size_t i) { return *procs_.at(i); }
   // A log line of rank `rank` (-1: none) in log file `file`, classified as the log reader would.
   Job& log_line(const std::string& text, int rank = -1, const std::string& file = "job.log") {
     auto ev = rdzv::logs::classify_line(text, rank, 2026);
@@ -310,6 +311,11 @@ class Job {
     world_size_ = n;
     return *this;
   }
+  // The kernel's log of the machine the analysis runs on, as the CLI reads it (kernel_log.h).
+  Job& kernel(KernelLog k) {
+    kernel_ = std::move(k);
+    return *this;
+  }
   // Writes every process's trace file and reads them back, as `analyze` would.
   const TraceInputs& load_it() {
     int n = 0;
@@ -318,6 +324,7 @@ class Job {
       p->write(dir_.file("p" + std::to_string(n++) + ".rzt"));
     }
     traces_ = load_traces({dir_.path()});
+    traces_.kernel = kernel_;
     return traces_;
   }
   // As `analyze`: the log facts settled (settle_log_facts) once every line is in. Every
@@ -339,6 +346,7 @@ class Job {
   LogFacts logs_;
   std::uint64_t log_lines_ = 0;
   std::optional<int> world_size_;
+  KernelLog kernel_;
 };
 
 }  // namespace rdzvscope::test

@@ -1,5 +1,7 @@
 // Each failure class from synthetic traces: the verdict class, the initiating rank, and that
 // the nearby classes do not steal the verdict.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <csignal>
@@ -1516,6 +1518,91 @@ TEST_CASE("a rank killed after the rendezvous completed is named dead, its peers
   CHECK(dead->ended == "vanished");
   CHECK(d.evidence.dead_ranks == std::vector<int>{1});
 }
+
+namespace {
+
+// /dev/kmsg records as the kernel wrote them when a memory cgroup's limit made it kill
+// python3 (captured on the test VM, pid and times changed).
+KernelLog oom_of(std::int32_t pid, double boot_s, bool same_boot = true) {
+  KernelLog k;
+  for (int i = 0; i < 16; ++i) k.boot_id[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>((same_boot ? 0xb0 : 0xc0) + i);
+  const auto usec = static_cast<long long>(boot_s * 1e6);
+  const std::string records =
+      "4,6480," + std::to_string(usec) + ",-;python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0\n" +
+      "6,6520," + std::to_string(usec) +
+      ",-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/job7,task_memcg=/job7,"
+      "task=python3,pid=" + std::to_string(pid) + ",uid=0\n" +
+      "3,6521," + std::to_string(usec) + ",-;Memory cgroup out of memory: Killed process " + std::to_string(pid) +
+      " (python3) total-vm:426180kB, anon-rss:102016kB, file-rss:6656kB, shmem-rss:0kB, UID:0 pgtables:264kB "
+      "oom_score_adj:0\n";
+  k.kills = oom_kills_in_kmsg(records);
+  return k;
+}
+
+// Every rank of rank_killed_after_the_rendezvous started at boot tick 1000 (10.00 s after boot
+// at 100 ticks a second); its records at +t are then t + 0.123 s later (the builder's header
+// reads its clocks 0.123 s after the start).
+void place_on_one_boot(Job& job, int ranks) {
+  for (int r = 0; r < ranks; ++r) job.proc_at(static_cast<std::size_t>(r)).origin(RDZV_PIDNS_INIT_INODE, 1000 + r, 1000);
+}
+
+double boot_s_at(double t) { return 1000.0 / static_cast<double>(::sysconf(_SC_CLK_TCK)) + 0.123 + t; }
+
+}  // namespace
+
+TEST_CASE("kmsg: the OOM killer's records give the pid, the task, the time and the memory cgroup") {
+  const KernelLog k = oom_of(5436, 29872.609358);
+  REQUIRE(k.kills.size() == 1);
+  CHECK(k.kills[0].pid == 5436);
+  CHECK(k.kills[0].comm == "python3");
+  CHECK(k.kills[0].boot_ns == 29872609358000);
+  CHECK(k.kills[0].memcg);
+  CHECK(k.kills[0].cgroup == "/job7");
+  const auto machine = oom_kills_in_kmsg(
+      "3,7,123456,-;Out of memory: Killed process 812 (python) total-vm:1kB, anon-rss:1kB\n"
+      "6,8,123457,-;oom_reaper: reaped process 812 (python), now anon-rss:0kB\n"
+      "6,9,123458,-;Killed process 99 (sleep) for no reason the OOM killer gave\n"
+      "garbage without a prefix\n6,10,x,-;Out of memory: Killed process 5 (a)\n");
+  REQUIRE(machine.size() == 1);
+  CHECK(machine[0].pid == 812);
+  CHECK_FALSE(machine[0].memcg);
+}
+
+TEST_CASE("a rank the kernel's OOM killer chose is named so, on the boot and in the window of its end only") {
+  SECTION("this boot, its pid, between its last record and its end: the OOM killer") {
+    Job job;
+    rank_killed_after_the_rendezvous(job);
+    place_on_one_boot(job, 4);
+    job.kernel(oom_of(1001, boot_s_at(4.01)));
+    const Diagnosis d = job.diagnose_it();
+    INFO(d.verdict.summary);
+    CHECK(d.verdict.initiating_rank == 1);
+    CHECK(d.verdict.summary.find("was killed by the kernel's OOM killer (its memory cgroup /job7 was at its limit") !=
+          std::string::npos);
+    CHECK(d.verdict.summary.find("vanished without an exit record") == std::string::npos);
+  }
+  const auto no_oom_words = [](Job& job) {
+    const Diagnosis d = job.diagnose_it();
+    INFO(d.verdict.summary);
+    CHECK(d.verdict.initiating_rank == 1);
+    CHECK(d.verdict.summary.find("OOM killer (") == std::string::npos);
+    CHECK(d.verdict.summary.find("vanished without an exit record") != std::string::npos);
+  };
+  Job job;
+  rank_killed_after_the_rendezvous(job);
+  place_on_one_boot(job, 4);
+  SECTION("the kernel's log of another boot") { job.kernel(oom_of(1001, boot_s_at(4.01), false)); }
+  SECTION("the pid, killed a minute after the rank was over: a later process with its pid") {
+    job.kernel(oom_of(1001, boot_s_at(60.0)));
+  }
+  SECTION("the pid, killed before the rank's last record: not the rank") { job.kernel(oom_of(1001, boot_s_at(1.0))); }
+  SECTION("a rank in a PID namespace of its own, its host pid unknown") {
+    job.proc_at(1).origin(4026532301ull, 1001, 1000);
+    job.kernel(oom_of(1001, boot_s_at(4.01)));
+  }
+  no_oom_words(job);
+}
+
 
 TEST_CASE("refused connects that c10d's retry absorbed do not explain a failure that came after them "
           "(issue 32 item 1)") {
