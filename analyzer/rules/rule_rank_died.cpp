@@ -125,7 +125,13 @@ bool logs_show_a_rendezvous_error(const LogFacts& logs) {
 // a rendezvous error that would explain it.
 std::optional<Candidate> from_logs(const Context& c) {
   const auto* root = c.logs.root_cause();
-  if (!root || root->rank < 0 || logs_show_a_rendezvous_error(c.logs)) return std::nullopt;
+  if (!root || root->rank < 0) return std::nullopt;
+  // Issue 29: a worker ended by a signal of its own (SIGKILL: the OOM killer; SIGSEGV) died
+  // whatever the others logged after it; one that exited may have exited of their rendezvous
+  // error, so then only where the logs hold none.
+  const bool killed_on_its_own = root->exitcode && *root->exitcode < 0 && *root->exitcode != -SIGTERM &&
+                                 *root->exitcode != -SIGINT && *root->exitcode != -SIGHUP;
+  if (!killed_on_its_own && logs_show_a_rendezvous_error(c.logs)) return std::nullopt;
   if (std::any_of(c.facts.begin(), c.facts.end(), [](const ProcessFacts& f) { return f.first_error != nullptr; }))
     return std::nullopt;
   // torchrun's agent stops the other workers with SIGTERM (SIGKILL only when SIGTERM did not end
@@ -167,6 +173,7 @@ std::optional<Candidate> from_logs(const Context& c) {
     return out;
   }
   Candidate out;
+  out.death_shown = killed_on_its_own;
   Verdict& v = out.verdict;
   v.cls = FailureClass::RankDied;
   v.cause = root->exitcode && *root->exitcode < 0 ? "killed" : "exited";
@@ -187,7 +194,10 @@ std::optional<Candidate> from_logs(const Context& c) {
             (code.find("SIGTERM") != std::string::npos ? ": the agent stopped them once it had failed" : "");
   v.summary = "torchrun's summary (" + root->file + ":" + std::to_string(root->line) + ") names rank " +
               std::to_string(root->rank) + " as the first observed failure: " + summary_failure_words(*root) + crash +
-              rest + "; the logs hold no rendezvous error: it died on its own, the others' ends are consequences";
+              rest + (killed_on_its_own ? "; a signal torchrun does not send first: it died on its own, the others' errors "
+                                          "and ends are consequences"
+                                        : "; the logs hold no rendezvous error: it died on its own, the others' ends are "
+                                          "consequences");
   const bool root_killed = root->exitcode && *root->exitcode < 0;
   v.next_step = root_killed ? "find what killed rank " + std::to_string(root->rank) +
                              " (`journalctl -k | grep -i -E 'oom|killed'` on its node: the OOM killer, a limit); "
@@ -215,7 +225,8 @@ std::optional<Candidate> rule_rank_died(const Context& c) {
     if (d->left) return std::nullopt;
     return from_traces(c, *d);
   }
-  return from_logs(c);
+  if (auto summary = from_logs(c)) return summary;
+  return rank_died_from_reported_deaths(c);
 }
 
 }  // namespace rdzvscope
