@@ -121,6 +121,15 @@ bool logs_show_a_rendezvous_error(const LogFacts& logs) {
                      [](const LogEvent& e) { return e.family != LogFamily::ReverseLookupFailed; });
 }
 
+// The root cause's exception line, read as a log line: one that no rendezvous family matches
+// (only an exception, or nothing c10d says) is an error of the worker's own.
+bool root_died_of_its_own_error(const LogFacts::WorkerFailure& root) {
+  if (root.exception.empty()) return false;
+  const auto e = rdzv::logs::classify_line(root.exception);
+  return e && !rdzv::logs::is_rendezvous_message(e->family) && e->family != LogFamily::TransportError &&
+         e->family != LogFamily::NcclNoSocketInterface;
+}
+
 // torchrun's own summary: the root cause it names, when nothing in the logs (nor a trace) shows
 // a rendezvous error that would explain it.
 std::optional<Candidate> from_logs(const Context& c) {
@@ -131,7 +140,11 @@ std::optional<Candidate> from_logs(const Context& c) {
   // error, so then only where the logs hold none.
   const bool killed_on_its_own = root->exitcode && *root->exitcode < 0 && *root->exitcode != -SIGTERM &&
                                  *root->exitcode != -SIGINT && *root->exitcode != -SIGHUP;
-  if (!killed_on_its_own && logs_show_a_rendezvous_error(c.logs)) return std::nullopt;
+  // Likewise a worker whose own exception, as the summary or its output shows it, is no
+  // rendezvous error (a CUDA out-of-memory, a bug): it died of that, and the others' store or
+  // collective errors are what waiting for it, or losing it, did to them.
+  const bool own_error = root_died_of_its_own_error(*root);
+  if (!killed_on_its_own && !own_error && logs_show_a_rendezvous_error(c.logs)) return std::nullopt;
   if (std::any_of(c.facts.begin(), c.facts.end(), [](const ProcessFacts& f) { return f.first_error != nullptr; }))
     return std::nullopt;
   // torchrun's agent stops the other workers with SIGTERM (SIGKILL only when SIGTERM did not end
@@ -173,7 +186,7 @@ std::optional<Candidate> from_logs(const Context& c) {
     return out;
   }
   Candidate out;
-  out.death_shown = killed_on_its_own;
+  out.death_shown = killed_on_its_own || own_error;
   Verdict& v = out.verdict;
   v.cls = FailureClass::RankDied;
   v.cause = root->exitcode && *root->exitcode < 0 ? "killed" : "exited";
@@ -196,8 +209,10 @@ std::optional<Candidate> from_logs(const Context& c) {
               std::to_string(root->rank) + " as the first observed failure: " + summary_failure_words(*root) + crash +
               rest + (killed_on_its_own ? "; a signal torchrun does not send first: it died on its own, the others' errors "
                                           "and ends are consequences"
-                                        : "; the logs hold no rendezvous error: it died on its own, the others' ends are "
-                                          "consequences");
+                      : !logs_show_a_rendezvous_error(c.logs)
+                          ? "; the logs hold no rendezvous error: it died on its own, the others' ends are consequences"
+                          : "; its own error is no rendezvous error: it died of it, the others' store and collective "
+                            "errors are consequences");
   const bool root_killed = root->exitcode && *root->exitcode < 0;
   v.next_step = root_killed ? "find what killed rank " + std::to_string(root->rank) +
                              " (`journalctl -k | grep -i -E 'oom|killed'` on its node: the OOM killer, a limit); "

@@ -435,3 +435,28 @@ TEST_CASE("logs: the launcher's environment missing or out of range is config_mi
     CHECK(d.verdict.initiating_rank == 2);
   }
 }
+
+TEST_CASE("logs: torchrun's root cause that died of its own exception, beside the others' store errors") {
+  auto summary = [](Job& job, const char* traceback) {
+    job.log_line(kWaitRank0Key213, -1, "agent.log");
+    job.log_line("Root Cause (first observed failure):", -1, "agent.log");
+    job.log_line("[0]:", -1, "agent.log");
+    job.log_line("  rank      : 2 (local_rank: 2)", -1, "agent.log");
+    job.log_line("  exitcode  : 1 (pid: 23296)", -1, "agent.log");
+    job.log_line("  error_file: /tmp/torchelastic_x/none_y/attempt_0/2/error.json", -1, "agent.log");
+    job.log_line(std::string("  traceback : Traceback (most recent call last):"), -1, "agent.log");
+    job.log_line(traceback, -1, "agent.log");
+  };
+  SECTION("a CUDA out-of-memory: rank_died, that rank") {
+    Job job;
+    summary(job, "  RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.initiating_rank == 2);
+  }
+  SECTION("a store timeout of its own: it died of the rendezvous, the others' class stays") {
+    Job job;
+    summary(job, "  torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/0");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+}

@@ -1813,14 +1813,19 @@ TEST_CASE("from torchrun's failure summary alone: the root cause is the dead ran
   CHECK(d.verdict.summary.find("rank(s) 0, 1, 3 exit code -15 (SIGTERM): the agent stopped them") != std::string::npos);
 }
 
-TEST_CASE("torchrun's summary does not outrank the rendezvous error that killed its root cause") {
-  // The root cause died of a store timeout the logs show: that error names the case.
+TEST_CASE("torchrun's root cause that crashed of its own error outranks the others' wait for it (issue 29)") {
+  // Rank 2 crashed before init_process_group (its exception is its own, no rendezvous error);
+  // another rank then timed out waiting for rank 2's key. Before issue 29 the verdict was
+  // straggler_timeout, "rank 2 ... probably the late one": a dead rank called late. A root
+  // cause that died of a store timeout still yields (test_log_rules.cpp).
   Job job;
   job.log_line("torch.distributed.DistStoreError: wait timeout after 3000ms, keys: /default_pg/0//cpu//0/2", -1,
                "agent.log");
   torchrun_summary_lines(job);
   const Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.cls == FailureClass::RankDied);
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK(d.verdict.summary.find("its own error is no rendezvous error") != std::string::npos);
 }
 
 TEST_CASE("a rank that exits 0 before it reaches the store left early: not late either") {
