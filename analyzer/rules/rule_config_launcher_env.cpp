@@ -12,13 +12,20 @@ namespace rdzvscope {
 
 namespace {
 
-Candidate missing_variable(const LogEvent& e) {
+// A config_mismatch candidate of one log line: its cause, its confidence, the line's rank.
+Candidate from_line(const LogEvent& e, const char* cause, const char* confidence) {
   Candidate out;
+  out.verdict.cls = FailureClass::ConfigMismatch;
+  out.verdict.cause = cause;
+  out.verdict.confidence = confidence;
+  if (auto r = rank_of(e)) out.verdict.initiating_rank = r;
+  out.findings.push_back(log_finding(FailureClass::ConfigMismatch, e));
+  return out;
+}
+
+Candidate missing_variable(const LogEvent& e) {
+  Candidate out = from_line(e, "launcher_env", "high");
   Verdict& v = out.verdict;
-  v.cls = FailureClass::ConfigMismatch;
-  v.cause = "launcher_env";
-  v.confidence = "high";
-  if (auto r = rank_of(e)) v.initiating_rank = r;
   const std::string var = e.setting_value.empty() ? std::string("a launcher variable") : e.setting_value;
   v.summary = "the process was started without the launcher's environment: " + var +
               " was not set (env:// rendezvous and scripts written for torchrun read RANK, LOCAL_RANK, WORLD_SIZE, "
@@ -26,22 +33,16 @@ Candidate missing_variable(const LogEvent& e) {
   v.next_step = "start it with torchrun (or set " + var +
                 " for every rank: the job script, the scheduler's wrapper, a container that does not pass the "
                 "environment through)";
-  out.findings.push_back(log_finding(FailureClass::ConfigMismatch, e));
   return out;
 }
 
 Candidate rank_past_world(const LogEvent& e) {
-  Candidate out;
+  Candidate out = from_line(e, "rank", "medium");
   Verdict& v = out.verdict;
-  v.cls = FailureClass::ConfigMismatch;
-  v.cause = "rank";
-  v.confidence = "medium";
-  if (auto r = rank_of(e)) v.initiating_rank = r;
   v.summary = "a rank at or past the world size was refused by the backend (" + e.text.substr(0, 160) +
               "): RANK (or the node rank times the processes per node) and WORLD_SIZE of this job disagree";
   v.next_step = "compare RANK / --node_rank and WORLD_SIZE / --nnodes x --nproc_per_node on every node: ranks must "
                 "run 0 to WORLD_SIZE-1";
-  out.findings.push_back(log_finding(FailureClass::ConfigMismatch, e));
   return out;
 }
 
