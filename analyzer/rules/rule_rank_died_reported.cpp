@@ -77,13 +77,64 @@ std::string end_words(const LogEvent& d) {
   return "exited with code " + d.setting_value;
 }
 
-}  // namespace
+// An exception line of a known rank (its prefix or its file): not gloo's or NCCL's transport
+// lines, not an NCCL warning, not a traceback header, not C++'s terminate (the NCCL watchdog's
+// abort of a rank that waited).
+bool is_own_exception_of_a_rank(const LogEvent& e) {
+  return e.family == LogFamily::ErrorLine && e.rank >= 0 && e.text.find("NCCL") == std::string::npos &&
+         e.text.find("Traceback (most recent call last)") == std::string::npos &&
+         e.text.find("terminate called") == std::string::npos;
+}
 
-std::optional<Candidate> rank_died_from_reported_deaths(const Context& c) {
-  if (c.has_traces()) return std::nullopt;
-  const auto own = first_own_death(c.logs);
-  if (!own) return std::nullopt;
-  const LogEvent& d = *own->report;
+// A worker's own exception and the others' rendezvous errors: a rank whose lines raise an
+// exception that no rendezvous family matches, and which logs no rendezvous error of its own,
+// while other ranks do (their waits for it, their connections to it): an uncaught exception
+// ends a Python process, so that rank died of it and the others' errors followed. One such rank
+// only; two are two crashes the logs cannot order.
+std::optional<OwnDeath> rank_raised_while_others_waited(const LogFacts& logs) {
+  const LogEvent* raised = nullptr;
+  for (const LogEvent& e : logs.other_errors) {
+    if (!is_own_exception_of_a_rank(e)) continue;
+    if (raised && raised->rank != e.rank) return std::nullopt;
+    if (!raised) raised = &e;
+  }
+  if (!raised) return std::nullopt;
+  bool others_failed = false;
+  for (const LogEvent& e : logs.events) {
+    if (e.rank == raised->rank) return std::nullopt;  // it had a rendezvous error of its own
+    others_failed = others_failed || e.rank >= 0;
+  }
+  if (!others_failed) return std::nullopt;
+  return OwnDeath{raised, {raised, false}};
+}
+
+// rank_raised_while_others_waited's verdict: low, since the logs show the exception, not the
+// end of the process (a caught exception that was only logged reads the same).
+Candidate raised_words(const Context& c, const LogEvent& raised) {
+  std::vector<int> others;
+  for (const LogEvent& e : c.logs.events)
+    if (e.rank >= 0 && std::find(others.begin(), others.end(), e.rank) == others.end()) others.push_back(e.rank);
+  std::sort(others.begin(), others.end());
+  Candidate out;
+  out.death_shown = true;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::RankDied;
+  v.cause = "exited";
+  v.confidence = "low";
+  v.initiating_rank = raised.rank;
+  v.summary = "rank " + std::to_string(raised.rank) + " raised an exception that is no rendezvous error (" +
+              log_line_words(raised) + ") and logged no rendezvous error of its own, while rank(s) " +
+              rank_list(others) + " failed on the store or in a collective: an uncaught exception ends its process, "
+              "so it most likely died of it and the others' errors followed (a dead rank is not late)";
+  v.next_step = "read rank " + std::to_string(raised.rank) + "'s traceback and fix what it died of; its exit status "
+                "(the launcher's summary) would confirm that it ended there";
+  out.findings.push_back(log_finding(FailureClass::RankDied, raised));
+  return out;
+}
+
+// The verdict on a reported end: medium, the report and the exception it died of.
+Candidate reported_words(const OwnDeath& own) {
+  const LogEvent& d = *own.report;
   const bool killed = d.setting == "signal";
   Candidate out;
   out.death_shown = true;
@@ -92,7 +143,7 @@ std::optional<Candidate> rank_died_from_reported_deaths(const Context& c) {
   v.cause = killed ? "killed" : "exited";
   v.confidence = "medium";
   const std::string exception =
-      own->exception.line ? "; its exception: " + log_line_words(*own->exception.line) : std::string();
+      own.exception.line ? "; its exception: " + log_line_words(*own.exception.line) : std::string();
   v.summary = process_words(d) + " " + end_words(d) + " (" + d.reason + ", " + d.file + ":" + std::to_string(d.line) +
               ")" + exception +
               (killed ? ": a signal no launcher sends first and c10d never raises, so it died on its own"
@@ -103,8 +154,19 @@ std::optional<Candidate> rank_died_from_reported_deaths(const Context& c) {
                          "killer, a scheduler's memory or time limit) around the time of the report"
                        : "read its traceback (above) and fix what it died of; the other ranks' errors follow from it";
   out.findings.push_back(log_finding(FailureClass::RankDied, d));
-  if (own->exception.line) out.findings.push_back(log_finding(FailureClass::RankDied, *own->exception.line));
+  if (own.exception.line) out.findings.push_back(log_finding(FailureClass::RankDied, *own.exception.line));
   return out;
+}
+
+}  // namespace
+
+std::optional<Candidate> rank_died_from_reported_deaths(const Context& c) {
+  if (c.has_traces()) return std::nullopt;
+  auto own = first_own_death(c.logs);
+  if (!own) own = rank_raised_while_others_waited(c.logs);
+  if (!own) return std::nullopt;
+  if (own->report->family == LogFamily::ErrorLine) return raised_words(c, *own->report);
+  return reported_words(*own);
 }
 
 }  // namespace rdzvscope

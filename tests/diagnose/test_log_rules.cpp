@@ -460,3 +460,30 @@ TEST_CASE("logs: torchrun's root cause that died of its own exception, beside th
     CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
   }
 }
+
+TEST_CASE("logs: a rank that raised its own exception while the others failed on the store (issue 29)") {
+  SECTION("its exception and no rendezvous error of its own: rank_died, that rank, low") {
+    Job job;
+    job.log_line(kClientsJoined213, 0, "rank0.log");
+    job.log_line("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", 1, "rank1.log");
+    job.log_line(kWaitRank0Key213, 2, "rank2.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.initiating_rank == 1);
+    CHECK(d.verdict.confidence == "low");
+  }
+  SECTION("a rank whose exception came with a rendezvous error of its own died of the rendezvous") {
+    Job job;
+    job.log_line(kClientsJoined213, 0, "rank0.log");
+    job.log_line("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", 2, "rank2.log");
+    job.log_line(kWaitRank0Key213, 2, "rank2.log");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+  SECTION("two ranks with exceptions of their own: the logs cannot order them") {
+    Job job;
+    job.log_line(kClientsJoined213, 0, "rank0.log");
+    job.log_line("RuntimeError: CUDA out of memory.", 1, "rank1.log");
+    job.log_line("ValueError: bad shard", 2, "rank2.log");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+}

@@ -1383,10 +1383,25 @@ TEST_CASE("logs: the rank that logged no collective timeout is the one the other
     CHECK(d.verdict.summary.find("after the rendezvous (ALLREDUCE, SeqNum=1)") != std::string::npos);
     CHECK(d.verdict.summary.find("init barrier") == std::string::npos);
   }
-  SECTION("ranks 0, 1, 3 time out, rank 2 logged something else: rank 2, medium") {
+  SECTION("ranks 0, 1, 3 time out, rank 2 raised an error of its own: rank 2 died (issue 29), straggler beside") {
+    // Before issue 29: straggler_timeout, rank 2 medium. An uncaught CUDA error ends rank 2's
+    // process: it is dead, not late; the straggler reading stays as a finding.
     Job job;
     for (int r : {0, 1, 3}) job.log_line(watchdog(r), r);
     job.log_line("[rank2]:RuntimeError: CUDA error: an illegal memory access was encountered", 2);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    REQUIRE(d.verdict.initiating_rank);
+    CHECK(*d.verdict.initiating_rank == 2);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(std::any_of(d.findings.begin(), d.findings.end(),
+                      [](const Finding& f) { return f.cls == FailureClass::StragglerTimeout; }));
+  }
+  SECTION("ranks 0, 1, 3 time out, rank 2 logged a line that is no exception: rank 2, medium") {
+    Job job;
+    for (int r : {0, 1, 3}) job.log_line(watchdog(r), r);
+    job.log_line("[rank2]:[W1203 10:00:00.123456 123 socket.cpp:207] [c10d] The hostname of the client socket cannot "
+                 "be retrieved. err=-3", 2);
     Diagnosis d = job.diagnose_it();
     CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
     REQUIRE(d.verdict.initiating_rank);
