@@ -144,7 +144,9 @@ std::optional<Candidate> from_logs(const Context& c) {
   // rendezvous error (a CUDA out-of-memory, a bug): it died of that, and the others' store or
   // collective errors are what waiting for it, or losing it, did to them.
   const bool own_error = root_died_of_its_own_error(*root);
-  if (!killed_on_its_own && !own_error && logs_show_a_rendezvous_error(c.logs)) return std::nullopt;
+  // With traces the traces order the deaths (from_traces); the summary is read as before.
+  const bool died_of_its_own = !c.has_traces() && (killed_on_its_own || own_error);
+  if (!died_of_its_own && logs_show_a_rendezvous_error(c.logs)) return std::nullopt;
   if (std::any_of(c.facts.begin(), c.facts.end(), [](const ProcessFacts& f) { return f.first_error != nullptr; }))
     return std::nullopt;
   // torchrun's agent stops the other workers with SIGTERM (SIGKILL only when SIGTERM did not end
@@ -186,7 +188,7 @@ std::optional<Candidate> from_logs(const Context& c) {
     return out;
   }
   Candidate out;
-  out.death_shown = killed_on_its_own || own_error;
+  out.death_shown = died_of_its_own;
   Verdict& v = out.verdict;
   v.cls = FailureClass::RankDied;
   v.cause = root->exitcode && *root->exitcode < 0 ? "killed" : "exited";
@@ -207,7 +209,7 @@ std::optional<Candidate> from_logs(const Context& c) {
             (code.find("SIGTERM") != std::string::npos ? ": the agent stopped them once it had failed" : "");
   v.summary = "torchrun's summary (" + root->file + ":" + std::to_string(root->line) + ") names rank " +
               std::to_string(root->rank) + " as the first observed failure: " + summary_failure_words(*root) + crash +
-              rest + (killed_on_its_own ? "; a signal torchrun does not send first: it died on its own, the others' errors "
+              rest + (died_of_its_own && killed_on_its_own ? "; a signal torchrun does not send first: it died on its own, the others' errors "
                                           "and ends are consequences"
                       : !logs_show_a_rendezvous_error(c.logs)
                           ? "; the logs hold no rendezvous error: it died on its own, the others' ends are consequences"
