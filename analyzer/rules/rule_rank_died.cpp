@@ -138,8 +138,11 @@ std::optional<Candidate> from_logs(const Context& c) {
   // Issue 29: a worker ended by a signal of its own (SIGKILL: the OOM killer; SIGSEGV) died
   // whatever the others logged after it; one that exited may have exited of their rendezvous
   // error, so then only where the logs hold none.
+  // SIGABRT is no such signal: NCCL's watchdog aborts a rank whose collective timed out (the
+  // C++ "terminate called after throwing ... DistBackendError"), a rank that waited.
   const bool killed_on_its_own = root->exitcode && *root->exitcode < 0 && *root->exitcode != -SIGTERM &&
-                                 *root->exitcode != -SIGINT && *root->exitcode != -SIGHUP;
+                                 *root->exitcode != -SIGINT && *root->exitcode != -SIGHUP &&
+                                 *root->exitcode != -SIGABRT;
   // Likewise a worker whose own exception, as the summary or its output shows it, is no
   // rendezvous error (a CUDA out-of-memory, a bug): it died of that, and the others' store or
   // collective errors are what waiting for it, or losing it, did to them.

@@ -15,11 +15,12 @@ namespace rdzvscope {
 namespace {
 
 // A signal that no launcher sends to stop a worker and c10d never raises in its own process:
-// SIGKILL (the OOM killer's, a scheduler's hard limit), SIGSEGV, SIGABRT, SIGBUS... torchrun and
+// SIGKILL (the OOM killer's, a scheduler's hard limit), SIGSEGV, SIGBUS... torchrun and
 // torch.multiprocessing stop the other workers with SIGTERM (SIGKILL only 30 s later), a user
 // with SIGINT or SIGTERM: an end by those says the process was stopped, not that it died.
+// SIGABRT neither: NCCL's watchdog aborts a rank whose collective timed out, a rank that waited.
 bool died_on_its_own_signal(const std::string& name) {
-  return !name.empty() && name != "SIGTERM" && name != "SIGINT" && name != "SIGHUP";
+  return !name.empty() && name != "SIGTERM" && name != "SIGINT" && name != "SIGHUP" && name != "SIGABRT";
 }
 
 // The exception the process died of: the first exception line after the report in the same

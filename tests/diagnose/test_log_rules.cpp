@@ -487,3 +487,11 @@ TEST_CASE("logs: a rank that raised its own exception while the others failed on
     CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
   }
 }
+
+TEST_CASE("logs: SIGABRT is NCCL's watchdog aborting a rank that waited, no death of its own (issue 29)") {
+  Job job;
+  job.log_line("[rank1]:[E ProcessGroupNCCL.cpp:567] [Rank 1] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=60000) ran for 60007 milliseconds before timing out.", 1);
+  job.log_line("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT");
+  CHECK(job.diagnose_it().verdict.cls == FailureClass::StragglerTimeout);
+}
