@@ -213,6 +213,104 @@ std::optional<LaunchSettingLine> failure_summary_field_in(sv body) {
 
 bool states_failure_summary_field(sv s) { return failure_summary_field_in(s).has_value(); }
 
+// --- Issue 29: ends of processes, foreign store peers, the launcher's environment -----------
+
+// The shell's report of a child it reaped after SIGKILL: bash prints the job's pid (or its job
+// spec "[1]+") before "Killed" and the command after it ("line 8: 11641 Killed   python
+// train.py"), and an interactive shell whose foreground child was killed a bare "Killed". The
+// kernel's OOM killer writes "Out of memory: Killed process 1234 (python)" (its log, dmesg)
+// and "oom-kill:constraint=..." lines.
+bool killed_after_pid_or_job(sv m);
+
+bool shell_reported_killed(sv s) {
+  if (says_any<"Killed process", "oom-kill:", "invoked oom-killer">(s)) return true;
+  // An interactive shell's job spec "[1]+" looks like a log prefix: the line as it is, too.
+  return killed_after_pid_or_job(message_start(s)) || killed_after_pid_or_job(s);
+}
+
+// "Killed" after a pid or a job spec and before the command's column (two spaces or more), or
+// alone on its line.
+bool killed_after_pid_or_job(sv m) {
+  for (size_t p = m.find("Killed"); p != npos; p = m.find("Killed", p + 1)) {
+    const sv after = m.substr(p + 6);
+    if (!after.empty() && after[0] != ' ' && after[0] != '\t' && after[0] != '\r') continue;
+    sv before = m.substr(0, p);
+    while (!before.empty() && (before.back() == ' ' || before.back() == '\t')) before.remove_suffix(1);
+    if (before.empty()) return after.find_first_not_of(" \t\r") == npos || after.starts_with("  ");
+    if (is_digit(before.back()) || before.ends_with("]+") || before.ends_with("]-") || before.ends_with("]"))
+      return after.empty() || after.starts_with("  ") || after.starts_with("\t") ||
+             after.find_first_not_of(" \t\r") == npos;
+  }
+  return false;
+}
+
+// torch.multiprocessing's spawn, after one of its processes ended: "process 1 terminated with
+// signal SIGKILL", "process 1 terminated with exit code 1", "-- Process 2 terminated with the
+// following error:" (its traceback follows).
+bool spawn_reported_end(sv s) {
+  for (sv key : {sv("rocess "), sv("ROCESS ")}) {
+    for (size_t p = s.find(key); p != npos; p = s.find(key, p + 1)) {
+      size_t after = 0;
+      if (!number_at(s, p + key.size(), &after)) continue;
+      const sv rest = s.substr(after);
+      if (rest.starts_with(" terminated with signal ") || rest.starts_with(" terminated with exit code ") ||
+          rest.starts_with(" terminated with the following error"))
+        return true;
+    }
+  }
+  return false;
+}
+
+// The old launcher (torch.distributed.launch before torchrun) waits for each worker and raises
+// CalledProcessError for the first that failed: "Command '[..., '--local_rank=1']' died with
+// <Signals.SIGKILL: 9>." or "... returned non-zero exit status 1.".
+bool launcher_reported_end(sv s) {
+  return says<"CalledProcessError">(s) && says_any<"died with <Signals.", "returned non-zero exit status">(s);
+}
+
+bool process_died(sv s) { return shell_reported_killed(s) || spawn_reported_end(s) || launcher_reported_end(s); }
+
+bool foreign_store_peer(sv s) {
+  return says_any<"Ping failed, invalid value returned", "VALIDATE query is detected">(s);
+}
+
+// The variables a launcher (torchrun, torch.distributed.launch, a scheduler's wrapper) sets for
+// every worker and env:// reads.
+constexpr sv kLauncherVariables[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                                     "MASTER_PORT", "GROUP_RANK", "NODE_RANK"};
+
+// "KeyError: 'RANK'": the variable a script read from os.environ and did not find.
+std::optional<sv> key_error_variable(sv s) {
+  const size_t k = s.find("KeyError: ");
+  if (k == npos) return std::nullopt;
+  sv q = s.substr(k + 10);
+  if (q.size() < 3 || (q[0] != '\'' && q[0] != '"')) return std::nullopt;
+  const size_t close = q.find(q[0], 1);
+  if (close == npos) return std::nullopt;
+  const sv name = q.substr(1, close - 1);
+  for (sv v : kLauncherVariables)
+    if (name == v) return name;
+  return std::nullopt;
+}
+
+// "environment variable MASTER_ADDR expected, but not set" (env:// rendezvous; torchelastic
+// says "Environment variable ..."): the variable's name.
+std::optional<sv> unset_variable(sv s) {
+  const size_t e = s.find(" expected, but not set");
+  if (e == npos) return std::nullopt;
+  const size_t k = s.rfind("nvironment variable ", e);
+  if (k == npos) return std::nullopt;
+  const size_t from = k + 20;
+  if (from >= e) return std::nullopt;
+  return s.substr(from, e - from);
+}
+
+bool launcher_env_missing(sv s) { return unset_variable(s).has_value() || key_error_variable(s).has_value(); }
+
+bool rank_out_of_range(sv s) {
+  return says_any<"Invalid rank requested">(s) || says_all<"enforce fail", "rank < size">(s);
+}
+
 // --- Value finders ----------------------------------------------------------------------
 
 // "N/M" right after the "seconds waiting for clients. " at body[p]: the clients joined of
@@ -290,6 +388,72 @@ void find_failure_summary_field(sv body, LogEvent& ev) {
   }
 }
 
+// ProcessDied: how it ended (setting "signal" or "exit", setting_value the signal's name or the
+// code), the spawn index or the old launcher's --local_rank, and who said so (reason).
+void find_process_end(sv body, LogEvent& ev) {
+  if (shell_reported_killed(body)) {
+    ev.setting = "signal";
+    ev.setting_value = "SIGKILL";
+    ev.reason = says_any<"Killed process", "oom-kill", "oom-killer">(body) ? "the kernel's OOM killer"
+                                                                              : "the shell's job report";
+    return;
+  }
+  ev.reason = spawn_reported_end(body) ? "torch.multiprocessing's spawn" : "the launcher's CalledProcessError";
+  if (size_t p = body.find("with signal "); p != npos) {
+    const size_t from = p + 12;
+    size_t end = from;
+    while (end < body.size() && (is_alnum(body[end]) || body[end] == '_')) ++end;
+    ev.setting = "signal";
+    ev.setting_value = std::string(body.substr(from, end - from));
+  } else if (size_t q = body.find("<Signals."); q != npos) {
+    const size_t from = q + 9;
+    const size_t end = body.find(':', from);
+    ev.setting = "signal";
+    ev.setting_value = std::string(body.substr(from, end == npos ? npos : end - from));
+  } else if (auto code = number_after(body, "exit code ")) {
+    ev.setting = "exit";
+    ev.setting_value = std::to_string(*code);
+  } else if (auto status = number_after(body, "exit status ")) {
+    ev.setting = "exit";
+    ev.setting_value = std::to_string(*status);
+  } else {
+    ev.setting = "exit";  // "terminated with the following error": an exception, traceback below
+    ev.setting_value = "exception";
+  }
+  for (sv key : {sv("rocess "), sv("ROCESS ")})
+    for (size_t p = body.find(key); p != npos && !ev.died_process; p = body.find(key, p + 1)) {
+      size_t after = 0;
+      auto n = number_at(body, p + key.size(), &after);
+      if (n && *n >= 0 && body.substr(after).starts_with(" terminated with")) ev.died_process = static_cast<int>(*n);
+    }
+  for (sv key : {sv("--local_rank="), sv("--local-rank=")})
+    if (auto n = number_after(body, key); n && !ev.died_process && *n >= 0) ev.died_process = static_cast<int>(*n);
+}
+
+// ForeignStorePeer's ping: "Expected: 1769, Got: 1347703880". The value is the first four
+// bytes the other end sent, read as a number in the host's byte order (little-endian on the
+// hosts PyTorch runs on). Four printable bytes ("HTTP", "SSH-") are a text protocol's answer:
+// setting "reply", value "text"; anything else "binary" (a store of another protocol version).
+void find_ping_reply(sv body, LogEvent& ev) {
+  auto got = number_after(body, "Got: ");
+  if (!got || *got < 0 || *got > 0xffffffffLL) return;
+  bool text = true;
+  for (int b = 0; b < 4; ++b) {
+    const auto c = static_cast<unsigned char>((*got >> (8 * b)) & 0xff);
+    text = text && c >= 0x20 && c < 0x7f;
+  }
+  ev.setting = "reply";
+  ev.setting_value = text ? "text" : "binary";
+}
+
+void find_missing_variable(sv body, LogEvent& ev) {
+  auto v = unset_variable(body);
+  if (!v) v = key_error_variable(body);
+  if (!v) return;
+  ev.setting = "missing_env";
+  ev.setting_value = std::string(v->substr(0, 64));
+}
+
 // --- The table --------------------------------------------------------------------------
 
 constexpr FamilyRow kFamilies[] = {
@@ -321,6 +485,49 @@ constexpr FamilyRow kFamilies[] = {
      // pytorch#15592
      .example = "  what():  [/opt/conda/conda-bld/pytorch_1544084119927/work/third_party/gloo/"
                 "gloo/transport/tcp/pair.cc:724] connect [127.0.1.1]:3210: Connection refused"},
+    // The prefilter hashes an anchor's first four bytes and compares a hit with every anchor:
+    // the rows of issue 29 start theirs where ordinary output rarely does ("< size", not "rank
+    // < size"; ", but not set"), and reuse the anchors their lines already hold (an exception's
+    // "Error", NCCL's "NCCL WARN", the connect/validate line's "failed to connect").
+    {.family = Family::ForeignStorePeer,
+     .name = "foreign_store_peer",
+     .anchors = {"failed to connect", "Error", "VALIDATE query"},
+     .matches = foreign_store_peer,
+     .reason_after = {},
+     .values = find_ping_reply,
+     .era = Era::Since2_5,
+     .versions = "2.x (the ping from about 2.5, the VALIDATE check of the legacy server from 2.0)",
+     // 2.13, a program answering in text on the store port, run here
+     .example = "[W1203 10:09:27.955431535 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to "
+                "host 127.0.0.1:29661 - retrying (try=0, timeout=8000ms, delay=253ms): Ping failed, invalid "
+                "value returned from server. Expected: 1769, Got: 1347703880"},
+    {.family = Family::LauncherEnvMissing,
+     .name = "launcher_env_missing",
+     .anchors = {", but not set", "Error"},
+     .matches = launcher_env_missing,
+     .reason_after = {},
+     .values = find_missing_variable,
+     .versions = "all",
+     .example = "ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+                "variable MASTER_ADDR expected, but not set"},  // 2.13, run here without MASTER_ADDR
+    {.family = Family::RankOutOfRange,
+     .name = "rank_out_of_range",
+     .anchors = {"< size", "NCCL WARN"},
+     .matches = rank_out_of_range,
+     .reason_after = {},
+     .versions = "all (gloo's enforce; NCCL's own check)",
+     // 2.13, RANK=2 with WORLD_SIZE=2, run here
+     .example = "RuntimeError: [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/context.cc:23] "
+                "rank < size. 2 vs 2"},
+    {.family = Family::ProcessDied,
+     .name = "process_died",
+     .anchors = {"Kill", "oom-kill", "terminated with", "Error"},
+     .matches = process_died,
+     .reason_after = {},
+     .values = find_process_end,
+     .versions = "any (the shell, the kernel, torch.multiprocessing, torch.distributed.launch)",
+     // 2.13, torch.multiprocessing.spawn, one process SIGKILLed, run here
+     .example = "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL"},
     {.family = Family::WatchdogTimeout,
      .name = "watchdog_timeout",
      .anchors = {"Watchdog caught"},

@@ -79,6 +79,31 @@ enum class Family {
   // "first_failure", setting_value the rest). No failure by itself: LogFacts puts each
   // failure's lines together (worker_failures).
   WorkerFailure,
+  // Issue 29. A process that ended, as whoever reaped it reports: the shell's job report
+  // ("line 8: 11641 Killed   python train.py", or a bare "Killed"), the kernel's OOM killer
+  // ("Out of memory: Killed process 1234 (python)", "oom-kill:..."), torch.multiprocessing's
+  // spawn ("process 1 terminated with signal SIGKILL", "... with exit code 1", "-- Process 2
+  // terminated with the following error:"), the old launcher's CalledProcessError ("died with
+  // <Signals.SIGKILL: 9>", "returned non-zero exit status 1"). LogEvent::setting "signal" or
+  // "exit", setting_value the signal's name or the exit code; died_process the spawn index when
+  // the line names one. No store failure: LogFacts keeps them apart (deaths).
+  ProcessDied,
+  // c10d's TCPStore of 2.x checks the peer at the other end of a store connection: the client
+  // pings with its own nonce and wants it echoed ("Ping failed, invalid value returned from
+  // server. Expected: N, Got: M"), the server wants a VALIDATE query with c10d's magic number
+  // first ("Miscellaneous client without VALIDATE query is detected", "... with incorrect
+  // VALIDATE query ..."). Either says that what answered on the store port does not speak this
+  // store's protocol: another job's store (another PyTorch version), or another program.
+  ForeignStorePeer,
+  // The launcher's environment was not there: env:// rendezvous "environment variable
+  // MASTER_ADDR expected, but not set", torchelastic's "Environment variable X expected, but not
+  // set", a script's KeyError on RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT.
+  // LogEvent::setting "missing_env", setting_value the variable.
+  LauncherEnvMissing,
+  // A rank outside its world: gloo's "[enforce fail at ...gloo/context.cc:23] rank < size. 2
+  // vs 2", NCCL's "Invalid rank requested : 2/2". RANK (or the node rank) and WORLD_SIZE
+  // disagree.
+  RankOutOfRange,
   // Issue 13. The families below are not rendezvous (store) failures: LogFacts keeps them
   // apart from the events the rules read (LogFacts::other_errors), so that a log holding only
   // them is `unknown` with the line quoted, never `healthy`.
@@ -107,7 +132,7 @@ inline bool is_other_error(Family f) {
 // counts): neither another error nor a statement of the launcher (a setting, a success).
 inline bool is_rendezvous_message(Family f) {
   return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown &&
-         f != Family::WorkerFailure;
+         f != Family::WorkerFailure && f != Family::ProcessDied;
 }
 
 struct LogEvent {
@@ -136,6 +161,9 @@ struct LogEvent {
   // "wait timeout after 3000ms, keys: /default_pg/0//cpu//0/2" (2.x, a gloo group's address
   // exchange): the rank whose key was awaited, 2; the first key's last path element.
   std::optional<int> awaited_rank;
+  // ProcessDied: the index torch.multiprocessing's spawn gave the process ("process 1 ..."):
+  // its local rank (its rank when the job is one node's).
+  std::optional<int> died_process;
   // LaunchSetting: the setting's name as torchrun prints it ("run_id", "rdzv_endpoint",
   // "rdzv_backend", "min_nodes", "max_nodes", "nproc_per_node") and its value. WorkerFailure:
   // the field's name ("root_cause", "rank", "exitcode", "error_file", "traceback") and value.

@@ -186,6 +186,10 @@ struct Candidate {
   // False when the evidence fits the class but does not show its cause (a broken pipe with no
   // dead peer): the candidate then yields to classes that can explain it (ClassRow).
   bool cause_shown = true;
+  // Issue 29: the logs show a process's death itself (a signal of its own, its own exception),
+  // not only what the others saw of it. Such a rank_died candidate goes ahead of the classes
+  // that the others' symptoms of a dead peer make (candidates_of, diagnose.cpp).
+  bool death_shown = false;
   Evidence evidence;  // the rule's typed part: late_ranks, unresolved_name
   std::vector<Finding> findings;
   // The classes its evidence cannot tell it from (Diagnosis::alternatives), strongest first.

@@ -304,6 +304,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     facts.teardown_marks.push_back(std::move(e));
   else if (e.family == LogFamily::WorkerFailure)
     facts.worker_failure_lines.push_back(std::move(e));
+  else if (e.family == LogFamily::ProcessDied)
+    facts.deaths.push_back(std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else

@@ -41,6 +41,10 @@ struct LogFacts {
   // succeeded, or its exit barrier failed), in file order. What the same agent logs after one
   // is the job's teardown (settle_log_facts).
   std::vector<LogEvent> teardown_marks;
+  // Issue 29: processes that ended, as the shell, the kernel's OOM killer, torch.multiprocessing
+  // or the old launcher reported it (process_died lines), in file order. No store failure: the
+  // rules that read the store's errors do not see them; rank_died does.
+  std::vector<LogEvent> deaths;
   // torchrun's failure summary (worker_failure lines: the ChildFailedError block its agent
   // prints once a worker failed), one entry per failure it lists, in file order. The one under
   // "Root Cause (first observed failure)" is the worker whose failure torchrun saw first; the

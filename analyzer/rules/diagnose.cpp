@@ -145,6 +145,29 @@ FailedWorkers failed_workers(const Context& c) {
   return out;
 }
 
+// The classes that the other ranks' view of a dead peer makes: their waits for its key or its
+// arrival (straggler_timeout), their store connections to it broken (broken_pipe), a store
+// host that no longer answers (store_unresponsive), refused connects to a store host that died
+// before it listened (store_not_ready), a lost connection retried (transient_recv).
+bool is_symptom_of_a_dead_peer(FailureClass cls) {
+  return cls == FailureClass::StragglerTimeout || cls == FailureClass::BrokenPipe ||
+         cls == FailureClass::StoreUnresponsive || cls == FailureClass::StoreNotReady ||
+         cls == FailureClass::TransientRecv;
+}
+
+// Issue 29: a death the logs show (Candidate::death_shown) explains those symptoms; they do not
+// explain it (a dead rank is dead, not late). Its candidate moves ahead of theirs; the causes
+// that rank above it (a taken port, a name, a setting) stay ahead.
+void put_shown_death_before_its_symptoms(std::vector<Candidate>& candidates) {
+  const auto death = std::find_if(candidates.begin(), candidates.end(), [](const Candidate& c) {
+    return c.death_shown && c.verdict.cls == FailureClass::RankDied;
+  });
+  if (death == candidates.end()) return;
+  auto first_symptom = candidates.begin();
+  while (first_symptom != death && !is_symptom_of_a_dead_peer(first_symptom->verdict.cls)) ++first_symptom;
+  std::rotate(first_symptom, death, death + 1);
+}
+
 // Every rule's answer, strongest first (the registry's precedence; ties keep registry order).
 std::vector<Candidate> candidates_of(const Context& c) {
   std::vector<Candidate> candidates;
@@ -152,6 +175,7 @@ std::vector<Candidate> candidates_of(const Context& c) {
     if (auto cand = row.rule(c)) candidates.push_back(std::move(*cand));
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return precedence_of(a) > precedence_of(b); });
+  put_shown_death_before_its_symptoms(candidates);
   return candidates;
 }
 

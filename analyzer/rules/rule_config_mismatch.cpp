@@ -494,6 +494,7 @@ std::string mismatch_next_step(const Mismatch& m0, const ProcessFacts& first) {
 
 std::optional<Candidate> rule_config_mismatch(const Context& c) {
   if (!c.has_traces()) {
+    if (auto env = config_mismatch_from_launcher_env(c)) return env;
     if (auto agents = from_agent_logs(c)) return agents;
     return from_logs(c);
   }

@@ -23,9 +23,34 @@ bool joined_an_agents_store(const Context& c, const ProcessFacts& f) {
   return false;
 }
 
+// Log-only (issue 29): c10d's 2.x client pings the store with a nonce of its own and wants it
+// echoed (ForeignStorePeer). An answer of four printable bytes ("HTTP", "SSH-") is a text
+// protocol's: another program, no store of any version, holds the port the job's store should
+// have had.
+std::optional<Candidate> text_answer_on_store_port(const Context& c) {
+  for (const LogEvent* e : c.logs.of({LogFamily::ForeignStorePeer})) {
+    if (e->setting_value != "text") continue;
+    Candidate out;
+    Verdict& v = out.verdict;
+    v.cls = FailureClass::PortConflict;
+    v.confidence = "medium";
+    const std::size_t at = e->text.find("Ping failed");
+    v.summary = "the store port answered this client's ping in text (" +
+                e->text.substr(at == std::string::npos ? 0 : at, 120) +
+                "): another program, no TCPStore, listens on the port the job's store should hold";
+    v.next_step = "ss -ltnp 'sport = :PORT' on the store host to see which program holds the port; derive "
+                  "MASTER_PORT / --rdzv-endpoint from the job id, away from other services' ports";
+    out.findings.push_back(log_finding(FailureClass::PortConflict, *e));
+    return out;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_port_conflict(const Context& c) {
+  if (!c.has_traces())
+    if (auto text = text_answer_on_store_port(c)) return text;
   Candidate out;
   const ProcessFacts* first = nullptr;
   for (const auto& f : c.facts) {

@@ -128,11 +128,35 @@ bool logs_show_a_rendezvous_error(const LogFacts& logs) {
                      [](const LogEvent& e) { return e.family != LogFamily::ReverseLookupFailed; });
 }
 
+// The root cause's exception line, read as a log line: one that no rendezvous family matches
+// (only an exception, or nothing c10d says) is an error of the worker's own.
+bool root_died_of_its_own_error(const LogFacts::WorkerFailure& root) {
+  if (root.exception.empty()) return false;
+  const auto e = rdzv::logs::classify_line(root.exception);
+  return e && !rdzv::logs::is_rendezvous_message(e->family) && e->family != LogFamily::TransportError &&
+         e->family != LogFamily::NcclNoSocketInterface;
+}
+
 // torchrun's own summary: the root cause it names, when nothing in the logs (nor a trace) shows
 // a rendezvous error that would explain it.
 std::optional<Candidate> from_logs(const Context& c) {
   const auto* root = c.logs.root_cause();
-  if (!root || root->rank < 0 || logs_show_a_rendezvous_error(c.logs)) return std::nullopt;
+  if (!root || root->rank < 0) return std::nullopt;
+  // Issue 29: a worker ended by a signal of its own (SIGKILL: the OOM killer; SIGSEGV) died
+  // whatever the others logged after it; one that exited may have exited of their rendezvous
+  // error, so then only where the logs hold none.
+  // SIGABRT is no such signal: NCCL's watchdog aborts a rank whose collective timed out (the
+  // C++ "terminate called after throwing ... DistBackendError"), a rank that waited.
+  const bool killed_on_its_own = root->exitcode && *root->exitcode < 0 && *root->exitcode != -SIGTERM &&
+                                 *root->exitcode != -SIGINT && *root->exitcode != -SIGHUP &&
+                                 *root->exitcode != -SIGABRT;
+  // Likewise a worker whose own exception, as the summary or its output shows it, is no
+  // rendezvous error (a CUDA out-of-memory, a bug): it died of that, and the others' store or
+  // collective errors are what waiting for it, or losing it, did to them.
+  const bool own_error = root_died_of_its_own_error(*root);
+  // With traces the traces order the deaths (from_traces); the summary is read as before.
+  const bool died_of_its_own = !c.has_traces() && (killed_on_its_own || own_error);
+  if (!died_of_its_own && logs_show_a_rendezvous_error(c.logs)) return std::nullopt;
   if (std::any_of(c.facts.begin(), c.facts.end(), [](const ProcessFacts& f) { return f.first_error != nullptr; }))
     return std::nullopt;
   // torchrun's agent stops the other workers with SIGTERM (SIGKILL only when SIGTERM did not end
@@ -174,6 +198,7 @@ std::optional<Candidate> from_logs(const Context& c) {
     return out;
   }
   Candidate out;
+  out.death_shown = died_of_its_own;
   Verdict& v = out.verdict;
   v.cls = FailureClass::RankDied;
   v.cause = root->exitcode && *root->exitcode < 0 ? "killed" : "exited";
@@ -194,7 +219,12 @@ std::optional<Candidate> from_logs(const Context& c) {
             (code.find("SIGTERM") != std::string::npos ? ": the agent stopped them once it had failed" : "");
   v.summary = "torchrun's summary (" + root->file + ":" + std::to_string(root->line) + ") names rank " +
               std::to_string(root->rank) + " as the first observed failure: " + summary_failure_words(*root) + crash +
-              rest + "; the logs hold no rendezvous error: it died on its own, the others' ends are consequences";
+              rest + (died_of_its_own && killed_on_its_own ? "; a signal torchrun does not send first: it died on its own, the others' errors "
+                                          "and ends are consequences"
+                      : !logs_show_a_rendezvous_error(c.logs)
+                          ? "; the logs hold no rendezvous error: it died on its own, the others' ends are consequences"
+                          : "; its own error is no rendezvous error: it died of it, the others' store and collective "
+                            "errors are consequences");
   const bool root_killed = root->exitcode && *root->exitcode < 0;
   v.next_step = root_killed ? "find what killed rank " + std::to_string(root->rank) +
                              " (`journalctl -k | grep -i -E 'oom|killed'` on its node: the OOM killer, a limit); "
@@ -222,7 +252,8 @@ std::optional<Candidate> rule_rank_died(const Context& c) {
     if (d->left) return std::nullopt;
     return from_traces(c, *d);
   }
-  return from_logs(c);
+  if (auto summary = from_logs(c)) return summary;
+  return rank_died_from_reported_deaths(c);
 }
 
 }  // namespace rdzvscope

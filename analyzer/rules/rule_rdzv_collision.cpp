@@ -103,6 +103,39 @@ std::optional<Candidate> collision_from_logs(const Context& c) {
   return std::nullopt;
 }
 
+// Log-only (issue 29): c10d's TCPStore of 2.x checks the other end of a store connection. The
+// client pings with a nonce of its own and wants it echoed; the server wants c10d's VALIDATE
+// query with its magic number first and drops a client that sends anything else. Either check
+// failing says that what is on the store port does not speak this store's protocol: another
+// job's store (a store of another PyTorch version answers differently), or another program
+// that took the port. One rendezvous endpoint, two users.
+std::optional<Candidate> foreign_peer_from_logs(const Context& c) {
+  // A ping answered in text is another program's (rule_port_conflict).
+  const LogEvent* hit = nullptr;
+  for (const LogEvent* e : c.logs.of({LogFamily::ForeignStorePeer}))
+    if (e->setting_value != "text" && !hit) hit = e;
+  if (!hit) return std::nullopt;
+  const LogEvent& e = *hit;
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::RdzvCollision;
+  v.confidence = "medium";
+  const bool server_side = e.text.find("VALIDATE") != std::string::npos;
+  v.summary = server_side
+                  ? "the store host was reached by a client that does not speak its TCPStore protocol (no or a wrong "
+                    "VALIDATE query): another job's ranks (another PyTorch version) or another program use this "
+                    "store's endpoint"
+                  : "the store port answered this client's ping with another value than its own: what listens there is "
+                    "not this job's TCPStore (another job's store of another PyTorch version, or another program)";
+  v.next_step = "give each job its own endpoint port (derive it from the job id); `ss -tnp 'sport = :PORT'` on the "
+                "store host shows which processes hold and use the port";
+  out.findings.push_back(log_finding(FailureClass::RdzvCollision, e));
+  out.alternatives.push_back({FailureClass::PortConflict, std::nullopt,
+                              "a program that is no PyTorch job holds the store port and answers on it",
+                              "`ss -ltnp 'sport = :PORT'` on the store host: the process that listens there"});
+  return out;
+}
+
 bool same_source(const LogEvent& a, const LogEvent& b) { return a.file == b.file && a.origin == b.origin; }
 
 bool says(const LogEvent& e, const char* words) { return e.text.find(words) != std::string::npos; }
@@ -216,6 +249,7 @@ std::optional<Candidate> rule_rdzv_collision(const Context& c) {
   }
   if (auto barrier = collision_from_logs(c)) return barrier;
   if (c.has_traces()) return std::nullopt;
+  if (auto foreign = foreign_peer_from_logs(c)) return foreign;
   const bool default_id = default_run_id_shown(c.logs);
   if (auto joined = collision_after_bind_failure(c, default_id)) return joined;
   if (default_id) return collision_by_default_run_id(c);

@@ -340,6 +340,13 @@ std::optional<Candidate> from_logs(const Context& c) {
   for (const auto* e : timeouts)
     if (e->awaited_rank && std::find(timed_out.begin(), timed_out.end(), *e->awaited_rank) == timed_out.end())
       awaited.push_back(*e->awaited_rank);
+  // Issue 29: under env:// rank 0 hosts the store and, on 2.x, waits in the store's constructor
+  // until every client joined ("Timed out after N seconds waiting for clients. M/W clients
+  // joined", which only the store host prints). The clients that joined then wait for rank 0's
+  // key, which it never got to write: rank 0 was at the store, waiting too. The late rank is a
+  // client that never joined, which the key does not name.
+  if (c.logs.any({LogFamily::ClientsJoinTimeout}))
+    awaited.erase(std::remove(awaited.begin(), awaited.end(), 0), awaited.end());
   std::sort(awaited.begin(), awaited.end());
   awaited.erase(std::unique(awaited.begin(), awaited.end()), awaited.end());
   const bool by_key = awaited.size() == 1 && (others.empty() || others == awaited);

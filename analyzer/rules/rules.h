@@ -32,6 +32,12 @@ std::optional<Candidate> straggler_at_first_collective(const Context& c);
 // connect when the job was ended, the others at the store or not (rule_connect_inflight.cpp).
 std::optional<Candidate> store_unreachable_from_calls_in_flight(const Context& c);
 std::optional<Candidate> connect_timeout_from_calls_in_flight(const Context& c);
+// rule_rank_died's case of a process end the shell, the kernel, torch.multiprocessing or the
+// old launcher reported in the logs (rule_rank_died_reported.cpp).
+std::optional<Candidate> rank_died_from_reported_deaths(const Context& c);
+// rule_config_mismatch's case of a launcher environment missing or out of range in the logs
+// (rule_config_launcher_env.cpp).
+std::optional<Candidate> config_mismatch_from_launcher_env(const Context& c);
 
 // The verdict on one model (Context: the facts derived once from the traces and logs). The
 // reports that need more than the Diagnosis (timeline, markdown) take the same model, so

@@ -282,3 +282,216 @@ TEST_CASE("alternatives: none on a verdict the evidence decides, and no key in t
   CHECK(d.alternatives.empty());
   CHECK_FALSE(diagnosis_json(d).contains("alternatives"));
 }
+
+namespace {
+
+// tests/corpus/logs/own/torch2.13-shell-killed.log (issue 29): rank 1 killed before init, bash's
+// job report; rank 0, the store host, counted 2/3 clients; rank 2 waited for rank 0's key.
+const char* kShellKilled =
+    "./plain.sh: line 8: 11852 Killed                  RANK=1 python /src/rdzvscope/tests/e2e/rank.py";
+const char* kClientsJoined213 =
+    "torch.distributed.DistStoreError: Timed out after 6 seconds waiting for clients. 2/3 clients joined.";
+const char* kWaitRank0Key213 = "torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/0";
+
+}  // namespace
+
+TEST_CASE("logs: a process reported dead is the initiating one; the others' waits are consequences") {
+  SECTION("bash's Killed beside the others' store timeouts: rank_died (killed), not straggler_timeout") {
+    Job job;
+    job.log_line(kWaitRank0Key213);
+    job.log_line(kClientsJoined213);
+    job.log_line(kShellKilled);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.cause == "killed");
+    CHECK(d.verdict.summary.find("not late") != std::string::npos);
+  }
+  SECTION("the kernel's OOM killer says the same") {
+    Job job;
+    job.log_line("[rank0]: RuntimeError: Socket Timeout", 0);
+    job.log_line("[Wed Dec  3 09:50:17 2026] Out of memory: Killed process 11852 (python) total-vm:9000000kB");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::RankDied);
+  }
+  SECTION("torch.multiprocessing: a process killed by SIGKILL; its spawn index is named, not taken for a rank") {
+    Job job;
+    job.log_line("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL");
+    Diagnosis d = job.diagnose_it();
+    REQUIRE(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.summary.find("process 1") != std::string::npos);
+    CHECK_FALSE(d.verdict.initiating_rank.has_value());
+  }
+  SECTION("a process that the launcher stopped (SIGTERM) did not die on its own") {
+    Job job;
+    job.log_line("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGTERM");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+  SECTION("a process that died of its own exception (the traceback spawn prints below the report)") {
+    Job job;
+    job.log_line("-- Process 2 terminated with the following error:");
+    job.log_line("Traceback (most recent call last):");
+    job.log_line("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.cause == "exited");
+  }
+  SECTION("one that died of a rendezvous error is no cause: the others' class stays") {
+    Job job;
+    job.log_line(kClientsJoined213);
+    job.log_line("-- Process 2 terminated with the following error:");
+    job.log_line("Traceback (most recent call last):");
+    job.log_line(kWaitRank0Key213);
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::StragglerTimeout);
+  }
+  SECTION("a cause above the symptoms stays ahead of the death it caused (a taken port)") {
+    Job job;
+    job.log_line("[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+                 "already in use).");
+    job.log_line("RuntimeError: Address already in use");
+    job.log_line(kShellKilled);
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::PortConflict);
+  }
+  SECTION("torchrun's summary naming a worker killed by SIGKILL counts beside the others' store errors") {
+    Job job;
+    job.log_line(kWaitRank0Key213, -1, "agent.log");
+    job.log_line("Root Cause (first observed failure):", -1, "agent.log");
+    job.log_line("[0]:", -1, "agent.log");
+    job.log_line("  time      : 2026-12-03_09:48:40", -1, "agent.log");
+    job.log_line("  host      : localhost", -1, "agent.log");
+    job.log_line("  rank      : 1 (local_rank: 1)", -1, "agent.log");
+    job.log_line("  exitcode  : -9 (pid: 10986)  (SIGKILL)", -1, "agent.log");
+    job.log_line("  error_file: <N/A>", -1, "agent.log");
+    job.log_line("  traceback : Signal 9 (SIGKILL) received by PID 10986", -1, "agent.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.initiating_rank == 1);
+  }
+}
+
+TEST_CASE("logs: the store host waited for clients, so rank 0's awaited key names no late rank") {
+  Job job;
+  job.log_line(kWaitRank0Key213);
+  job.log_line(kClientsJoined213);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank != 0);
+  SECTION("without the store host's line the awaited key still names its rank") {
+    Job alone;
+    alone.log_line("torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/2");
+    CHECK(alone.diagnose_it().verdict.initiating_rank == 2);
+  }
+}
+
+TEST_CASE("logs: TCPStore's check of the other end of a store connection") {
+  SECTION("a ping answered in text: another program holds the port (port_conflict)") {
+    Job job;
+    job.log_line("[W1203 10:09:27.955431535 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host "
+                 "127.0.0.1:29661 - retrying (try=0, timeout=8000ms, delay=253ms): Ping failed, invalid value returned "
+                 "from server. Expected: 1769, Got: 1347703880");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::PortConflict);
+  }
+  SECTION("a ping answered with no text: a store of another protocol, another job's (rdzv_collision)") {
+    Job job;
+    job.log_line("torch.distributed.DistNetworkError: Ping failed, invalid value returned from server. Expected: "
+                 "1769, Got: 0");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RdzvCollision);
+    CHECK(has_alternative(d, FailureClass::PortConflict));
+  }
+  SECTION("the store host met a client without c10d's VALIDATE query") {
+    Job job;
+    job.log_line("[E TCPStoreBackend.cpp:120] Miscellaneous client without VALIDATE query is detected");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::RdzvCollision);
+  }
+}
+
+TEST_CASE("logs: the launcher's environment missing or out of range is config_mismatch") {
+  SECTION("env:// rendezvous names the variable: high") {
+    Job job;
+    job.log_line("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable "
+                 "MASTER_ADDR expected, but not set");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
+    CHECK(d.verdict.confidence == "high");
+    CHECK(d.verdict.summary.find("MASTER_ADDR") != std::string::npos);
+  }
+  SECTION("a script's KeyError on a launcher variable") {
+    Job job;
+    job.log_line("KeyError: 'LOCAL_RANK'");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::ConfigMismatch);
+  }
+  SECTION("a KeyError on any other name is not the launcher's") {
+    Job job;
+    job.log_line("KeyError: 'model.layers.0.weight'");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::ConfigMismatch);
+  }
+  SECTION("gloo refuses a rank past the world beside the others' waits for it: medium, its rank") {
+    Job job;
+    job.log_line("torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/1", 0);
+    job.log_line("RuntimeError: [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/context.cc:23] rank < "
+                 "size. 2 vs 2", 2);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
+    CHECK(d.verdict.initiating_rank == 2);
+  }
+}
+
+TEST_CASE("logs: torchrun's root cause that died of its own exception, beside the others' store errors") {
+  auto summary = [](Job& job, const char* traceback) {
+    job.log_line(kWaitRank0Key213, -1, "agent.log");
+    job.log_line("Root Cause (first observed failure):", -1, "agent.log");
+    job.log_line("[0]:", -1, "agent.log");
+    job.log_line("  rank      : 2 (local_rank: 2)", -1, "agent.log");
+    job.log_line("  exitcode  : 1 (pid: 23296)", -1, "agent.log");
+    job.log_line("  error_file: /tmp/torchelastic_x/none_y/attempt_0/2/error.json", -1, "agent.log");
+    job.log_line(std::string("  traceback : Traceback (most recent call last):"), -1, "agent.log");
+    job.log_line(traceback, -1, "agent.log");
+  };
+  SECTION("a CUDA out-of-memory: rank_died, that rank") {
+    Job job;
+    summary(job, "  RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.initiating_rank == 2);
+  }
+  SECTION("a store timeout of its own: it died of the rendezvous, the others' class stays") {
+    Job job;
+    summary(job, "  torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/0");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+}
+
+TEST_CASE("logs: a rank that raised its own exception while the others failed on the store (issue 29)") {
+  SECTION("its exception and no rendezvous error of its own: rank_died, that rank, low") {
+    Job job;
+    job.log_line(kClientsJoined213, 0, "rank0.log");
+    job.log_line("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", 1, "rank1.log");
+    job.log_line(kWaitRank0Key213, 2, "rank2.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.initiating_rank == 1);
+    CHECK(d.verdict.confidence == "low");
+  }
+  SECTION("a rank whose exception came with a rendezvous error of its own died of the rendezvous") {
+    Job job;
+    job.log_line(kClientsJoined213, 0, "rank0.log");
+    job.log_line("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", 2, "rank2.log");
+    job.log_line(kWaitRank0Key213, 2, "rank2.log");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+  SECTION("two ranks with exceptions of their own: the logs cannot order them") {
+    Job job;
+    job.log_line(kClientsJoined213, 0, "rank0.log");
+    job.log_line("RuntimeError: CUDA out of memory.", 1, "rank1.log");
+    job.log_line("ValueError: bad shard", 2, "rank2.log");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+}
+
+TEST_CASE("logs: SIGABRT is NCCL's watchdog aborting a rank that waited, no death of its own (issue 29)") {
+  Job job;
+  job.log_line("[rank1]:[E ProcessGroupNCCL.cpp:567] [Rank 1] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=60000) ran for 60007 milliseconds before timing out.", 1);
+  job.log_line("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT");
+  CHECK(job.diagnose_it().verdict.cls == FailureClass::StragglerTimeout);
+}

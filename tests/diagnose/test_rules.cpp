@@ -1385,10 +1385,25 @@ TEST_CASE("logs: the rank that logged no collective timeout is the one the other
     CHECK(d.verdict.summary.find("after the rendezvous (ALLREDUCE, SeqNum=1)") != std::string::npos);
     CHECK(d.verdict.summary.find("init barrier") == std::string::npos);
   }
-  SECTION("ranks 0, 1, 3 time out, rank 2 logged something else: rank 2, medium") {
+  SECTION("ranks 0, 1, 3 time out, rank 2 raised an error of its own: rank 2 died (issue 29), straggler beside") {
+    // Before issue 29: straggler_timeout, rank 2 medium. An uncaught CUDA error ends rank 2's
+    // process: it is dead, not late; the straggler reading stays as a finding.
     Job job;
     for (int r : {0, 1, 3}) job.log_line(watchdog(r), r);
     job.log_line("[rank2]:RuntimeError: CUDA error: an illegal memory access was encountered", 2);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    REQUIRE(d.verdict.initiating_rank);
+    CHECK(*d.verdict.initiating_rank == 2);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(std::any_of(d.findings.begin(), d.findings.end(),
+                      [](const Finding& f) { return f.cls == FailureClass::StragglerTimeout; }));
+  }
+  SECTION("ranks 0, 1, 3 time out, rank 2 logged a line that is no exception: rank 2, medium") {
+    Job job;
+    for (int r : {0, 1, 3}) job.log_line(watchdog(r), r);
+    job.log_line("[rank2]:[W1203 10:00:00.123456 123 socket.cpp:207] [c10d] The hostname of the client socket cannot "
+                 "be retrieved. err=-3", 2);
     Diagnosis d = job.diagnose_it();
     CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
     REQUIRE(d.verdict.initiating_rank);
@@ -1900,14 +1915,19 @@ TEST_CASE("from torchrun's failure summary alone: the root cause is the dead ran
   CHECK(d.verdict.summary.find("rank(s) 0, 1, 3 exit code -15 (SIGTERM): the agent stopped them") != std::string::npos);
 }
 
-TEST_CASE("torchrun's summary does not outrank the rendezvous error that killed its root cause") {
-  // The root cause died of a store timeout the logs show: that error names the case.
+TEST_CASE("torchrun's root cause that crashed of its own error outranks the others' wait for it (issue 29)") {
+  // Rank 2 crashed before init_process_group (its exception is its own, no rendezvous error);
+  // another rank then timed out waiting for rank 2's key. Before issue 29 the verdict was
+  // straggler_timeout, "rank 2 ... probably the late one": a dead rank called late. A root
+  // cause that died of a store timeout still yields (test_log_rules.cpp).
   Job job;
   job.log_line("torch.distributed.DistStoreError: wait timeout after 3000ms, keys: /default_pg/0//cpu//0/2", -1,
                "agent.log");
   torchrun_summary_lines(job);
   const Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.cls == FailureClass::RankDied);
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK(d.verdict.summary.find("its own error is no rendezvous error") != std::string::npos);
 }
 
 TEST_CASE("a rank that exits 0 before it reaches the store left early: not late either") {

@@ -526,3 +526,70 @@ TEST_CASE("transport_error: gloo's pair found its connection reset or closed by 
   // The store's own reset stays a store error.
   must("torch.distributed.DistNetworkError: Connection reset by peer", Family::ConnectionReset);
 }
+
+TEST_CASE("process_died: the shell, the OOM killer, torch.multiprocessing, the old launcher (issue 29)", "[families]") {
+  auto e = must("./plain.sh: line 8: 11641 Killed                  RANK=1 python3 rank.py", Family::ProcessDied);
+  CHECK(e.setting == "signal");
+  CHECK(e.setting_value == "SIGKILL");
+  CHECK(must("Killed", Family::ProcessDied).setting_value == "SIGKILL");
+  must("[1]+  Killed                  python train.py", Family::ProcessDied);
+  must("[12345.678] Out of memory: Killed process 4242 (python) total-vm:1000kB", Family::ProcessDied);
+  e = must("torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal SIGSEGV",
+           Family::ProcessDied);
+  CHECK(e.setting_value == "SIGSEGV");
+  CHECK(e.died_process == 3);
+  e = must("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with exit code 1",
+           Family::ProcessDied);
+  CHECK(e.setting == "exit");
+  CHECK(e.setting_value == "1");
+  e = must("-- Process 2 terminated with the following error:", Family::ProcessDied);
+  CHECK(e.setting_value == "exception");
+  CHECK(e.died_process == 2);
+  e = must("subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py', '--local_rank=1']' died "
+           "with <Signals.SIGKILL: 9>.",
+           Family::ProcessDied);
+  CHECK(e.setting_value == "SIGKILL");
+  CHECK(e.died_process == 1);
+  e = must("subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py', '--local_rank=3']' returned "
+           "non-zero exit status 1.",
+           Family::ProcessDied);
+  CHECK(e.setting_value == "1");
+  CHECK(e.died_process == 3);
+  for (const char* line : {"the job was Killed by the user at step 10", "Killed: 3 of 10 tasks skipped",
+                           "the process terminated with success", "returned non-zero exit status 1."}) {
+    INFO(line);
+    auto ev = classify_line(line);
+    CHECK((!ev || ev->family != Family::ProcessDied));
+  }
+}
+
+TEST_CASE("foreign_store_peer: TCPStore's ping and VALIDATE checks (issue 29)", "[families]") {
+  auto e = must("[W1203 10:09:27.955431535 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host "
+                "127.0.0.1:29661 - retrying (try=0, timeout=8000ms, delay=253ms): Ping failed, invalid value "
+                "returned from server. Expected: 1769, Got: 1347703880",
+                Family::ForeignStorePeer);
+  CHECK(e.setting_value == "text");  // "HTTP"
+  CHECK(e.has(Family::ConnectValidate));
+  CHECK(must("DistNetworkError: Ping failed, invalid value returned from server. Expected: 17, Got: 0",
+             Family::ForeignStorePeer)
+            .setting_value == "binary");
+  must("Miscellaneous client without VALIDATE query is detected", Family::ForeignStorePeer);
+  must("Miscellaneous client with incorrect VALIDATE query is detected", Family::ForeignStorePeer);
+}
+
+TEST_CASE("launcher_env_missing and rank_out_of_range (issue 29)", "[families]") {
+  auto e = must("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable "
+                "WORLD_SIZE expected, but not set",
+                Family::LauncherEnvMissing);
+  CHECK(e.setting_value == "WORLD_SIZE");
+  CHECK(must("ValueError: Environment variable TORCHELASTIC_RUN_ID expected, but not set",
+             Family::LauncherEnvMissing)
+            .setting_value == "TORCHELASTIC_RUN_ID");
+  CHECK(must("KeyError: 'RANK'", Family::LauncherEnvMissing).setting_value == "RANK");
+  CHECK(must("[rank3]: KeyError: \"MASTER_PORT\"", Family::LauncherEnvMissing).setting_value == "MASTER_PORT");
+  auto other = classify_line("KeyError: 'RANKS'");
+  CHECK((!other || other->family != Family::LauncherEnvMissing));
+  must("RuntimeError: [enforce fail at ../third_party/gloo/gloo/context.cc:23] rank < size. 2 vs 2",
+       Family::RankOutOfRange);
+  must("node1:77:77 [0] init.cc:1580 NCCL WARN Invalid rank requested : 4/4", Family::RankOutOfRange);
+}

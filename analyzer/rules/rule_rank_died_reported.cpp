@@ -1,0 +1,173 @@
+// rank_died from logs alone (issue 29): a process end that whoever reaped it reported (the
+// shell's "Killed", the kernel's OOM killer, torch.multiprocessing's spawn, the old launcher's
+// CalledProcessError; LogFacts::deaths). A process that ended so did not come late: it is gone,
+// and what the others logged after it (their waits for its key, their connections to it reset)
+// are consequences of its death (candidates_of in diagnose.cpp lets such a candidate go ahead
+// of those symptoms' classes).
+#include <algorithm>
+#include <csignal>
+#include <string>
+
+#include "rules.h"
+
+namespace rdzvscope {
+
+namespace {
+
+// A signal that no launcher sends to stop a worker and c10d never raises in its own process:
+// SIGKILL (the OOM killer's, a scheduler's hard limit), SIGSEGV, SIGBUS... torchrun and
+// torch.multiprocessing stop the other workers with SIGTERM (SIGKILL only 30 s later), a user
+// with SIGINT or SIGTERM: an end by those says the process was stopped, not that it died.
+// SIGABRT neither: NCCL's watchdog aborts a rank whose collective timed out, a rank that waited.
+bool died_on_its_own_signal(const std::string& name) {
+  return !name.empty() && name != "SIGTERM" && name != "SIGINT" && name != "SIGHUP" && name != "SIGABRT";
+}
+
+// The exception the process died of: the first exception line after the report in the same
+// file, within the traceback that torch.multiprocessing prints below "terminated with the
+// following error" (a rendezvous error among events, any other among other_errors).
+struct ItsException {
+  const LogEvent* line = nullptr;
+  bool rendezvous = false;  // a store / rendezvous failure: it died of one, it did not cause one
+};
+
+ItsException exception_after(const LogFacts& logs, const LogEvent& death) {
+  constexpr std::uint64_t kTracebackLines = 200;
+  ItsException out;
+  auto consider = [&](const LogEvent& e, bool rendezvous) {
+    if (e.file != death.file || e.line <= death.line || e.line - death.line > kTracebackLines) return;
+    if (e.text.find("Traceback (most recent call last)") != std::string::npos) return;
+    if (!out.line || e.line < out.line->line) out = {&e, rendezvous};
+  };
+  for (const LogEvent& e : logs.events) consider(e, true);
+  for (const LogEvent& e : logs.other_errors)
+    if (e.family == LogFamily::ErrorLine) consider(e, false);
+  return out;
+}
+
+struct OwnDeath {
+  const LogEvent* report = nullptr;
+  ItsException exception;
+};
+
+// The first reported end that is a death of its own: a signal of its own, or an exception that
+// is no rendezvous failure; an exit code alone (no exception shown) only where the logs hold
+// no rendezvous error at all (else the process may have exited of one of them).
+std::optional<OwnDeath> first_own_death(const LogFacts& logs) {
+  for (const LogEvent& d : logs.deaths) {
+    if (d.setting == "signal") {
+      if (died_on_its_own_signal(d.setting_value)) return OwnDeath{&d, {}};
+      continue;
+    }
+    const ItsException ex = d.setting_value == "exception" ? exception_after(logs, d) : ItsException{};
+    if (ex.line && !ex.rendezvous) return OwnDeath{&d, ex};
+    if (!ex.line && logs.events.empty()) return OwnDeath{&d, ex};
+  }
+  return std::nullopt;
+}
+
+std::string process_words(const LogEvent& d) {
+  if (!d.died_process) return "a process";
+  return "process " + std::to_string(*d.died_process) + " (its local rank: torch.multiprocessing's spawn index, "
+         "the old launcher's --local_rank)";
+}
+
+std::string end_words(const LogEvent& d) {
+  if (d.setting == "signal") return "was killed by " + d.setting_value;
+  if (d.setting_value == "exception") return "ended with an exception";
+  return "exited with code " + d.setting_value;
+}
+
+// An exception line of a known rank (its prefix or its file): not gloo's or NCCL's transport
+// lines, not an NCCL warning, not a traceback header, not C++'s terminate (the NCCL watchdog's
+// abort of a rank that waited).
+bool is_own_exception_of_a_rank(const LogEvent& e) {
+  return e.family == LogFamily::ErrorLine && e.rank >= 0 && e.text.find("NCCL") == std::string::npos &&
+         e.text.find("Traceback (most recent call last)") == std::string::npos &&
+         e.text.find("terminate called") == std::string::npos;
+}
+
+// A worker's own exception and the others' rendezvous errors: a rank whose lines raise an
+// exception that no rendezvous family matches, and which logs no rendezvous error of its own,
+// while other ranks do (their waits for it, their connections to it): an uncaught exception
+// ends a Python process, so that rank died of it and the others' errors followed. One such rank
+// only; two are two crashes the logs cannot order.
+std::optional<OwnDeath> rank_raised_while_others_waited(const LogFacts& logs) {
+  const LogEvent* raised = nullptr;
+  for (const LogEvent& e : logs.other_errors) {
+    if (!is_own_exception_of_a_rank(e)) continue;
+    if (raised && raised->rank != e.rank) return std::nullopt;
+    if (!raised) raised = &e;
+  }
+  if (!raised) return std::nullopt;
+  bool others_failed = false;
+  for (const LogEvent& e : logs.events) {
+    if (e.rank == raised->rank) return std::nullopt;  // it had a rendezvous error of its own
+    others_failed = others_failed || e.rank >= 0;
+  }
+  if (!others_failed) return std::nullopt;
+  return OwnDeath{raised, {raised, false}};
+}
+
+// rank_raised_while_others_waited's verdict: low, since the logs show the exception, not the
+// end of the process (a caught exception that was only logged reads the same).
+Candidate raised_words(const Context& c, const LogEvent& raised) {
+  std::vector<int> others;
+  for (const LogEvent& e : c.logs.events)
+    if (e.rank >= 0 && std::find(others.begin(), others.end(), e.rank) == others.end()) others.push_back(e.rank);
+  std::sort(others.begin(), others.end());
+  Candidate out;
+  out.death_shown = true;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::RankDied;
+  v.cause = "exited";
+  v.confidence = "low";
+  v.initiating_rank = raised.rank;
+  v.summary = "rank " + std::to_string(raised.rank) + " raised an exception that is no rendezvous error (" +
+              log_line_words(raised) + ") and logged no rendezvous error of its own, while rank(s) " +
+              rank_list(others) + " failed on the store or in a collective: an uncaught exception ends its process, "
+              "so it most likely died of it and the others' errors followed (a dead rank is not late)";
+  v.next_step = "read rank " + std::to_string(raised.rank) + "'s traceback and fix what it died of; its exit status "
+                "(the launcher's summary) would confirm that it ended there";
+  out.findings.push_back(log_finding(FailureClass::RankDied, raised));
+  return out;
+}
+
+// The verdict on a reported end: medium, the report and the exception it died of.
+Candidate reported_words(const OwnDeath& own) {
+  const LogEvent& d = *own.report;
+  const bool killed = d.setting == "signal";
+  Candidate out;
+  out.death_shown = true;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::RankDied;
+  v.cause = killed ? "killed" : "exited";
+  v.confidence = "medium";
+  const std::string exception =
+      own.exception.line ? "; its exception: " + log_line_words(*own.exception.line) : std::string();
+  v.summary = process_words(d) + " " + end_words(d) + " (" + d.reason + ", " + d.file + ":" + std::to_string(d.line) +
+              ")" + exception +
+              (killed ? ": a signal no launcher sends first and c10d never raises, so it died on its own"
+                      : ": it died of its own error, not of the rendezvous") +
+              "; a dead process is not late: the other ranks' errors (their waits for it, their connections to "
+              "it reset) are consequences of its death";
+  v.next_step = killed ? "find what killed it: `journalctl -k | grep -i -E 'oom|killed'` on its node (the OOM "
+                         "killer, a scheduler's memory or time limit) around the time of the report"
+                       : "read its traceback (above) and fix what it died of; the other ranks' errors follow from it";
+  out.findings.push_back(log_finding(FailureClass::RankDied, d));
+  if (own.exception.line) out.findings.push_back(log_finding(FailureClass::RankDied, *own.exception.line));
+  return out;
+}
+
+}  // namespace
+
+std::optional<Candidate> rank_died_from_reported_deaths(const Context& c) {
+  if (c.has_traces()) return std::nullopt;
+  auto own = first_own_death(c.logs);
+  if (!own) own = rank_raised_while_others_waited(c.logs);
+  if (!own) return std::nullopt;
+  if (own->report->family == LogFamily::ErrorLine) return raised_words(c, *own->report);
+  return reported_words(*own);
+}
+
+}  // namespace rdzvscope
