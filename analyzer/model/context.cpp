@@ -72,8 +72,13 @@ bool Context::crashed_on_its_own(const ProcessFacts& f) const {
 bool Context::left_early(const ProcessFacts& f) const {
   const Ending& e = ending(f);
   if (e.how != Ending::How::Exited || e.failed() || e.stopped() || f.first_error || !e.over_ns) return false;
+  // It had its peers' addresses from the store and began connecting to them (gloo's full mesh,
+  // inside init_process_group) before it exited: its part of the rendezvous was done, and the
+  // others, who finished theirs, needed it. Its exit may come before the last of them made
+  // its first pair (an accept of its own connection, say).
   const auto completed = rendezvous_completed_ns();
-  return completed && *e.over_ns > *completed;
+  const auto own = f.peer_connected_ns.value_or(completed.value_or(0));
+  return completed && *e.over_ns > own;
 }
 
 std::optional<std::int64_t> Context::failure_time(const ProcessFacts& f) const {

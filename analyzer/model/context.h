@@ -118,7 +118,8 @@ struct Context {
   // first failure after it): whatever it then died of, it was waiting for that rank.
   bool failed_waiting_in_collective(const ProcessFacts& f) const;
   // A rank that left the job early: it exited with status 0, with no error of its own and no
-  // signal from a traced process, after the rendezvous had completed. Its peers still needed
+  // signal from a traced process, in a job whose rendezvous completed, after its own part of it
+  // (its first connection to a peer, else the rendezvous's completion). Its peers still needed
   // it (every collective of the group takes every rank, and so do the store's barrier keys),
   // so the kernel's close of its sockets broke their connections to it: where a failure that
   // followed began, as a death's does, though it did not die.
