@@ -207,7 +207,7 @@ void word_peer_died(const Context& c, const BrokenPipes& b, const PipeHit* first
   if (!after.empty() && p.rank >= 0) out.evidence.dead_ranks.push_back(p.rank);
   if (!after.empty() && left)  // it returned while its peers still needed it: gone, not dead
     v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " left the job early: it " +
-                ending_words(c, *b.dead) + " after the rendezvous, while its peers still needed it" + after;
+                ending_words(c, *b.dead) + " once it had joined the rendezvous and connected to its peers, while they still needed it" + after;
   else if (!after.empty())  // a rank proven dead first (Context::first_death): how it ended, in full
     v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " died: it " + ending_words(c, *b.dead) +
                 after;
