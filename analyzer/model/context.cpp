@@ -30,6 +30,12 @@ std::optional<std::int64_t> Context::rendezvous_completed_ns() const {
     if (!f->peer_connected_ns) return std::nullopt;
     last = std::max(last, *f->peer_connected_ns);
   }
+  // A gloo group's init reads each rank's address key and connects to that rank in turn, so a
+  // rank connects to its first peers before it has every key: one whose own log shows it timed
+  // out waiting for a rank's address key ("keys: /.../N") never finished its part.
+  for (const auto* lines : {&logs.events, &logs.other_errors})
+    for (const LogEvent& e : *lines)
+      if (e.awaited_rank && e.rank >= 0 && rank(e.rank)) return std::nullopt;
   return last;
 }
 

@@ -98,7 +98,8 @@ struct Context {
   bool has_traces() const { return !traces.processes.empty(); }
   // When the rendezvous had completed: every rank the job expected is traced, reached the
   // store and then connected to its peers (ProcessFacts::peer_connected_ns); the last of
-  // those. nullopt when any of that is not shown.
+  // those. nullopt when any of that is not shown, or when a rank's own log shows it timed out
+  // waiting on the store for a rank's address key (it never finished init_process_group).
   std::optional<std::int64_t> rendezvous_completed_ns() const;
   bool any_rank_failed() const;
   // A torchrun agent that exited before it started any worker ended its own rendezvous: its
