@@ -226,36 +226,38 @@ TEST_CASE("a rank whose pairs' end its peers read before they failed was gone, n
   CHECK(d.verdict.summary.find("frozen") == std::string::npos);
 }
 
-TEST_CASE("a rank that waited for the address key of a rank beyond its header's WORLD_SIZE was given another "
-          "world_size: config_mismatch/WORLD_SIZE (matrix world_size under torchrun)") {
+namespace {
+
+// Every header says WORLD_SIZE=4 (torchrun's); rank 1 made its pairs with ranks 0, 2, 3, then
+// waited on the store for rank `awaited`'s address key until its timeout (its log line says
+// which), and never entered the first collective; the others did and timed out in gloo.
+Diagnosis rank1_waited_for_key_of(int awaited) {
   Job job;
   std::vector<Proc*> ps;
-  // Every header says WORLD_SIZE=4 (torchrun's); rank 1's script passed world_size=5 to
-  // init_process_group: it made its pairs with ranks 0, 2, 3, then waited on the store for
-  // rank 4's address until its timeout, and never entered the first collective; the others
-  // did and timed out in gloo waiting for it.
   joined_in_a_mesh(job, ps, {0, 2, 3});
   ps[1]->exit(3.3, 1);
   for (int r : {0, 2, 3}) ps[static_cast<std::size_t>(r)]->exit(3.32 + 0.01 * r, 1);
-  job.log_line("torch.distributed.DistStoreError: wait timeout after 2000ms, keys: /default_pg/0//cpu//0/4", 1,
-               "rank1.log");
+  job.log_line("torch.distributed.DistStoreError: wait timeout after 2000ms, keys: /default_pg/0//cpu//0/" +
+                   std::to_string(awaited),
+               1, "rank1.log");
   for (int r : {0, 2, 3})
     job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
                  "2000ms for recv operation to complete",
                  r, "rank" + std::to_string(r) + ".log");
-  const Diagnosis d = job.diagnose_it();
+  return job.diagnose_it();
+}
+
+}  // namespace
+
+TEST_CASE("a rank that waited for the address key of a rank beyond its header's WORLD_SIZE was given another "
+          "world_size: config_mismatch/WORLD_SIZE (matrix world_size under torchrun)") {
+  // Its script passed world_size=5 to init_process_group: it waited for rank 4's key.
+  const Diagnosis d = rank1_waited_for_key_of(4);
   INFO(d.verdict.summary);
   CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
   CHECK(d.verdict.cause == "WORLD_SIZE");
   CHECK(d.verdict.initiating_rank == 1);
   CHECK(d.verdict.summary.find("WORLD_SIZE=5 or more") != std::string::npos);
-  // A wait for a key inside the world says nothing of it: rank 3's key, awaited by rank 1.
-  Job inside;
-  std::vector<Proc*> qs;
-  joined_in_a_mesh(inside, qs, {0, 2, 3});
-  qs[1]->exit(3.3, 1);
-  for (int r : {0, 2, 3}) qs[static_cast<std::size_t>(r)]->exit(3.32 + 0.01 * r, 1);
-  inside.log_line("torch.distributed.DistStoreError: wait timeout after 2000ms, keys: /default_pg/0//cpu//0/3", 1,
-                  "rank1.log");
-  CHECK(inside.diagnose_it().verdict.cls != FailureClass::ConfigMismatch);
+  // A wait for a key inside the world says nothing of it: rank 3's key.
+  CHECK(rank1_waited_for_key_of(3).verdict.cls != FailureClass::ConfigMismatch);
 }

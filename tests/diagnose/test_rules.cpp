@@ -1968,8 +1968,10 @@ namespace {
 // (torchrun's agent log, the matrix's exit0 cells under torchrun).
 // With store_host_pairs_late, rank 0 makes its first pair only after rank 3's exit (it accepts
 // rank 3's connection from its backlog after rank 3 had connected all its pairs and gone).
+// With client_reads_store_end, rank 1 reads the end of its store connection as the store host
+// exits of its own reset (torch 1.13, by timing).
 void rank_left_after_the_rendezvous(Job& job, bool store_reads_its_end, bool merged_log = false,
-                                    bool store_host_pairs_late = false) {
+                                    bool store_host_pairs_late = false, bool client_reads_store_end = false) {
   for (int r = 0; r < 4; ++r) {
     Proc& p = job.proc(r, 1000 + r);
     const auto port = static_cast<std::uint16_t>(40000 + r);
@@ -1986,6 +1988,7 @@ void rank_left_after_the_rendezvous(Job& job, bool store_reads_its_end, bool mer
       continue;
     }
     if (r == 0 && store_reads_its_end) p.serve(RDZV_EV_RECV, 4.01, 0, 40003, kPort, RDZV_F_ZERO_READ);
+    if (r == 1 && client_reads_store_end) p.io(RDZV_EV_RECV, 4.1, 0, 0, RDZV_F_ZERO_READ, port);
     p.exit(4.1, 1);
   }
   for (int r = 0; r < 3; ++r)
@@ -2019,12 +2022,15 @@ TEST_CASE("a rank that exits 0 after the rendezvous while its peers still need i
 }
 
 TEST_CASE("a rank that exits 0 once it connected to its peers left early, even before the last rank's first pair "
-          "(matrix exit0 at the first collective)") {
+          "(matrix exit0 at the first collective), and when a client then reads the end of the store host's "
+          "connection") {
+  const bool client_reads_store_end = GENERATE(false, true);
   Job job;
-  rank_left_after_the_rendezvous(job, false, false, true);
+  rank_left_after_the_rendezvous(job, false, false, true, client_reads_store_end);
   const Diagnosis d = job.diagnose_it();
   INFO(d.verdict.summary);
-  // Before: unknown, its exit (+4.0 s) came before the rendezvous completed (+4.005 s).
+  // Before: unknown, its exit (+4.0 s) came before the rendezvous completed (+4.005 s); with
+  // the client's read, transient_recv for rank 1 (matrix seed 42456, exit0.highest, 1.13).
   CHECK(d.verdict.cls == FailureClass::BrokenPipe);
   CHECK(d.verdict.cause == "peer_died");
   CHECK(d.verdict.initiating_rank == 3);
