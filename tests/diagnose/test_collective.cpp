@@ -14,11 +14,16 @@ namespace {
 // the first connected here, the others accepted), gloo's 8-byte opening on the connected one,
 // and the timeout gloo sets on every pair (2 s). Ranks in `entering` send their first
 // collective messages at +1.3 s; the others receive theirs (gloo's I/O thread reads them).
+// Rank r of four, at the store by +1.0 s (rank 0 hosts it).
+Proc& at_the_store(Job& job, int r) {
+  Proc& p = job.proc(r, 1000 + r);
+  if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
+  return p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
+}
+
 void joined_with_pairs(Job& job, std::vector<Proc*>& ps, const std::vector<int>& entering) {
   for (int r = 0; r < 4; ++r) {
-    Proc& p = job.proc(r, 1000 + r);
-    if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
-    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
+    Proc& p = at_the_store(job, r);
     p.pair(1.2, 20, true).pair_io(RDZV_EV_SEND, 1.2, 20, 8).pair(1.2, 21, false).pair(1.2, 22, false);
     for (int fd = 20; fd <= 22; ++fd) p.pair_timeout(1.2, fd, 2000);
     if (std::find(entering.begin(), entering.end(), r) != entering.end())
@@ -151,9 +156,7 @@ namespace {
 // send their first collective messages on every pair at +1.3 s.
 void joined_in_a_mesh(Job& job, std::vector<Proc*>& ps, const std::vector<int>& entering) {
   for (int r = 0; r < 4; ++r) {
-    Proc& p = job.proc(r, 1000 + r);
-    if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
-    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
+    Proc& p = at_the_store(job, r);
     for (int q = 0; q < 4; ++q) {
       if (q == r) continue;
       const int lo = std::min(r, q), hi = std::max(r, q);
