@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "rdzvscope/trace_format.h"
 
@@ -16,6 +17,13 @@ std::array<std::uint8_t, 16> ipv6_form(const rdzv_sockaddr& a);
 bool is_loopback(const rdzv_sockaddr& a);
 // 0.0.0.0, ::, ::ffff:0.0.0.0: a wildcard bind, no host.
 bool is_unspecified(const rdzv_sockaddr& a);
+// One end of a TCP connection, its address in ipv6_form and its port, so that it compares
+// equal however a socket spelled it; and a connection as one side sees it: (its own end, the
+// other end). The other side sees the same connection with the two swapped.
+using ConnectionEnd = std::pair<std::array<std::uint8_t, 16>, std::uint16_t>;
+using Connection = std::pair<ConnectionEnd, ConnectionEnd>;
+ConnectionEnd connection_end(const rdzv_sockaddr& a);
+
 // The address for people, without its port: "10.0.0.1" also for its IPv4-mapped form
 // (::ffff:10.0.0.1, as a dual-stack socket or an AI_V4MAPPED lookup gives it), "fe80::1";
 // "" for none.

@@ -5,6 +5,7 @@
 #include <map>
 #include <sys/socket.h>
 
+#include "address.h"
 #include "context.h"
 
 namespace rdzvscope {
@@ -72,7 +73,46 @@ std::optional<std::int64_t> pair_timeout(const RankCollective& r) {
   return std::nullopt;
 }
 
+// The ranks' pairs as each side sees them (own end, other end), each with its rank.
+std::map<Connection, const ProcessFacts*> pairs_by_connection(const std::vector<const ProcessFacts*>& ranks) {
+  std::map<Connection, const ProcessFacts*> out;
+  for (const ProcessFacts* f : ranks)
+    for (const Event& e : f->proc->events)
+      if (is_peer_connection(e) && e.local().port && e.peer().port)
+        out.emplace(Connection{connection_end(e.local()), connection_end(e.peer())}, f);
+  return out;
+}
+
+// Over loopback the other end is in the reader's own network namespace.
+std::vector<CollectivePhase::EndRead> find_ends_read(const std::vector<const ProcessFacts*>& ranks) {
+  const auto pairs = pairs_by_connection(ranks);
+  std::vector<CollectivePhase::EndRead> out;
+  for (const ProcessFacts* f : ranks)
+    for (const Event& e : f->proc->events) {
+      if (!reads_peer_end(e)) continue;
+      CollectivePhase::EndRead r{f, nullptr, end_ns(e)};
+      const auto it = pairs.find(Connection{connection_end(e.peer()), connection_end(e.local())});
+      if (it != pairs.end() && it->second != f &&
+          (!is_loopback(e.peer()) || loopback_scope(*it->second->proc) == loopback_scope(*f->proc)))
+        r.other = it->second;
+      out.push_back(r);
+    }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.at_ns < b.at_ns; });
+  return out;
+}
+
 }  // namespace
+
+std::optional<std::int64_t> CollectivePhase::end_read_of(const ProcessFacts& f) const {
+  for (const EndRead& r : ends_read)
+    if (r.other == &f) return r.at_ns;
+  return std::nullopt;
+}
+
+bool CollectivePhase::pairs_open_at(const ProcessFacts& f, std::int64_t t) const {
+  return std::none_of(ends_read.begin(), ends_read.end(),
+                      [&](const EndRead& r) { return r.at_ns < t && (!r.other || r.other == &f); });
+}
 
 const RankCollective* CollectivePhase::of(const ProcessFacts& f) const {
   for (const RankCollective& r : ranks)
@@ -103,6 +143,7 @@ std::optional<CollectivePhase> find_collective_phase(const Context& c) {
     }
   }
   if (!out.first_failed) return std::nullopt;
+  out.ends_read = find_ends_read(c.ranks());
   for (const RankCollective& r : out.ranks)
     (r.entered_ns && *r.entered_ns <= out.first_failure_ns ? out.entered : out.not_entered).push_back(&r);
   return out;

@@ -45,8 +45,23 @@ struct CollectivePhase {
   // The ranks that had entered the first collective by the first failure, and those that had
   // not (never, or only after it).
   std::vector<const RankCollective*> entered, not_entered;
+  // Every read of the end of a pair (0 bytes, a reset) by a rank, with the rank at the pair's
+  // other end: the pair that rank made or accepted with the same two ends swapped (nullptr
+  // when no traced rank's pair has them). By time.
+  struct EndRead {
+    const ProcessFacts* reader = nullptr;
+    const ProcessFacts* other = nullptr;
+    std::int64_t at_ns = 0;
+  };
+  std::vector<EndRead> ends_read;
 
   const RankCollective* of(const ProcessFacts& f) const;
+  // The first read of the end of one of f's pairs by another rank; nullopt: none read.
+  std::optional<std::int64_t> end_read_of(const ProcessFacts& f) const;
+  // f's pairs were open at t: every end of a pair read before t is known to be another
+  // rank's. gloo's I/O thread reads every pair all the time and the kernel closes a dead
+  // process's sockets, so had f been gone before t its peers would have read its end.
+  bool pairs_open_at(const ProcessFacts& f, std::int64_t t) const;
 };
 
 // nullopt when the rendezvous did not complete, no rank failed after it, or a rank's trace

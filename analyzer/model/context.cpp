@@ -30,6 +30,12 @@ std::optional<std::int64_t> Context::rendezvous_completed_ns() const {
     if (!f->peer_connected_ns) return std::nullopt;
     last = std::max(last, *f->peer_connected_ns);
   }
+  // A gloo group's init reads each rank's address key and connects to that rank in turn, so a
+  // rank connects to its first peers before it has every key: one whose own log shows it timed
+  // out waiting for a rank's address key ("keys: /.../N") never finished its part.
+  for (const auto* lines : {&logs.events, &logs.other_errors})
+    for (const LogEvent& e : *lines)
+      if (e.awaited_rank && e.rank >= 0 && rank(e.rank)) return std::nullopt;
   return last;
 }
 
@@ -72,8 +78,13 @@ bool Context::crashed_on_its_own(const ProcessFacts& f) const {
 bool Context::left_early(const ProcessFacts& f) const {
   const Ending& e = ending(f);
   if (e.how != Ending::How::Exited || e.failed() || e.stopped() || f.first_error || !e.over_ns) return false;
+  // It had its peers' addresses from the store and began connecting to them (gloo's full mesh,
+  // inside init_process_group) before it exited: its part of the rendezvous was done, and the
+  // others, who finished theirs, needed it. Its exit may come before the last of them made
+  // its first pair (an accept of its own connection, say).
   const auto completed = rendezvous_completed_ns();
-  return completed && *e.over_ns > *completed;
+  const auto own = f.peer_connected_ns.value_or(completed.value_or(0));
+  return completed && *e.over_ns > own;
 }
 
 std::optional<std::int64_t> Context::failure_time(const ProcessFacts& f) const {

@@ -98,7 +98,8 @@ struct Context {
   bool has_traces() const { return !traces.processes.empty(); }
   // When the rendezvous had completed: every rank the job expected is traced, reached the
   // store and then connected to its peers (ProcessFacts::peer_connected_ns); the last of
-  // those. nullopt when any of that is not shown.
+  // those. nullopt when any of that is not shown, or when a rank's own log shows it timed out
+  // waiting on the store for a rank's address key (it never finished init_process_group).
   std::optional<std::int64_t> rendezvous_completed_ns() const;
   bool any_rank_failed() const;
   // A torchrun agent that exited before it started any worker ended its own rendezvous: its
@@ -118,7 +119,8 @@ struct Context {
   // first failure after it): whatever it then died of, it was waiting for that rank.
   bool failed_waiting_in_collective(const ProcessFacts& f) const;
   // A rank that left the job early: it exited with status 0, with no error of its own and no
-  // signal from a traced process, after the rendezvous had completed. Its peers still needed
+  // signal from a traced process, in a job whose rendezvous completed, after its own part of it
+  // (its first connection to a peer, else the rendezvous's completion). Its peers still needed
   // it (every collective of the group takes every rank, and so do the store's barrier keys),
   // so the kernel's close of its sockets broke their connections to it: where a failure that
   // followed began, as a death's does, though it did not die.

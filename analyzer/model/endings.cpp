@@ -19,12 +19,6 @@ namespace rdzvscope {
 
 namespace {
 
-// One end of a TCP connection, in a form that compares equal however the socket spelled it.
-using End = std::pair<std::array<std::uint8_t, 16>, std::uint16_t>;
-End end_of(const rdzv_sockaddr& a) { return {ipv6_form(a), a.port}; }
-// A connection as one side sees it: (its own end, the other end).
-using Conn = std::pair<End, End>;
-
 // A read of the end of a store connection by the process at one side of it: 0 bytes (the
 // other side's FIN), or a reset. When the other side recorded no close of its socket, the
 // kernel closed it: the other side was dead by then.
@@ -46,19 +40,19 @@ bool reads_the_end(const Event& e) {
 
 // Every such read in the traces, by the connection as the OTHER side saw it (the key a dead
 // process's own connect or accept gives): (other side's end, reader's end).
-std::map<Conn, std::vector<Hangup>> hangups_by_connection(const TraceInputs& traces) {
-  std::map<Conn, std::vector<Hangup>> out;
+std::map<Connection, std::vector<Hangup>> hangups_by_connection(const TraceInputs& traces) {
+  std::map<Connection, std::vector<Hangup>> out;
   for (const Process& q : traces.processes)
     for (const Event& e : q.events)
       if (reads_the_end(e) && e.peer().port && e.local().port)
-        out[{end_of(e.peer()), end_of(e.local())}].push_back({&q, &e, is_loopback(e.peer())});
+        out[{connection_end(e.peer()), connection_end(e.local())}].push_back({&q, &e, is_loopback(e.peer())});
   return out;
 }
 
 // The store connections a process made or accepted, with the descriptor, and whether it
 // closed that socket itself (a close record of the same connection after it was made).
 struct OwnConnection {
-  Conn conn;
+  Connection conn;
   bool closed_by_itself = false;
 };
 
@@ -67,17 +61,17 @@ std::vector<OwnConnection> own_connections(const Process& p) {
   for (const Event& e : p.events) {
     const bool made = (e.is_connect() && e.succeeded()) || (e.kind == RDZV_EV_ACCEPT && e.ret >= 0);
     if (on_watched_connection(e) && made && e.local().port && e.peer().port)
-      out.push_back({{end_of(e.local()), end_of(e.peer())}, false});
+      out.push_back({{connection_end(e.local()), connection_end(e.peer())}, false});
     if (e.kind == RDZV_EV_CLOSE && e.on_store_socket())
       for (OwnConnection& c : out)
-        if (c.conn == Conn{end_of(e.local()), end_of(e.peer())}) c.closed_by_itself = true;
+        if (c.conn == Connection{connection_end(e.local()), connection_end(e.peer())}) c.closed_by_itself = true;
   }
   return out;
 }
 
 // The first read of the end of one of p's store connections, after its last record, that it
 // did not close itself.
-void find_hangup(const Process& p, const std::map<Conn, std::vector<Hangup>>& hangups, Ending& out) {
+void find_hangup(const Process& p, const std::map<Connection, std::vector<Hangup>>& hangups, Ending& out) {
   for (const OwnConnection& c : own_connections(p)) {
     if (c.closed_by_itself) continue;
     auto it = hangups.find(c.conn);
@@ -120,7 +114,7 @@ ProcessCalls process_calls(const TraceInputs& traces) {
   return out;
 }
 
-Ending ending_of(const Process& p, const ProcessCalls& calls, const std::map<Conn, std::vector<Hangup>>& hangups) {
+Ending ending_of(const Process& p, const ProcessCalls& calls, const std::map<Connection, std::vector<Hangup>>& hangups) {
   Ending out;
   out.last_seen_ns = p.last_event_ns();
   // A call in flight was published when it began: the process was alive then.

@@ -470,6 +470,10 @@ void note_after_startup(const Context& c, Diagnosis& d) {
       if (!t) t = c.ending(*dead).over_ns;
       if (t) first = {{dead, *t}};
     }
+  // At the first collective the verdict names who failed first among the ranks that waited
+  // (CollectivePhase::first_failed): not a rank that only went silent before them, whose last
+  // record is no failure.
+  if (d.evidence.phase && c.collective) first = {{c.collective->first_failed, c.collective->first_failure_ns}};
   if (!completed || !first) return;
   const Process& p = *first->first->proc;
   // A rank that vanished was alive at its last record and gone by the time another process

@@ -161,6 +161,20 @@ std::optional<BrokenPipes> find_broken_pipes(const Context& c) {
     return b;
   }
   find_dead_peer(c, b);
+  // No store connection broke at a dead end, but a rank proven first to die or leave
+  // (Context::first_death) broke its peers' gloo connections: its end is where this began, and
+  // a store connection that broke later (the store host exiting of its own reset) is one of
+  // its consequences.
+  if (!b.dead)
+    if (const auto death = c.first_death()) {
+      auto lines = transport_lines_after(c, *death);
+      if (!lines.empty()) {
+        b.log_hits = std::move(lines);
+        b.dead = death->f;
+        b.died_at = death->by_ns;
+        return b;
+      }
+    }
   // A 0-byte read is a broken pipe only when the other end died; with the store alive it is
   // transient_recv's case. (torch 1.13 prints "Connection reset by peer" for a 0-byte read,
   // so with traces at hand their errno decides, not the log's wording.)
@@ -207,7 +221,7 @@ void word_peer_died(const Context& c, const BrokenPipes& b, const PipeHit* first
   if (!after.empty() && p.rank >= 0) out.evidence.dead_ranks.push_back(p.rank);
   if (!after.empty() && left)  // it returned while its peers still needed it: gone, not dead
     v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " left the job early: it " +
-                ending_words(c, *b.dead) + " after the rendezvous, while its peers still needed it" + after;
+                ending_words(c, *b.dead) + " once it had joined the rendezvous and connected to its peers, while they still needed it" + after;
   else if (!after.empty())  // a rank proven dead first (Context::first_death): how it ended, in full
     v.summary = p.label() + (b.dead->listen_ns ? ", the store host," : "") + " died: it " + ending_words(c, *b.dead) +
                 after;

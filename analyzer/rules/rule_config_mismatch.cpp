@@ -48,12 +48,33 @@ bool most_used_the_header_port(const std::vector<const ProcessFacts*>& ranks) {
   return same > elsewhere;
 }
 
-std::map<std::string, std::string> rank_settings(const ProcessFacts& f, bool most_used_the_header) {
+// The rank's own store wait for the key of a rank its header's WORLD_SIZE does not have: a
+// gloo group's init_process_group reads every rank's address key (".../0" to ".../W-1", W the
+// world_size it was given), so a rank waiting for ".../N" with N >= its header's WORLD_SIZE was
+// given a world_size above it, by its script (init_process_group(world_size=...)) after the
+// header took its environment (under torchrun, the launcher's).
+const LogEvent* wait_beyond_header_world(const Context& c, const ProcessFacts& f) {
+  const int header = f.proc->header.ident.world_size;
+  if (header <= 0 || f.proc->rank < 0) return nullptr;
+  for (const auto* lines : {&c.logs.events, &c.logs.other_errors})
+    for (const LogEvent& e : *lines)
+      if (e.rank == f.proc->rank && e.awaited_rank && *e.awaited_rank >= header) return &e;
+  return nullptr;
+}
+
+// The WORLD_SIZE a rank used: its header's, or "N or more" when its own wait shows it waited
+// for rank N-1's key beyond it.
+std::string used_world_size(const Context& c, const ProcessFacts& f) {
+  if (const LogEvent* e = wait_beyond_header_world(c, f)) return std::to_string(*e->awaited_rank + 1) + " or more";
+  return std::to_string(f.proc->header.ident.world_size);
+}
+
+std::map<std::string, std::string> rank_settings(const Context& c, const ProcessFacts& f, bool most_used_the_header) {
   const rdzv_identity& id = f.proc->header.ident;
   std::map<std::string, std::string> out;
   if (const std::string a = bounded_string(id.master_addr); !a.empty()) out["MASTER_ADDR"] = a;
   if (const int port = used_master_port(f, most_used_the_header); port > 0) out["MASTER_PORT"] = std::to_string(port);
-  if (id.world_size > 0) out["WORLD_SIZE"] = std::to_string(id.world_size);
+  if (id.world_size > 0) out["WORLD_SIZE"] = used_world_size(c, f);
   if (const std::string r = bounded_string(id.run_id); !r.empty()) out["TORCHELASTIC_RUN_ID"] = r;
   return out;
 }
@@ -372,7 +393,7 @@ std::vector<Member> rank_members(const Context& c) {
   for (const ProcessFacts* f : c.ranks()) one_job &= seen.insert(f->proc->rank).second;
   const bool most_used_the_header = most_used_the_header_port(c.ranks());
   if (one_job)
-    for (const ProcessFacts* f : c.ranks()) ranks.push_back({f, rank_settings(*f, most_used_the_header)});
+    for (const ProcessFacts* f : c.ranks()) ranks.push_back({f, rank_settings(c, *f, most_used_the_header)});
   return ranks;
 }
 
@@ -438,9 +459,18 @@ std::vector<MismatchedSetting> word_settings_side_by_side(const Context& c, cons
   return settings;
 }
 
-// What each differing process's endpoint did, where it shows.
+// What each differing process's endpoint did, where it shows; and the wait that showed a
+// WORLD_SIZE its header does not.
 void word_deviant_endpoints(const Context& c, const std::vector<const ProcessFacts*>& deviants, Candidate& out) {
   for (const ProcessFacts* f : deviants) {
+    if (const LogEvent* e = wait_beyond_header_world(c, *f)) {
+      Finding fd = log_finding(FailureClass::ConfigMismatch, *e);
+      fd.evidence.push_back(f->proc->label() + " waited for rank " + std::to_string(*e->awaited_rank) +
+                            "'s address key, beyond the " + std::to_string(f->proc->header.ident.world_size) +
+                            " ranks of WORLD_SIZE in its environment at start: its init_process_group was given a "
+                            "larger world_size (by its script, after its launcher set WORLD_SIZE)");
+      out.findings.push_back(fd);
+    }
     const std::string ep = endpoint_words(c, *f);
     if (ep.empty()) continue;
     Finding fd = finding_for(FailureClass::ConfigMismatch, *f,

@@ -6,6 +6,7 @@
 // not late: rank_died and broken_pipe/peer_died name it (docs/classes.md, "Dead ranks").
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 
 #include "rules.h"
 
@@ -15,21 +16,13 @@ namespace {
 
 constexpr const char* kPhase = "the first collective after the rendezvous";
 
-// No rank that entered had read the end of a pair before t. gloo's I/O thread reads every
-// pair all the time and the kernel closes a dead process's sockets: had a rank died before t,
-// each of the others (a full mesh) would have read its end at once.
-bool no_pair_ended_before(const CollectivePhase& ph, std::int64_t t) {
-  return std::none_of(ph.entered.begin(), ph.entered.end(),
-                      [&](const RankCollective* r) { return r->peer_gone_ns && *r->peer_gone_ns < t; });
-}
-
 // Alive at t: a record of its own or its launcher stopping it after t, or its pairs still open
 // then (a frozen rank records nothing). A rank that had not entered and was over by then died
 // before the collective: not a straggler.
 bool alive_after(const Context& c, const CollectivePhase& ph, const ProcessFacts& f, std::int64_t t) {
   const Ending& e = c.ending(f);
   if (c.died_on_its_own(f) && e.over_ns && *e.over_ns <= t) return false;
-  return e.last_seen_ns > t || (e.stopped() && e.sent_ns >= t) || no_pair_ended_before(ph, t);
+  return e.last_seen_ns > t || (e.stopped() && e.sent_ns >= t) || ph.pairs_open_at(f, t);
 }
 
 std::vector<int> ranks_of(const std::vector<const RankCollective*>& rs) {
@@ -49,6 +42,23 @@ std::optional<std::vector<const RankCollective*>> stalled_ranks(const Context& c
   return ph.not_entered;
 }
 
+// Alive and silent while the others waited for it: no record of its own from before the first
+// failure on and no exit of its own, though its pairs were still open then. A process that is
+// stopped (SIGSTOP, job control, a debugger) or stuck in a wait the shim does not record leaves
+// exactly this; one that only worked or slept long records its wake-up, unless it was killed
+// first.
+bool silent_while_waited_for(const Context& c, const CollectivePhase& ph, const RankCollective& r) {
+  return c.ending(*r.f).last_seen_ns < ph.first_failure_ns && !r.f->proc->exit_ns;
+}
+
+// Its launcher's SIGTERM did not end it and a SIGKILL did, later: a process with Python's
+// default handling ends at once on SIGTERM, asleep or busy; one that is stopped keeps the
+// signal pending, and one in an uninterruptible wait (a hung file system) does not act on it.
+bool outlived_sigterm(const Context& c, const ProcessFacts& f) {
+  const Ending& e = c.ending(f);
+  return e.stopped() && e.sent_signal == SIGTERM && e.how == Ending::How::Signaled && e.signal == SIGKILL;
+}
+
 // "it made its 3 pairs by +7.94 s and sent nothing on them until +19.95 s, 8.00 s after the
 // first failure; it then exited with status 1 at +19.95 s"
 std::string stalled_words(const Context& c, const CollectivePhase& ph, const RankCollective& r) {
@@ -59,6 +69,17 @@ std::string stalled_words(const Context& c, const CollectivePhase& ph, const Ran
          " after the first failure";
   else
     s += "while it was traced";
+  if (silent_while_waited_for(c, ph, r)) {
+    const auto gone = ph.end_read_of(*r.f);
+    s += "; it recorded nothing at all after " + rel(c, c.ending(*r.f).last_seen_ns) +
+         ", yet its pairs stayed open " +
+         (gone ? "until " + rel(c, *gone) : std::string("while the others ran (none of them read their end)")) +
+         ": alive and doing nothing, as a frozen process is (stopped by SIGSTOP, job control or a debugger; "
+         "a node that froze) or one stuck in a wait the shim does not record";
+    if (outlived_sigterm(c, *r.f))
+      s += "; its launcher's SIGTERM at " + rel(c, c.ending(*r.f).sent_ns) +
+           " did not end it, only a SIGKILL did: it was stopped, or in an uninterruptible wait";
+  }
   return s + "; it " + ending_words(c, *r.f);
 }
 
@@ -104,11 +125,19 @@ void word_verdict(const Context& c, const CollectivePhase& ph, const std::vector
               " and waited for " + (one ? "it" : "them") + ": " + ph.first_failed->proc->label() + " failed first at " +
               rel(c, ph.first_failure_ns) + ", " + fmt_seconds(waited) + " after entering" + timeout_words(ph);
   const double raise_to = std::ceil(std::max(waited, seconds(ph.completed_ns, s.entered_ns.value_or(w.last_failure))) * 1.5 + 1);
-  v.next_step = "look at what " + (one ? p.label() : who) +
-                " does after init_process_group, before its first collective (a checkpoint load, a data cache "
-                "built on that rank only, data loading or preprocessing, storage on " + p.host +
-                "): that work belongs before init_process_group, or needs init_process_group(timeout=...) above " +
-                fmt_seconds(raise_to) + "; the others' timeouts and errors are consequences";
+  const std::string work = "what " + (one ? p.label() : who) +
+                           " does after init_process_group, before its first collective (a checkpoint load, a data "
+                           "cache built on that rank only, data loading or preprocessing, storage on " + p.host + ")";
+  if (one && silent_while_waited_for(c, ph, s))
+    v.next_step = "find what froze " + p.label() + " after init_process_group: while it hangs, `grep State /proc/" +
+                  std::to_string(p.pid) + "/status` on " + p.host +
+                  " (T: stopped, by SIGSTOP, job control or a debugger; D: an uninterruptible wait, a hung file "
+                  "system) and `py-spy dump --pid " + std::to_string(p.pid) + "`; if it was running, " + work +
+                  "; the others' timeouts and errors are consequences";
+  else
+    v.next_step = "look at " + work + ": that work belongs before init_process_group, or needs "
+                  "init_process_group(timeout=...) above " + fmt_seconds(raise_to) +
+                  "; the others' timeouts and errors are consequences";
 }
 
 std::vector<Finding> findings(const Context& c, const CollectivePhase& ph, const std::vector<const RankCollective*>& stalled,

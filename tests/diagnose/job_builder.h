@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -132,6 +133,12 @@ class Proc {
     r.u.net.local = ipv4(10, 0, 0, 2, 41000);
     return add(r);
   }
+  // The two ends of pair fd (its own, the other side's) for pair() and pair_io() on it; without
+  // this call, 10.0.0.2:41000+fd and 10.0.0.3:50000+fd, which match no other process's pair.
+  Proc& pair_ends(int fd, const rdzv_sockaddr& local, const rdzv_sockaddr& peer) {
+    pair_ends_[fd] = {local, peer};
+    return *this;
+  }
   // One of the process group's pairs as a shim that knows peer sockets records it (RDZV_F_PEER):
   // connected by this process (a non-blocking connect's outcome) or accepted, on descriptor fd.
   Proc& pair(double t, int fd, bool connected_here) {
@@ -140,8 +147,7 @@ class Proc {
     r.flags = RDZV_F_PEER;
     r.fd = fd;
     r.ret = connected_here ? 0 : fd;
-    r.u.net.peer = ipv4(10, 0, 0, 3, static_cast<std::uint16_t>(50000 + fd));
-    r.u.net.local = ipv4(10, 0, 0, 2, static_cast<std::uint16_t>(41000 + fd));
+    set_pair_ends(r, fd);
     return add(r);
   }
   // A send or recv on pair fd (ret bytes, or -1 with err; RDZV_F_ZERO_READ for a read of 0).
@@ -151,8 +157,7 @@ class Proc {
     r.fd = fd;
     r.ret = ret;
     r.err = err;
-    r.u.net.peer = ipv4(10, 0, 0, 3, static_cast<std::uint16_t>(50000 + fd));
-    r.u.net.local = ipv4(10, 0, 0, 2, static_cast<std::uint16_t>(41000 + fd));
+    set_pair_ends(r, fd);
     return add(r);
   }
   // The timeout gloo sets on a pair (SO_RCVTIMEO; a plain socket's record, no store flag).
@@ -282,7 +287,13 @@ class Proc {
   void write(const std::string& path) const { b_.write(path); }
 
  private:
+  void set_pair_ends(rdzv_record& r, int fd) const {
+    const auto it = pair_ends_.find(fd);
+    r.u.net.local = it != pair_ends_.end() ? it->second.first : ipv4(10, 0, 0, 2, static_cast<std::uint16_t>(41000 + fd));
+    r.u.net.peer = it != pair_ends_.end() ? it->second.second : ipv4(10, 0, 0, 3, static_cast<std::uint16_t>(50000 + fd));
+  }
   TraceBuilder b_;
+  std::map<int, std::pair<rdzv_sockaddr, rdzv_sockaddr>> pair_ends_;
 };
 
 class Job {

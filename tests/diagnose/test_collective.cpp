@@ -14,11 +14,16 @@ namespace {
 // the first connected here, the others accepted), gloo's 8-byte opening on the connected one,
 // and the timeout gloo sets on every pair (2 s). Ranks in `entering` send their first
 // collective messages at +1.3 s; the others receive theirs (gloo's I/O thread reads them).
+// Rank r of four, at the store by +1.0 s (rank 0 hosts it).
+Proc& at_the_store(Job& job, int r) {
+  Proc& p = job.proc(r, 1000 + r);
+  if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
+  return p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
+}
+
 void joined_with_pairs(Job& job, std::vector<Proc*>& ps, const std::vector<int>& entering) {
   for (int r = 0; r < 4; ++r) {
-    Proc& p = job.proc(r, 1000 + r);
-    if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
-    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
+    Proc& p = at_the_store(job, r);
     p.pair(1.2, 20, true).pair_io(RDZV_EV_SEND, 1.2, 20, 8).pair(1.2, 21, false).pair(1.2, 22, false);
     for (int fd = 20; fd <= 22; ++fd) p.pair_timeout(1.2, fd, 2000);
     if (std::find(entering.begin(), entering.end(), r) != entering.end())
@@ -162,4 +167,122 @@ TEST_CASE("a rank frozen after init_process_group (no record after its pairs) wh
   INFO(d.verdict.summary);
   CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
   CHECK(d.verdict.initiating_rank == 2);
+}
+
+namespace {
+
+// gloo's full mesh with the two ends of every pair as the kernel gives them: rank r listens on
+// 10.0.0.2:50000+r, and for ranks a < b, b connects to a from 10.0.0.2:42000+10b+a. Each rank's
+// pair to rank q is on descriptor 20+q. Every rank reaches the store at +1.0 s and makes its
+// pairs at +1.2 s (the connecting side writes gloo's 8-byte opening); the ranks in `entering`
+// send their first collective messages on every pair at +1.3 s.
+void joined_in_a_mesh(Job& job, std::vector<Proc*>& ps, const std::vector<int>& entering) {
+  for (int r = 0; r < 4; ++r) {
+    Proc& p = at_the_store(job, r);
+    for (int q = 0; q < 4; ++q) {
+      if (q == r) continue;
+      const int lo = std::min(r, q), hi = std::max(r, q);
+      const auto listener = ipv4(10, 0, 0, 2, static_cast<std::uint16_t>(50000 + lo));
+      const auto connector = ipv4(10, 0, 0, 2, static_cast<std::uint16_t>(42000 + 10 * hi + lo));
+      const bool connects = r == hi;
+      p.pair_ends(20 + q, connects ? connector : listener, connects ? listener : connector);
+      p.pair(1.2, 20 + q, connects).pair_timeout(1.2, 20 + q, 2000);
+      if (connects) p.pair_io(RDZV_EV_SEND, 1.2, 20 + q, 8);
+    }
+    if (std::find(entering.begin(), entering.end(), r) != entering.end())
+      for (int q = 0; q < 4; ++q)
+        if (q != r) p.pair_io(RDZV_EV_SEND, 1.3, 20 + q, 48);
+    ps.push_back(&p);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a frozen rank stays the straggler when a waiter's pairs end before its own exit record") {
+  Job job;
+  std::vector<Proc*> ps;
+  joined_in_a_mesh(job, ps, {0, 2, 3});
+  // Rank 1 is stopped right after init_process_group and killed long after (no record, no
+  // exit). Rank 3 times out first and closes its pairs on the way out: ranks 0 and 2 read their
+  // end at +3.30 s, before rank 3's exit record at +3.32 s; then they exit too. The ends they
+  // read are rank 3's, not rank 1's: rank 1's pairs stayed open.
+  ps[0]->pair_io(RDZV_EV_RECV, 3.30, 23, 0, 0, RDZV_F_ZERO_READ).exit(3.36, 1);
+  ps[2]->pair_io(RDZV_EV_RECV, 3.30, 23, 0, 0, RDZV_F_ZERO_READ).exit(3.37, 1);
+  ps[3]->exit(3.32, 1);
+  const TraceInputs& t = job.load_it();
+  const Context c(t, job.logs());
+  REQUIRE(c.collective);
+  CHECK(c.collective->end_read_of(*c.rank(3)) == c.collective->ends_read.front().at_ns);
+  CHECK_FALSE(c.collective->end_read_of(*c.rank(1)));
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  // Before: unknown ("rank(s) 0-3 failed without a rendezvous error"): any pair's end read
+  // before the first failure was taken for the frozen rank's.
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.summary.find("never entered the first collective") != std::string::npos);
+  CHECK(d.verdict.summary.find("recorded nothing at all after") != std::string::npos);
+  CHECK(d.verdict.summary.find("frozen") != std::string::npos);
+  // The first to fail is rank 3, which waited, not the silent rank's last record.
+  CHECK(d.verdict.summary.find("first on rank 3") != std::string::npos);
+  CHECK(d.verdict.next_step.find("find what froze rank 1") != std::string::npos);
+  CHECK(d.verdict.next_step.find("/proc/1001/status") != std::string::npos);
+}
+
+TEST_CASE("a rank whose pairs' end its peers read before they failed was gone, not frozen") {
+  Job job;
+  std::vector<Proc*> ps;
+  joined_in_a_mesh(job, ps, {0, 2, 3});
+  // Rank 1 is killed at +1.25 s (no record of it): the others read the end of their pairs to it
+  // at once, and fail later.
+  for (int r : {0, 2, 3})
+    ps[static_cast<std::size_t>(r)]->pair_io(RDZV_EV_RECV, 1.32, 21, 0, 0, RDZV_F_ZERO_READ).exit(1.4 + 0.01 * r, 1);
+  const TraceInputs& t = job.load_it();
+  const Context c(t, job.logs());
+  REQUIRE(c.collective);
+  const auto gone = c.collective->end_read_of(*c.rank(1));
+  REQUIRE(gone);
+  CHECK_FALSE(c.collective->pairs_open_at(*c.rank(1), *gone + 1));
+  CHECK(c.collective->pairs_open_at(*c.rank(1), *gone));
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls != FailureClass::StragglerTimeout);
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.summary.find("frozen") == std::string::npos);
+}
+
+namespace {
+
+// Every header says WORLD_SIZE=4 (torchrun's); rank 1 made its pairs with ranks 0, 2, 3, then
+// waited on the store for rank `awaited`'s address key until its timeout (its log line says
+// which), and never entered the first collective; the others did and timed out in gloo.
+Diagnosis rank1_waited_for_key_of(int awaited) {
+  Job job;
+  std::vector<Proc*> ps;
+  joined_in_a_mesh(job, ps, {0, 2, 3});
+  ps[1]->exit(3.3, 1);
+  for (int r : {0, 2, 3}) ps[static_cast<std::size_t>(r)]->exit(3.32 + 0.01 * r, 1);
+  job.log_line("torch.distributed.DistStoreError: wait timeout after 2000ms, keys: /default_pg/0//cpu//0/" +
+                   std::to_string(awaited),
+               1, "rank1.log");
+  for (int r : {0, 2, 3})
+    job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+                 "2000ms for recv operation to complete",
+                 r, "rank" + std::to_string(r) + ".log");
+  return job.diagnose_it();
+}
+
+}  // namespace
+
+TEST_CASE("a rank that waited for the address key of a rank beyond its header's WORLD_SIZE was given another "
+          "world_size: config_mismatch/WORLD_SIZE (matrix world_size under torchrun)") {
+  // Its script passed world_size=5 to init_process_group: it waited for rank 4's key.
+  const Diagnosis d = rank1_waited_for_key_of(4);
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
+  CHECK(d.verdict.cause == "WORLD_SIZE");
+  CHECK(d.verdict.initiating_rank == 1);
+  CHECK(d.verdict.summary.find("WORLD_SIZE=5 or more") != std::string::npos);
+  // A wait for a key inside the world says nothing of it: rank 3's key.
+  CHECK(rank1_waited_for_key_of(3).verdict.cls != FailureClass::ConfigMismatch);
 }

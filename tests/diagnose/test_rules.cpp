@@ -2073,7 +2073,12 @@ namespace {
 // three fail in their next all_reduce (gloo: "Connection closed by peer") and exit 1.
 // With merged_log, the survivors' gloo lines are in one launcher's output with no rank on them
 // (torchrun's agent log, the matrix's exit0 cells under torchrun).
-void rank_left_after_the_rendezvous(Job& job, bool store_reads_its_end, bool merged_log = false) {
+// With store_host_pairs_late, rank 0 makes its first pair only after rank 3's exit (it accepts
+// rank 3's connection from its backlog after rank 3 had connected all its pairs and gone).
+// With client_reads_store_end, rank 1 reads the end of its store connection as the store host
+// exits of its own reset (torch 1.13, by timing).
+void rank_left_after_the_rendezvous(Job& job, bool store_reads_its_end, bool merged_log = false,
+                                    bool store_host_pairs_late = false, bool client_reads_store_end = false) {
   for (int r = 0; r < 4; ++r) {
     Proc& p = job.proc(r, 1000 + r);
     const auto port = static_cast<std::uint16_t>(40000 + r);
@@ -2083,12 +2088,14 @@ void rank_left_after_the_rendezvous(Job& job, bool store_reads_its_end, bool mer
     } else {
       p.connect(1.1, 0, kPort, 0.001, port);
     }
-    p.io(RDZV_EV_SEND, 1.2, 8, 0, 0, port).peer_connect(1.5, static_cast<std::uint16_t>(50000 + r));
+    p.io(RDZV_EV_SEND, 1.2, 8, 0, 0, port)
+        .peer_connect(r == 0 && store_host_pairs_late ? 4.005 : 1.5, static_cast<std::uint16_t>(50000 + r));
     if (r == 3) {
       p.exit(4.0, 0);
       continue;
     }
     if (r == 0 && store_reads_its_end) p.serve(RDZV_EV_RECV, 4.01, 0, 40003, kPort, RDZV_F_ZERO_READ);
+    if (r == 1 && client_reads_store_end) p.io(RDZV_EV_RECV, 4.1, 0, 0, RDZV_F_ZERO_READ, port);
     p.exit(4.1, 1);
   }
   for (int r = 0; r < 3; ++r)
@@ -2119,6 +2126,24 @@ TEST_CASE("a rank that exits 0 after the rendezvous while its peers still need i
   CHECK(d.verdict.summary.find("died") == std::string::npos);  // it did not die
   CHECK(d.evidence.dead_ranks == std::vector<int>{3});
   CHECK(d.verdict.next_step.find("returned before the others") != std::string::npos);
+}
+
+TEST_CASE("a rank that exits 0 once it connected to its peers left early, even before the last rank's first pair "
+          "(matrix exit0 at the first collective), and when a client then reads the end of the store host's "
+          "connection") {
+  const bool client_reads_store_end = GENERATE(false, true);
+  Job job;
+  rank_left_after_the_rendezvous(job, false, false, true, client_reads_store_end);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  // Before: unknown, its exit (+4.0 s) came before the rendezvous completed (+4.005 s); with
+  // the client's read, transient_recv for rank 1 (matrix seed 42456, exit0.highest, 1.13).
+  CHECK(d.verdict.cls == FailureClass::BrokenPipe);
+  CHECK(d.verdict.cause == "peer_died");
+  CHECK(d.verdict.initiating_rank == 3);
+  CHECK(d.verdict.summary.find("left the job early") != std::string::npos);
+  CHECK(d.verdict.summary.find("exited with status 0") != std::string::npos);
+  CHECK(d.verdict.summary.find("died") == std::string::npos);
 }
 
 TEST_CASE("a rank that exits 0 first is no cause: of a healthy job, nor of a rank that then died on its own") {

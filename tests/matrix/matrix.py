@@ -295,10 +295,6 @@ FAULTS = {f.name: f for f in (
 
 # Cells known to be wrong with today's analyzer (glob patterns over cell names), with why; a
 # cell on this list that is wrong at high confidence is reported but does not fail the run.
-CONSEQUENCE_BLAMED = ("after init_process_group, a worker freezes or stalls; rank 0, the store host, then exits 1 "
-                      "of its own gloo timeout (all_reduce or barrier) and a client's store connection breaks: "
-                      "broken_pipe/peer_died names rank 0 (seen for stall, 1.13; when it does not happen the "
-                      "verdict is unknown)")
 STALL_SURVIVOR_BLAMED = ("under torchrun a worker stalls or freezes after init_process_group; the others time out "
                          "in gloo and exit 1, their lines in the agent's merged log carry no rank, so the first "
                          "of them to exit is taken for a rank that died on its own: rank_died names a survivor "
@@ -309,14 +305,11 @@ KNOWN_WRONG = {
     # from how each process ended (analyzer/model/endings.cpp); exit 0 after it since a rank
     # that left early is found the same way (Context::left_early), and a rank that stalls at the
     # first collective is named since issue 28 (the pairs' I/O: it never entered it). A rank that
-    # froze (SIGSTOP) ended nothing, and is still blamed this way (issue 27).
-    **{f"{fault}.{target}.{phase}.hand.*": CONSEQUENCE_BLAMED
-       for fault in ("sigstop",) for target in ("worker", "highest")
-       for phase in ("store_traffic", "first_collective")},
-    # The same under torchrun, whose merged output puts no rank on the survivors' gloo timeouts:
-    # one of them, exiting 1 with no line of its own, is taken for a rank that died first.
-    **{f"{fault}.{target}.first_collective.torchrun-c10d.*": STALL_SURVIVOR_BLAMED
-       for fault in ("sigstop", "stall") for target in ("worker", "highest")},
+    # froze (SIGSTOP) there is named as well, by its pairs that stayed open while it recorded
+    # nothing (rule_straggler_collective.cpp): off this list.
+    # Under torchrun, whose merged output puts no rank on the survivors' gloo timeouts, one of
+    # them, exiting 1 with no line of its own, may be taken for a rank that died first.
+    **{f"stall.{target}.first_collective.torchrun-c10d.*": STALL_SURVIVOR_BLAMED for target in ("worker", "highest")},
     "name_elsewhere_nohost.*": "store_unreachable with the right rank and both addresses, but the summary offers "
                                "'a firewall REJECT rule, a route' first, though the traces hold the two lookups "
                                "of the name with different results",
