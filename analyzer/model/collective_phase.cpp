@@ -108,4 +108,60 @@ std::optional<CollectivePhase> find_collective_phase(const Context& c) {
   return out;
 }
 
+std::optional<CollectiveOutline> collective_outline(const Context& c) {
+  if (!c.collective) return std::nullopt;
+  const CollectivePhase& ph = *c.collective;
+  CollectiveOutline out;
+  out.completed_ns = ph.completed_ns;
+  out.first_failure_ns = ph.first_failure_ns;
+  if (ph.first_failed && ph.first_failed->proc->rank >= 0) out.first_failed_rank = ph.first_failed->proc->rank;
+  out.timeout_ms = ph.timeout_ms;
+  return out;
+}
+
+const char* part_words(CollectiveSpan::Part part) {
+  switch (part) {
+    case CollectiveSpan::Part::Waited: return "waited in it";
+    case CollectiveSpan::Part::NeverEntered: return "never entered";
+    case CollectiveSpan::Part::EnteredLate: return "entered late";
+    case CollectiveSpan::Part::Dead: return "dead";
+  }
+  return "?";
+}
+
+namespace {
+
+CollectiveSpan::Part part_of(const CollectivePhase& ph, const RankCollective& r, bool dead) {
+  if (dead) return CollectiveSpan::Part::Dead;
+  if (!r.entered_ns) return CollectiveSpan::Part::NeverEntered;
+  return *r.entered_ns > ph.first_failure_ns ? CollectiveSpan::Part::EnteredLate : CollectiveSpan::Part::Waited;
+}
+
+}  // namespace
+
+std::optional<CollectiveSpan> collective_span(const Context& c, const ProcessFacts& f, bool dead) {
+  if (!c.collective) return std::nullopt;
+  const CollectivePhase& ph = *c.collective;
+  const RankCollective* r = ph.of(f);
+  if (!r || !r->pairs_done_ns) return std::nullopt;
+  const Ending& e = c.ending(f);
+  CollectiveSpan s;
+  s.part = part_of(ph, *r, dead);
+  // Its first pair connect is where it left the store's rendezvous (ProcessFacts::peer_connected_ns).
+  s.begin_ns = f.peer_connected_ns.value_or(ph.completed_ns);
+  s.pairs_done_ns = r->pairs_done_ns;
+  s.entered_ns = r->entered_ns;
+  // A dead rank was alive until its last record (or its exit); the others' part ended at their
+  // failure in it (an error before it, such as a refused connect they survived, is not it).
+  const std::int64_t last = f.proc->exit_ns.value_or(e.last_seen_ns);
+  const auto failed = dead ? std::nullopt : c.failure_time(f);
+  s.end_ns = std::max(s.begin_ns, failed && *failed >= s.begin_ns ? *failed : last);
+  if (s.entered_ns && ph.timeout_ms) s.deadline_ns = *s.entered_ns + *ph.timeout_ms * 1'000'000;
+  if (dead) {
+    s.gone_ns = e.over_ns;
+    s.ended = ending_short(c, f);
+  }
+  return s;
+}
+
 }  // namespace rdzvscope
