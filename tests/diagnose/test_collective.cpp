@@ -104,7 +104,8 @@ TEST_CASE("a rank that died after init_process_group, before the first collectiv
   CHECK(d.verdict.initiating_rank == 2);
 }
 
-TEST_CASE("traces without the pairs' I/O (an older shim): no collective fact, no straggler at the first collective") {
+TEST_CASE("traces without the pairs' I/O (an older shim): no collective fact, no straggler at the first collective, "
+          "no collective span in the views") {
   Job job;
   for (int r = 0; r < 4; ++r) {
     Proc& p = job.proc(r, 1000 + r);
@@ -115,7 +116,12 @@ TEST_CASE("traces without the pairs' I/O (an older shim): no collective fact, no
   const TraceInputs& t = job.load_it();
   const Context c(t, job.logs());
   CHECK_FALSE(c.collective);
-  CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls != FailureClass::StragglerTimeout);
+  CHECK_FALSE(d.collective);
+  for (const RankRow& r : d.ranks) CHECK_FALSE(r.collective);
+  CHECK(diagnosis_text(d).find("\nCOLLECTIVE ") == std::string::npos);
+  CHECK(diagnosis_html(d).find("coll-legend") == std::string::npos);
 }
 
 TEST_CASE("logs only: gloo's collective timeouts name the rank that printed none") {
@@ -260,19 +266,4 @@ TEST_CASE("collective spans: many ranks that waited fold into one line of the te
   CHECK(line_of_rank(section, 0).empty());
   CHECK(section.find("rank(s) 0-4, 6-11 waited in it for the others: entered +1.42 s, ended +3.42") != std::string::npos);
   CHECK(section.find("deadline +3.42 s") != std::string::npos);
-}
-
-TEST_CASE("no collective phase found: no span, no COLLECTIVE section") {
-  Job job;
-  for (int r = 0; r < 4; ++r) {
-    Proc& p = job.proc(r, 1000 + r);
-    if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
-    p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).peer_connect(1.2);
-    p.exit(r == 2 ? 5.3 : 3.3, 1);
-  }
-  const Diagnosis d = job.diagnose_it();
-  CHECK_FALSE(d.collective);
-  for (const RankRow& r : d.ranks) CHECK_FALSE(r.collective);
-  CHECK(diagnosis_text(d).find("\nCOLLECTIVE ") == std::string::npos);
-  CHECK(diagnosis_html(d).find("coll-legend") == std::string::npos);
 }
