@@ -131,22 +131,30 @@ const char* part_words(CollectiveSpan::Part part) {
 
 namespace {
 
-CollectiveSpan::Part part_of(const CollectivePhase& ph, const RankCollective& r, bool dead) {
-  if (dead) return CollectiveSpan::Part::Dead;
+bool has(const std::vector<int>& ranks, int rank) { return std::find(ranks.begin(), ranks.end(), rank) != ranks.end(); }
+
+// Late means after the others had waited for it until one of them failed. A rank that entered
+// after the first failure when that failure was a death entered as the others did: the dead
+// rank kept them all from it.
+CollectiveSpan::Part part_of(const CollectivePhase& ph, const RankCollective& r, const std::vector<int>& dead_ranks) {
+  if (has(dead_ranks, r.f->proc->rank)) return CollectiveSpan::Part::Dead;
   if (!r.entered_ns) return CollectiveSpan::Part::NeverEntered;
-  return *r.entered_ns > ph.first_failure_ns ? CollectiveSpan::Part::EnteredLate : CollectiveSpan::Part::Waited;
+  const bool first_failure_a_death = ph.first_failed && has(dead_ranks, ph.first_failed->proc->rank);
+  return *r.entered_ns > ph.first_failure_ns && !first_failure_a_death ? CollectiveSpan::Part::EnteredLate
+                                                                       : CollectiveSpan::Part::Waited;
 }
 
 }  // namespace
 
-std::optional<CollectiveSpan> collective_span(const Context& c, const ProcessFacts& f, bool dead) {
+std::optional<CollectiveSpan> collective_span(const Context& c, const ProcessFacts& f, const std::vector<int>& dead_ranks) {
   if (!c.collective) return std::nullopt;
   const CollectivePhase& ph = *c.collective;
   const RankCollective* r = ph.of(f);
   if (!r || !r->pairs_done_ns) return std::nullopt;
   const Ending& e = c.ending(f);
   CollectiveSpan s;
-  s.part = part_of(ph, *r, dead);
+  s.part = part_of(ph, *r, dead_ranks);
+  const bool dead = s.part == CollectiveSpan::Part::Dead;
   // Its first pair connect is where it left the store's rendezvous (ProcessFacts::peer_connected_ns).
   s.begin_ns = f.peer_connected_ns.value_or(ph.completed_ns);
   s.pairs_done_ns = r->pairs_done_ns;
@@ -158,7 +166,9 @@ std::optional<CollectiveSpan> collective_span(const Context& c, const ProcessFac
   s.end_ns = std::max(s.begin_ns, failed && *failed >= s.begin_ns ? *failed : last);
   if (s.entered_ns && ph.timeout_ms) s.deadline_ns = *s.entered_ns + *ph.timeout_ms * 1'000'000;
   if (dead) {
-    s.gone_ns = e.over_ns;
+    // Surely over only later than its last record (another rank read the end of its
+    // connections, its parent reaped it); an exit record is its end itself.
+    if (e.over_ns && *e.over_ns > s.end_ns) s.gone_ns = e.over_ns;
     s.ended = ending_short(c, f);
   }
   return s;

@@ -529,7 +529,7 @@ std::vector<RankRow> rank_rows(const Context& c, const Diagnosis& d) {
     row.late = late.count(f->proc->rank) > 0 && !row.dead && !d.evidence.phase;
     row.stalled = late.count(f->proc->rank) > 0 && !row.dead && d.evidence.phase;
     if (row.dead || c.ending(*f).stopped()) row.ended = ending_short(c, *f);
-    row.collective = collective_span(c, *f, row.dead);
+    row.collective = collective_span(c, *f, d.evidence.dead_ranks);
     rows.push_back(row);
   }
   constexpr std::size_t kMaxAbsentRows = 256;

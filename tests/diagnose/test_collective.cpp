@@ -226,8 +226,11 @@ TEST_CASE("collective spans: the rank that never entered, and the ranks that wai
 TEST_CASE("collective spans: a rank that died after init_process_group is drawn dead, with how it ended, never as missing it") {
   Job job;
   std::vector<Proc*> ps;
-  joined_with_pairs(job, ps, {0, 1, 3});
+  joined_with_pairs(job, ps, {0, 1});
   ps[2]->exit(1.25, 1);
+  // Rank 3 enters just after rank 2's death, the first failure: not late, the dead rank kept
+  // them all from the collective.
+  ps[3]->pair_io(RDZV_EV_SEND, 1.27, 21, 48).pair_io(RDZV_EV_SEND, 1.27, 22, 48);
   for (int r : {0, 1, 3})
     ps[static_cast<std::size_t>(r)]->pair_io(RDZV_EV_RECV, 1.32, 20, 0, 0, RDZV_F_ZERO_READ).exit(1.4 + 0.01 * r, 1);
   const Diagnosis d = job.diagnose_it();
@@ -237,6 +240,11 @@ TEST_CASE("collective spans: a rank that died after init_process_group is drawn 
   REQUIRE(dead.collective);
   CHECK(dead.collective->part == CollectiveSpan::Part::Dead);
   CHECK(dead.collective->ended == "exit 1");
+  CHECK_FALSE(dead.collective->gone_ns);  // its exit record is its end
+  for (int r : {0, 1, 3}) {
+    REQUIRE(row_of_rank(d, r).collective);
+    CHECK(row_of_rank(d, r).collective->part == CollectiveSpan::Part::Waited);
+  }
   const std::string section = collective_section(diagnosis_text(d));
   INFO(section);
   const std::string line = line_of_rank(section, 2);
