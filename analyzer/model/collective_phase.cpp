@@ -149,4 +149,70 @@ std::optional<CollectivePhase> find_collective_phase(const Context& c) {
   return out;
 }
 
+std::optional<CollectiveOutline> collective_outline(const Context& c) {
+  if (!c.collective) return std::nullopt;
+  const CollectivePhase& ph = *c.collective;
+  CollectiveOutline out;
+  out.completed_ns = ph.completed_ns;
+  out.first_failure_ns = ph.first_failure_ns;
+  if (ph.first_failed && ph.first_failed->proc->rank >= 0) out.first_failed_rank = ph.first_failed->proc->rank;
+  out.timeout_ms = ph.timeout_ms;
+  return out;
+}
+
+const char* part_words(CollectiveSpan::Part part) {
+  switch (part) {
+    case CollectiveSpan::Part::Waited: return "waited in it";
+    case CollectiveSpan::Part::NeverEntered: return "never entered";
+    case CollectiveSpan::Part::EnteredLate: return "entered late";
+    case CollectiveSpan::Part::Dead: return "dead";
+  }
+  return "?";
+}
+
+namespace {
+
+bool has(const std::vector<int>& ranks, int rank) { return std::find(ranks.begin(), ranks.end(), rank) != ranks.end(); }
+
+// Late means after the others had waited for it until one of them failed. A rank that entered
+// after the first failure when that failure was a death entered as the others did: the dead
+// rank kept them all from it.
+CollectiveSpan::Part part_of(const CollectivePhase& ph, const RankCollective& r, const std::vector<int>& dead_ranks) {
+  if (has(dead_ranks, r.f->proc->rank)) return CollectiveSpan::Part::Dead;
+  if (!r.entered_ns) return CollectiveSpan::Part::NeverEntered;
+  const bool first_failure_a_death = ph.first_failed && has(dead_ranks, ph.first_failed->proc->rank);
+  return *r.entered_ns > ph.first_failure_ns && !first_failure_a_death ? CollectiveSpan::Part::EnteredLate
+                                                                       : CollectiveSpan::Part::Waited;
+}
+
+}  // namespace
+
+std::optional<CollectiveSpan> collective_span(const Context& c, const ProcessFacts& f, const std::vector<int>& dead_ranks) {
+  if (!c.collective) return std::nullopt;
+  const CollectivePhase& ph = *c.collective;
+  const RankCollective* r = ph.of(f);
+  if (!r || !r->pairs_done_ns) return std::nullopt;
+  const Ending& e = c.ending(f);
+  CollectiveSpan s;
+  s.part = part_of(ph, *r, dead_ranks);
+  const bool dead = s.part == CollectiveSpan::Part::Dead;
+  // Its first pair connect is where it left the store's rendezvous (ProcessFacts::peer_connected_ns).
+  s.begin_ns = f.peer_connected_ns.value_or(ph.completed_ns);
+  s.pairs_done_ns = r->pairs_done_ns;
+  s.entered_ns = r->entered_ns;
+  // A dead rank was alive until its last record (or its exit); the others' part ended at their
+  // failure in it (an error before it, such as a refused connect they survived, is not it).
+  const std::int64_t last = f.proc->exit_ns.value_or(e.last_seen_ns);
+  const auto failed = dead ? std::nullopt : c.failure_time(f);
+  s.end_ns = std::max(s.begin_ns, failed && *failed >= s.begin_ns ? *failed : last);
+  if (s.entered_ns && ph.timeout_ms) s.deadline_ns = *s.entered_ns + *ph.timeout_ms * 1'000'000;
+  if (dead) {
+    // Surely over only later than its last record (another rank read the end of its
+    // connections, its parent reaped it); an exit record is its end itself.
+    if (e.over_ns && *e.over_ns > s.end_ns) s.gone_ns = e.over_ns;
+    s.ended = ending_short(c, f);
+  }
+  return s;
+}
+
 }  // namespace rdzvscope

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "diagnosis.h"
 #include "rank_facts.h"
 
 namespace rdzvscope {
@@ -67,5 +68,16 @@ struct CollectivePhase {
 // nullopt when the rendezvous did not complete, no rank failed after it, or a rank's trace
 // does not record its pairs' I/O (an older shim, attach): then who entered is not known.
 std::optional<CollectivePhase> find_collective_phase(const Context& c);
+
+// What the views draw of the phase (diagnosis.h), from Context::collective; nullopt when the
+// phase was not found, or (collective_span) the rank made no pairs. `dead_ranks`: the ranks
+// the verdict named dead (Evidence::dead_ranks): such a rank's span says so whatever it sent,
+// and when the first failure was one of them, a rank that entered just after it was not late.
+std::optional<CollectiveOutline> collective_outline(const Context& c);
+std::optional<CollectiveSpan> collective_span(const Context& c, const ProcessFacts& f, const std::vector<int>& dead_ranks);
+
+// A part in words, as every view labels it: "waited in it", "never entered", "entered late",
+// "dead".
+const char* part_words(CollectiveSpan::Part part);
 
 }  // namespace rdzvscope

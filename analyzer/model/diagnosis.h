@@ -168,6 +168,38 @@ struct Finding {
   std::vector<std::string> evidence;
 };
 
+// The first collective after the rendezvous as the views draw it (issue 28): one rank's span
+// from the moment it left the store's rendezvous (its first pair connect) to the end of its
+// part, found once from the model (collective_phase.cpp) so that the HTML chart, the text
+// report and the Perfetto timeline draw the same thing. Set only where the model found the
+// phase (Context::collective: the rendezvous completed, then a rank failed).
+struct CollectiveSpan {
+  enum class Part {
+    Waited,        // it entered by the first failure and waited there for the others
+    NeverEntered,  // it sent no collective message on its pairs while it was traced
+    EnteredLate,   // it sent its first one only after the first failure
+    Dead,          // it died on its own (Evidence::dead_ranks): dead, never late
+  };
+  Part part = Part::Waited;
+  std::int64_t begin_ns = 0;               // its first pair connect: it left the store's rendezvous
+  std::optional<std::int64_t> pairs_done_ns;  // the last of its pairs was made
+  std::optional<std::int64_t> entered_ns;  // its first collective message on its pairs
+  std::int64_t end_ns = 0;  // its part ended: its failure, its exit, or its last record (dead: alive until then)
+  // entered_ns + the pairs' timeout: where its own wait in the collective would run out.
+  std::optional<std::int64_t> deadline_ns;
+  std::optional<std::int64_t> gone_ns;  // Dead: when it was surely over (Ending::over_ns)
+  std::string ended;                    // Dead: how ("killed (SIGKILL)", "exit 1", "vanished")
+};
+
+// The phase as a whole (Diagnosis::collective): when the rendezvous completed, the first
+// failure after it, and the timeout on the pairs (nullopt: not recorded).
+struct CollectiveOutline {
+  std::int64_t completed_ns = 0;
+  std::int64_t first_failure_ns = 0;
+  std::optional<int> first_failed_rank;
+  std::optional<std::int64_t> timeout_ms;
+};
+
 // One line of the per-rank table.
 struct RankRow {
   std::optional<int> rank;
@@ -197,6 +229,8 @@ struct RankRow {
   bool absent = false;
   // The last traced event: where a vanished process was last seen (views only, not in JSON).
   std::optional<std::int64_t> last_seen_ns;
+  // Its part in the first collective after the rendezvous (views only, not in JSON).
+  std::optional<CollectiveSpan> collective;
 };
 
 // What the analysis read, and what it found damaged or lost: the counters of the table in
@@ -219,6 +253,7 @@ struct Diagnosis {
   std::vector<Alternative> alternatives;  // the runners-up of an ambiguous verdict, strongest first
   Discriminators discriminators;
   std::vector<RankRow> ranks;
+  std::optional<CollectiveOutline> collective;  // set with the rows' CollectiveSpan
   InputStats inputs;
   std::string store_endpoint;  // "node1:29500 hosted by rank 0 (pid 4242)" when known
   std::optional<std::int64_t> t0_ns;  // the earliest launch: the report's +0.00 s

@@ -53,6 +53,14 @@ struct ChartRow {
   std::string error_text;
   int ranks = 1;
   std::optional<double> arrive_min, arrive_max;  // aggregated rows: spread of first store connects
+  // Its part in the first collective after the rendezvous (RankRow::collective), s after t0.
+  struct Collective {
+    CollectiveSpan::Part part = CollectiveSpan::Part::Waited;
+    double begin = 0, end = 0;
+    std::optional<double> entered, deadline, gone;
+    std::string tip;
+  };
+  std::optional<Collective> collective;
 };
 
 struct Chart {
@@ -61,11 +69,41 @@ struct Chart {
   std::size_t hosts = 0;
   std::optional<double> deadline;  // the fast ranks' timeout deadline, s after t0
   std::string deadline_note;
+  std::optional<double> completed;  // the rendezvous completed (Diagnosis::collective)
 };
 
 std::optional<double> rel_s(const Diagnosis& d, const std::optional<std::int64_t>& ns) {
   if (!ns || !d.t0_ns) return std::nullopt;
   return (*ns - *d.t0_ns) / 1e9;
+}
+
+// "rank 2 never entered the first collective after the rendezvous: it left the store's
+// rendezvous at +6.34 s, made its pairs by +6.84 s, ..."
+std::string collective_tip(const Diagnosis& d, const std::string& who, const CollectiveSpan& c) {
+  auto t = [&](std::int64_t ns) { return secs(*rel_s(d, ns)); };
+  std::string s = who + " in the first collective after the rendezvous: " + part_words(c.part) + "; it left the store's "
+                  "rendezvous at " + t(c.begin_ns) + (c.pairs_done_ns ? ", made its pairs by " + t(*c.pairs_done_ns) : "");
+  s += c.entered_ns ? ", sent its first collective message at " + t(*c.entered_ns) : std::string(", sent nothing on its pairs");
+  if (c.part == CollectiveSpan::Part::Dead)
+    return s + ", was last alive at " + t(c.end_ns) + " and died: " + c.ended + (c.gone_ns ? ", gone by " + t(*c.gone_ns) : "");
+  s += ", its part ended at " + t(c.end_ns);
+  if (c.entered_ns) s += " after waiting " + fmt_seconds(seconds(*c.entered_ns, c.end_ns));
+  if (c.deadline_ns) s += "; its own timeout deadline " + t(*c.deadline_ns);
+  return s;
+}
+
+std::optional<ChartRow::Collective> collective_of(const Diagnosis& d, const RankRow& r, const std::string& who) {
+  if (!r.collective || !d.t0_ns) return std::nullopt;
+  const CollectiveSpan& c = *r.collective;
+  ChartRow::Collective out;
+  out.part = c.part;
+  out.begin = *rel_s(d, c.begin_ns);
+  out.end = *rel_s(d, c.end_ns);
+  out.entered = rel_s(d, c.entered_ns);
+  out.deadline = rel_s(d, c.deadline_ns);
+  out.gone = rel_s(d, c.gone_ns);
+  out.tip = collective_tip(d, who, c);
+  return out;
 }
 
 ChartRow row_of(const Diagnosis& d, const RankRow& r) {
@@ -79,6 +117,7 @@ ChartRow row_of(const Diagnosis& d, const RankRow& r) {
   c.end = rel_s(d, r.exit_ns);
   if (r.vanished) c.last_seen = rel_s(d, r.last_seen_ns);
   c.vanished = r.vanished;
+  c.collective = collective_of(d, r, "rank " + (r.rank ? std::to_string(*r.rank) : std::string("?")));
   c.error_text = r.first_error;
   if (r.late || r.absent) c.css += " late";
   if (r.stalled) c.css += " late stalled";
@@ -177,8 +216,19 @@ Chart build_chart(const Diagnosis& d) {
     }
     for (const auto& [host, rs] : by_host) ch.rows.push_back(host_row(d, host, rs));
   }
-  // The deadline of the ranks that were on time: their usual connect plus the timeout.
-  if (const auto& t = d.evidence.timeout) {
+  if (d.collective) ch.completed = rel_s(d, d.collective->completed_ns);
+  // After the rendezvous the deadline that counts is the one in the first collective: the
+  // waiting ranks' entry plus the timeout on their pairs.
+  std::vector<double> in_collective;
+  for (const RankRow& r : d.ranks)
+    if (r.collective && r.collective->part == CollectiveSpan::Part::Waited)
+      if (auto s = rel_s(d, r.collective->deadline_ns)) in_collective.push_back(*s);
+  if (auto m = median(in_collective); m && d.collective && d.collective->timeout_ms) {
+    ch.deadline = *m;
+    ch.deadline_note = "collective timeout deadline " + secs(*m) + " (" + std::to_string(*d.collective->timeout_ms) +
+                       " ms after the waiting ranks entered the first collective)";
+  } else if (const auto& t = d.evidence.timeout) {
+    // The deadline of the ranks that were on time: their usual connect plus the timeout.
     const double timeout_s = static_cast<double>(t->ms) / 1000.0;
     std::vector<double> connected;
     for (const RankRow& r : d.ranks)
@@ -215,8 +265,13 @@ ChartGeometry geometry_of(const Chart& ch) {
   g.H = g.top + g.rh * ch.rows.size() + 8;
   double tmax = 0;
   for (const ChartRow& r : ch.rows)
+  {
     for (const auto& v : {r.launch, r.resolved, r.connect, r.connected, r.error, r.end, r.arrive_max, r.last_seen})
       if (v) tmax = std::max(tmax, *v);
+    if (const auto& c = r.collective)
+      for (const auto& v : {std::optional<double>(c->end), c->deadline, c->gone})
+        if (v) tmax = std::max(tmax, *v);
+  }
   if (ch.deadline) tmax = std::max(tmax, *ch.deadline);
   if (tmax <= 0) tmax = 1;
   g.tmax = tmax * 1.03;
@@ -266,9 +321,47 @@ std::string svg_row_bars(const ChartGeometry& g, const ChartRow& r, double mid) 
   const std::optional<double> last = r.end ? r.end : r.error ? r.error : r.last_seen;
   bar("ph-start", r.launch, arrive ? arrive : last, g.rh * 0.36);
   bar("ph-connect", r.connect, r.connected ? r.connected : r.error, g.rh * 0.5);
+  if (const auto& c = r.collective) {
+    // Its wait on the store ended where it left the rendezvous; an error before that it survived.
+    bar("ph-wait", r.connected, c->begin, g.rh * 0.5);
+    if (r.error && *r.error >= c->end) bar("ph-fail", r.error, r.end, g.rh * 0.36);
+    return s;
+  }
   bar("ph-wait", r.connected, r.error ? r.error : r.end ? r.end : r.last_seen, g.rh * 0.5);
   bar("ph-fail", r.error, r.end, g.rh * 0.36);
   return s;
+}
+
+// A row's part in the first collective (issue 28), its own group with its tooltip: before its
+// first collective message, its wait in it and its own timeout deadline; a rank that never
+// entered (or only after the first failure) drawn as missing it, a dead rank as dead.
+std::string svg_row_collective(const ChartGeometry& g, const ChartRow& r, double mid) {
+  if (!r.collective) return "";
+  const ChartRow::Collective& c = *r.collective;
+  using Part = CollectiveSpan::Part;
+  static const char* const kPartCss[] = {"coll-waited", "coll-never", "coll-late", "coll-dead"};
+  std::string s = std::string("<g class=\"coll ") + kPartCss[static_cast<int>(c.part)] + "\"><title>" + esc(c.tip) + "</title>\n";
+  auto bar = [&](const char* cls, double a, double b, double h) {
+    s += "<rect class=\"" + std::string(cls) + "\" x=\"" + num(g.x(a)) + "\" y=\"" + num(mid - h / 2) + "\" width=\"" +
+         num(std::max(1.5, g.x(b) - g.x(a))) + "\" height=\"" + num(h) + "\"/>\n";
+  };
+  const double entered_or_end = c.entered ? std::min(*c.entered, c.end) : c.end;
+  if (c.part == Part::Dead) {
+    bar("ph-coll-pre", c.begin, entered_or_end, g.rh * 0.5);
+    if (c.entered) bar("ph-coll-wait", entered_or_end, c.end, g.rh * 0.5);
+    if (c.gone) bar("ph-coll-dead", c.end, std::max(c.end, *c.gone), g.rh * 0.5);
+    s += "<path class=\"mk-coll-dead\" d=\"M" + num(g.x(c.gone ? *c.gone : c.end) - 5) + " " + num(mid - 5) + "l10 10M" +
+         num(g.x(c.gone ? *c.gone : c.end) - 5) + " " + num(mid + 5) + "l10 -10\"/>\n";
+  } else if (c.part == Part::Waited) {
+    bar("ph-coll-pre", c.begin, entered_or_end, g.rh * 0.5);
+    bar("ph-coll-wait", entered_or_end, c.end, g.rh * 0.5);
+  } else {
+    bar("ph-coll-never", c.begin, entered_or_end, g.rh * 0.5);
+    if (c.entered) bar("ph-coll-wait", entered_or_end, c.end, g.rh * 0.5);
+  }
+  if (c.deadline && c.part != Part::Dead)
+    s += "<path class=\"mk-coll-deadline\" d=\"M" + num(g.x(*c.deadline)) + " " + num(mid - 9) + "v18\"/>\n";
+  return s + "</g>\n";
 }
 
 // A row's marks: the arrival whisker, resolved, connected, the error, the exit or vanishing.
@@ -288,7 +381,9 @@ std::string svg_row_marks(const ChartGeometry& g, const ChartRow& r, double mid)
   if (r.end) s += "<rect class=\"mk-exit\" x=\"" + num(g.x(*r.end) - 1.5) + "\" y=\"" + num(mid - 7) + "\" width=\"3\" height=\"14\"/>\n";
   if (!r.ended.empty() && (r.end || last)) {  // a dead or stopped rank: how it ended, beside its end
     if (!r.end) s += "<path class=\"mk-gone\" d=\"M" + num(g.x(*last)) + " " + num(mid - 7) + "v14\"/>";
-    s += "<text class=\"mk-vanished\" x=\"" + num(g.x(r.end ? *r.end : *last) + 6) + "\" y=\"" + num(mid + 4) + "\">" +
+    // Past the mark of its death in the first collective, when that came after its last record.
+    const double at = std::max(r.end ? *r.end : *last, r.collective && r.collective->gone ? *r.collective->gone : 0.0);
+    s += "<text class=\"mk-vanished\" x=\"" + num(g.x(at) + 8) + "\" y=\"" + num(mid + 4) + "\">" +
          (r.css.find(" dead") == std::string::npos ? "" : r.ended == "exit 0" ? "ended: " : "died: ") + esc(r.ended) +
          "</text>\n";
   } else if (!r.end && r.vanished && last)
@@ -306,6 +401,15 @@ std::string svg_deadline(const ChartGeometry& g, const Chart& ch) {
          "\">" + esc(ch.deadline_note) + "</text></g>\n";
 }
 
+// Where the rendezvous completed: the first collective after it is drawn to its right.
+std::string svg_completed(const ChartGeometry& g, const Chart& ch) {
+  if (!ch.completed) return "";
+  const double x = g.x(*ch.completed);
+  return "<g class=\"completed-marker\" id=\"rendezvous-completed\"><title>the rendezvous completed at " + secs(*ch.completed) +
+         ": every rank had reached the store and its peers</title><line x1=\"" + num(x) + "\" y1=\"" + num(g.top - 6) +
+         "\" x2=\"" + num(x) + "\" y2=\"" + num(g.H - 4) + "\"/></g>\n";
+}
+
 std::string svg_chart(const Chart& ch) {
   const ChartGeometry g = geometry_of(ch);
   std::string s = "<svg class=\"chart\" role=\"img\" aria-label=\"arrival of each rank at the store\" width=\"" + num(g.W) +
@@ -315,9 +419,10 @@ std::string svg_chart(const Chart& ch) {
     const ChartRow& r = ch.rows[i];
     const double y = g.top + g.rh * i, mid = y + g.rh / 2;
     s += "<g class=\"row" + r.css + "\"><title>" + esc(r.tip) + "</title>\n";
-    s += svg_row_label(g, r, y, mid) + svg_row_bars(g, r, mid) + svg_row_marks(g, r, mid) + "</g>\n";
+    s += svg_row_label(g, r, y, mid) + svg_row_bars(g, r, mid) + svg_row_collective(g, r, mid) + svg_row_marks(g, r, mid) +
+         "</g>\n";
   }
-  return s + svg_deadline(g, ch) + "</svg>\n";
+  return s + svg_completed(g, ch) + svg_deadline(g, ch) + "</svg>\n";
 }
 
 const char* kCss = R"(
@@ -353,6 +458,9 @@ svg .ph-start{fill:#cfd6e0}svg .ph-connect{fill:#f0a35e}svg .ph-wait{fill:#4a7fd
 svg .whisker{stroke:#1f2933;stroke-width:1.5;fill:none}
 svg .mk-resolved{fill:#fff;stroke:#5f6b7a;stroke-width:1.5}svg .mk-connected{fill:#1a4f8b;stroke:#fff;stroke-width:1}
 svg .mk-error{stroke:var(--bad);stroke-width:2.5;fill:none}svg .mk-exit{fill:#1f2933}svg .mk-gone{stroke:var(--bad);stroke-width:2;stroke-dasharray:2 2}svg .mk-vanished{fill:var(--bad);font-size:11px;font-style:italic}
+svg .ph-coll-pre{fill:#a3d9cf}svg .ph-coll-wait{fill:#138d75}svg .ph-coll-never{fill:#fff1d6;stroke:var(--warn);stroke-width:1.5;stroke-dasharray:4 2}
+svg .ph-coll-dead{fill:#7b241c}svg .mk-coll-dead{stroke:#7b241c;stroke-width:3;fill:none}svg .mk-coll-deadline{stroke:var(--bad);stroke-width:2}
+svg .completed-marker line{stroke:#138d75;stroke-width:1.5;stroke-dasharray:2 3}
 svg .timeout-marker line{stroke:var(--bad);stroke-width:2;stroke-dasharray:6 4}svg .timeout-marker text{fill:var(--bad);font-size:12px;font-weight:600}
 .legend{display:flex;flex-wrap:wrap;gap:6px 18px;font-size:12px;color:var(--muted);margin-top:8px}
 .legend span{display:inline-flex;align-items:center;gap:6px}.sw{display:inline-block;width:18px;height:9px;border-radius:2px}
@@ -370,22 +478,47 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 footer{color:var(--muted);font-size:12px;text-align:center}
 )";
 
-std::string legend() {
-  auto item = [](const char* color, const char* text) {
-    return std::string("<span><i class=\"sw\" style=\"background:") + color + "\"></i>" + text + "</span>";
+std::string legend_item(const char* color, const char* text) {
+  return std::string("<span><i class=\"sw\" style=\"background:") + color + "\"></i>" + text + "</span>";
+}
+
+// The first collective's entries, when the chart draws it (class coll-legend).
+std::string collective_legend() {
+  auto item = [](const char* swatch, const char* text) {
+    return std::string("<span class=\"coll-legend\"><i class=\"sw\" style=\"") + swatch + "\"></i>" + text + "</span>";
   };
-  return "<div class=\"legend\">" + item("#cfd6e0", "launch to first store connect") +
-         item("#f0a35e", "connecting") + item("#4a7fd4", "connected, waiting on the store") +
-         item("#efb3ab", "first error to exit") +
+  return item("background:#a3d9cf", "after the rendezvous, before its first collective message") +
+         item("background:#138d75", "waiting in the first collective") +
+         item("background:#fff1d6;border:1.5px dashed #b9770e", "never entered it (or only after the first failure)") +
+         item("background:#7b241c", "dead: alive until its last record, then gone") +
+         "<span class=\"coll-legend\" style=\"color:#c0392b\">| its collective timeout deadline</span>"
+         "<span class=\"coll-legend\" style=\"color:#138d75\">&middot;&middot;&middot; rendezvous completed</span>";
+}
+
+std::string legend(bool collective) {
+  return "<div class=\"legend\">" + legend_item("#cfd6e0", "launch to first store connect") +
+         legend_item("#f0a35e", "connecting") + legend_item("#4a7fd4", "connected, waiting on the store") +
+         legend_item("#efb3ab", "first error to exit") +
          "<span>&#9675; resolved</span><span style=\"color:#c0392b\">&#10005; first error</span><span>&#9646; exit</span>"
-         "<span style=\"color:#c0392b\">- - - timeout deadline</span></div>\n";
+         "<span style=\"color:#c0392b\">- - - timeout deadline</span>" + (collective ? collective_legend() : "") + "</div>\n";
+}
+
+// The rank's part in the first collective, for the table: "waited in it from +6.84 s".
+std::string collective_cell(const Diagnosis& d, const RankRow& r) {
+  if (!r.collective) return "-";
+  const CollectiveSpan& c = *r.collective;
+  std::string s = part_words(c.part);
+  if (c.part == CollectiveSpan::Part::Dead) return s + ": " + esc(c.ended);
+  if (c.entered_ns) s += (c.part == CollectiveSpan::Part::Waited ? " from " : ": at ") + secs(*rel_s(d, c.entered_ns));
+  return s;
 }
 
 std::string rank_table(const Diagnosis& d) {
   auto t = [&](const std::optional<std::int64_t>& ns) { return rel_s(d, ns) ? secs(*rel_s(d, ns)) : std::string("-"); };
   std::string s = "<details><summary>Per-rank table (" + std::to_string(d.ranks.size()) + " ranks)</summary>\n<table>\n"
                   "<tr><th>rank</th><th>host</th><th>pid</th><th>role</th><th>launched</th><th>resolved</th><th>store connect</th>"
-                  "<th>connected</th><th>first error</th><th>exit</th></tr>\n";
+                  "<th>connected</th><th>first error</th>" +
+                  std::string(d.collective ? "<th>first collective</th>" : "") + "<th>exit</th></tr>\n";
   for (const RankRow& r : d.ranks) {
     std::string cls = std::string(r.late || r.absent ? " late" : "") + (r.dead ? " bad" : "") +
                       (r.rank && r.rank == d.verdict.initiating_rank ? " initiating" : "");
@@ -394,7 +527,7 @@ std::string rank_table(const Diagnosis& d) {
          "</td><td>" + esc(r.role) + "</td><td>" +
          t(r.launched_ns) + "</td><td>" + t(r.resolved_ns) + "</td><td>" + t(r.first_store_connect_ns) + "</td><td>" +
          t(r.connected_ns) + "</td><td>" + (r.first_error.empty() ? "-" : t(r.first_error_ns) + " " + esc(r.first_error)) +
-         "</td><td>" + (r.absent ? std::string("absent (no trace)") : r.dead ? (r.ended == "exit 0" ? "ended before joining: " : "died on its own: ") + esc(r.ended)
+         "</td><td>" + (d.collective ? collective_cell(d, r) + "</td><td>" : std::string()) + (r.absent ? std::string("absent (no trace)") : r.dead ? (r.ended == "exit 0" ? "ended before joining: " : "died on its own: ") + esc(r.ended)
                         : !r.ended.empty() ? esc(r.ended) : r.vanished ? std::string("vanished")
                         : r.exit_status ? std::to_string(*r.exit_status) : "?") + "</td></tr>\n";
   }
@@ -468,13 +601,15 @@ std::string arrival_section(const Diagnosis& d) {
   } else {
     Chart ch = build_chart(d);
     s += "<p class=\"note\">One row per " + std::string(ch.aggregated ? "host" : "rank") +
-         ": launch, name resolution, first store connect, connected, first error, exit. Hover a row for its times.</p>\n";
+         ": launch, name resolution, first store connect, connected, first error, exit" +
+         (d.collective ? std::string(", then its part in the first collective after the rendezvous") : "") +
+         ". Hover a row for its times.</p>\n";
     if (ch.aggregated)
       s += "<p class=\"note agg\" id=\"aggregated-note\">Rows are aggregated by host: " + std::to_string(d.ranks.size()) +
            " ranks on " + std::to_string(ch.hosts) +
            " hosts. Each host row draws the median of its ranks, and the whisker spans the earliest to the latest "
            "first store connect (min / median / max). The late and initiating ranks keep their own rows, on top.</p>\n";
-    s += svg_chart(ch) + legend();
+    s += svg_chart(ch) + legend(ch.completed.has_value());
   }
   return s + "</section>\n";
 }

@@ -162,6 +162,71 @@ std::string rank_table_section(const Diagnosis& d) {
   return s;
 }
 
+// COLLECTIVE: the first collective after the rendezvous, one line per rank that did not wait
+// in it (never entered, entered late, dead) and per rank that waited, or one line for all of
+// those when there are many of them.
+constexpr const char* kCollectiveRow = " {:>5}  {:>10} {:>10} {:>10} {:>10}  {}\n";
+constexpr std::size_t kMaxWaiterLines = 8;
+
+std::string collective_words(const Diagnosis& d, const CollectiveSpan& s) {
+  using Part = CollectiveSpan::Part;
+  switch (s.part) {
+    case Part::Waited: return "waited in it for the others";
+    case Part::NeverEntered: return "NEVER ENTERED: sent nothing on its pairs";
+    case Part::EnteredLate: return "ENTERED LATE: its first message came after the first failure";
+    case Part::Dead:
+      return "DEAD: " + s.ended + (s.entered_ns ? " after entering" : " before entering") +
+             (s.gone_ns ? ", gone by " + at(d, s.gone_ns) : std::string());
+  }
+  return "";
+}
+
+std::string collective_line(const Diagnosis& d, const RankRow& r) {
+  const CollectiveSpan& s = *r.collective;
+  return fmt::format(kCollectiveRow, r.rank ? std::to_string(*r.rank) : "-", at(d, s.begin_ns), at(d, s.entered_ns),
+                     at(d, s.end_ns), at(d, s.deadline_ns), collective_words(d, s));
+}
+
+// "+6.84 s" or "+6.84 s to +6.90 s": the spread of one time over the ranks.
+std::string spread(const Diagnosis& d, std::vector<std::int64_t> ts) {
+  if (ts.empty()) return "-";
+  const auto [lo, hi] = std::minmax_element(ts.begin(), ts.end());
+  const std::string a = at(d, *lo), b = at(d, *hi);
+  return a == b ? a : a + " to " + b;
+}
+
+std::string waiters_line(const Diagnosis& d, const std::vector<const RankRow*>& waiters) {
+  std::vector<int> ranks;
+  std::vector<std::int64_t> entered, ended, deadline;
+  for (const RankRow* r : waiters) {
+    if (r->rank) ranks.push_back(*r->rank);
+    if (r->collective->entered_ns) entered.push_back(*r->collective->entered_ns);
+    ended.push_back(r->collective->end_ns);
+    if (r->collective->deadline_ns) deadline.push_back(*r->collective->deadline_ns);
+  }
+  return "  rank(s) " + wrap(rank_list(ranks) + " waited in it for the others: entered " + spread(d, entered) +
+                             ", ended " + spread(d, ended) + ", deadline " + spread(d, deadline), 86, 4) + "\n";
+}
+
+std::string collective_section(const Diagnosis& d) {
+  if (!d.collective) return "";
+  const CollectiveOutline& o = *d.collective;
+  std::string head = "the first collective after the rendezvous (completed at " + at(d, o.completed_ns) +
+                     "); first failure " + (o.first_failed_rank ? "on rank " + std::to_string(*o.first_failed_rank) + " " : "") +
+                     "at " + at(d, o.first_failure_ns) + "; timeout on the pairs " +
+                     (o.timeout_ms ? fmt_seconds(*o.timeout_ms / 1000.0) : std::string("not recorded"));
+  std::string s = "\nCOLLECTIVE " + wrap(head, 80, 11) + "\n" +
+                  fmt::format(kCollectiveRow, "rank", "left store", "entered", "ended", "deadline", "");
+  std::vector<const RankRow*> waiters;
+  for (const RankRow& r : d.ranks)
+    if (r.collective && r.collective->part == CollectiveSpan::Part::Waited) waiters.push_back(&r);
+  const bool one_line = waiters.size() > kMaxWaiterLines;
+  for (const RankRow& r : d.ranks)
+    if (r.collective && !(one_line && r.collective->part == CollectiveSpan::Part::Waited)) s += collective_line(d, r);
+  if (one_line) s += waiters_line(d, waiters);
+  return s;
+}
+
 std::string evidence_section(const Diagnosis& d) {
   if (d.findings.empty()) return "";
   std::string s = "\nEVIDENCE\n";
@@ -192,7 +257,7 @@ std::string inputs_section(const Diagnosis& d) {
 }  // namespace
 
 std::string diagnosis_text(const Diagnosis& d) {
-  return verdict_section(d) + store_and_clocks_section(d) + rank_table_section(d) + evidence_section(d) +
+  return verdict_section(d) + store_and_clocks_section(d) + rank_table_section(d) + collective_section(d) + evidence_section(d) +
          discriminators_section(d) + inputs_section(d);
 }
 

@@ -72,8 +72,10 @@ class TimelineWriter {
   TimelineWriter(const Diagnosis& d, const Context& c) : d_(d), c_(c), t0_(d.t0_ns.value_or(0)) {
     // Looked up once per process: a scan of the rank table for each was quadratic (131,072
     // ranks: most of a minute).
-    for (const RankRow& r : d_.ranks)
+    for (const RankRow& r : d_.ranks) {
       if (r.late && r.process) late_.insert(r.process);
+      if (r.collective && r.process) collective_[r.process] = &*r.collective;
+    }
   }
 
   std::string build(const LogFacts& logs) {
@@ -182,7 +184,7 @@ class TimelineWriter {
     else
       instant(t, "vanished (last event)", "exit", end, {{"note", "no exit record: killed by a signal, or still running"}});
 
-    add_collective(t, f, end);
+    add_collective(t, p);
 
     // Where this rank's own wait would end: its connect plus the timeout it configured.
     std::optional<std::int64_t> timeout = f.timeout_ms ? f.timeout_ms : c_.timeout_ms();
@@ -191,19 +193,32 @@ class TimelineWriter {
               *f.connected_ns + *timeout * 1'000'000, {{"timeout_ms", *timeout}});
   }
 
-  // The first collective after the rendezvous (issue 28): from the rank's entry (its first
-  // collective message on its pairs) to its end; a rank that never entered it, from its
-  // pairs to its end.
-  void add_collective(Track t, const ProcessFacts& f, std::int64_t end) {
-    if (!c_.collective) return;
-    const RankCollective* r = c_.collective->of(f);
-    if (!r || !r->pairs_done_ns) return;
-    const ojson args = {{"pairs", r->pairs}, {"timeout_ms", c_.collective->timeout_ms ? ojson(*c_.collective->timeout_ms) : ojson(nullptr)}};
-    if (r->entered_ns && *r->entered_ns <= c_.collective->first_failure_ns)
-      span(t, "in the first collective", "collective", *r->entered_ns, end, args);
-    else
-      span(t, "never entered the first collective", "collective", *r->pairs_done_ns,
-           r->entered_ns ? *r->entered_ns : end, args);
+  // The first collective after the rendezvous (issue 28), as the model found it for the rank
+  // (RankRow::collective): before its first collective message, its wait in it, and its own
+  // timeout deadline; a rank that never entered it, or entered it only after the first
+  // failure, or died, is named so on the span.
+  void add_collective(Track t, const Process& p) {
+    const auto it = collective_.find(&p);
+    if (it == collective_.end()) return;
+    const CollectiveSpan& c = *it->second;
+    using Part = CollectiveSpan::Part;
+    const std::int64_t timeout_ms = d_.collective ? d_.collective->timeout_ms.value_or(0) : 0;  // 0: not recorded
+    const ojson args = {{"part", part_words(c.part)},
+                        {"timeout_ms", timeout_ms ? ojson(timeout_ms) : ojson(nullptr)},
+                        {"entered", c.entered_ns ? ojson(us(*c.entered_ns)) : ojson(nullptr)}};
+    const std::int64_t before_end = c.entered_ns ? std::min(*c.entered_ns, c.end_ns) : c.end_ns;
+    const std::string before = c.part == Part::Dead         ? "dead in the first collective: " + c.ended
+                               : c.part == Part::NeverEntered ? std::string("never entered the first collective")
+                               : c.part == Part::EnteredLate  ? std::string("not in the first collective until after the first failure")
+                                                             : std::string("before its first collective message");
+    span(t, before, "collective", c.begin_ns, before_end, args);
+    if (c.entered_ns && c.end_ns > before_end)
+      span(t, c.part == Part::EnteredLate ? "in the first collective, late" : "waiting in the first collective",
+           "collective", before_end, c.end_ns, args);
+    if (c.deadline_ns && timeout_ms && c.part != Part::Dead)
+      instant(t, "collective timeout deadline (" + fmt_seconds(timeout_ms / 1000.0) + " after entering)", "deadline",
+              *c.deadline_ns, {{"timeout_ms", timeout_ms}});
+    if (c.gone_ns) instant(t, "dead: " + c.ended + " (gone by then)", "exit", *c.gone_ns, {{"part", "dead"}});
   }
 
   void add_resolve(Track t, const Event& e) {
@@ -381,6 +396,7 @@ class TimelineWriter {
   std::map<std::string, int> host_pid_;
   std::set<std::pair<int, long>> used_;
   std::set<const Process*> late_;  // the late ranks' processes (host and pid are not unique)
+  std::map<const Process*, const CollectiveSpan*> collective_;  // RankRow::collective by process
   Track verdict_track_;
   std::string events_;
   std::vector<Span> spans_;

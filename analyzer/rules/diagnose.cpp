@@ -557,6 +557,7 @@ std::vector<RankRow> rank_rows(const Context& c, const Diagnosis& d) {
     row.late = late.count(f->proc->rank) > 0 && !row.dead && !d.evidence.phase;
     row.stalled = late.count(f->proc->rank) > 0 && !row.dead && d.evidence.phase;
     if (row.dead || c.ending(*f).stopped()) row.ended = ending_short(c, *f);
+    row.collective = collective_span(c, *f, d.evidence.dead_ranks);
     rows.push_back(row);
   }
   constexpr std::size_t kMaxAbsentRows = 256;
@@ -633,6 +634,7 @@ Diagnosis diagnose(const Context& c) {
   note_failed_earlier_attempt(c, d);
   note_near_miss(c, d);
   d.ranks = rank_rows(c, d);
+  d.collective = collective_outline(c);
   d.store_endpoint = store_endpoint_line(c, d.evidence);
   d.clocks = c.traces.clocks;
   d.hosts = hosts_of(c.traces);

@@ -2,8 +2,11 @@
 // pairs' I/O (model/collective_phase.h) and straggler_timeout's verdict on it.
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "job_builder.h"
 #include "model/context.h"
+#include "report/report.h"
 
 using namespace rdzvscope;
 using namespace rdzvscope::test;
@@ -14,16 +17,20 @@ namespace {
 // the first connected here, the others accepted), gloo's 8-byte opening on the connected one,
 // and the timeout gloo sets on every pair (2 s). Ranks in `entering` send their first
 // collective messages at +1.3 s; the others receive theirs (gloo's I/O thread reads them).
-// Rank r of four, at the store by +1.0 s (rank 0 hosts it).
-Proc& at_the_store(Job& job, int r) {
+// Rank r of a world of `world`, at the store by +1.0 s (rank 0 hosts it).
+Proc& at_the_store(Job& job, int r, int world = 4) {
   Proc& p = job.proc(r, 1000 + r);
-  if (r == 0) p.bind(0.9, 0).listen(0.9).accept(1.0, 40001).accept(1.0, 40002).accept(1.0, 40003);
+  if (r == 0) {
+    p.bind(0.9, 0).listen(0.9);
+    for (int c = 1; c < world; ++c) p.accept(1.0, static_cast<std::uint16_t>(40000 + c));
+  }
   return p.connect(1.0, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r));
 }
 
-void joined_with_pairs(Job& job, std::vector<Proc*>& ps, const std::vector<int>& entering) {
-  for (int r = 0; r < 4; ++r) {
-    Proc& p = at_the_store(job, r);
+void joined_with_pairs(Job& job, std::vector<Proc*>& ps, const std::vector<int>& entering, int world = 4) {
+  if (world != 4) job.world_size(world);
+  for (int r = 0; r < world; ++r) {
+    Proc& p = at_the_store(job, r, world);
     p.pair(1.2, 20, true).pair_io(RDZV_EV_SEND, 1.2, 20, 8).pair(1.2, 21, false).pair(1.2, 22, false);
     for (int fd = 20; fd <= 22; ++fd) p.pair_timeout(1.2, fd, 2000);
     if (std::find(entering.begin(), entering.end(), r) != entering.end())
@@ -102,7 +109,8 @@ TEST_CASE("a rank that died after init_process_group, before the first collectiv
   CHECK(d.verdict.initiating_rank == 2);
 }
 
-TEST_CASE("traces without the pairs' I/O (an older shim): no collective fact, no straggler at the first collective") {
+TEST_CASE("traces without the pairs' I/O (an older shim): no collective fact, no straggler at the first collective, "
+          "no collective span in the views") {
   Job job;
   for (int r = 0; r < 4; ++r) {
     Proc& p = job.proc(r, 1000 + r);
@@ -113,7 +121,12 @@ TEST_CASE("traces without the pairs' I/O (an older shim): no collective fact, no
   const TraceInputs& t = job.load_it();
   const Context c(t, job.logs());
   CHECK_FALSE(c.collective);
-  CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls != FailureClass::StragglerTimeout);
+  CHECK_FALSE(d.collective);
+  for (const RankRow& r : d.ranks) CHECK_FALSE(r.collective);
+  CHECK(diagnosis_text(d).find("\nCOLLECTIVE ") == std::string::npos);
+  CHECK(diagnosis_html(d).find("coll-legend") == std::string::npos);
 }
 
 TEST_CASE("logs only: gloo's collective timeouts name the rank that printed none") {
@@ -194,6 +207,36 @@ void joined_in_a_mesh(Job& job, std::vector<Proc*>& ps, const std::vector<int>& 
         if (q != r) p.pair_io(RDZV_EV_SEND, 1.3, 20 + q, 48);
     ps.push_back(&p);
   }
+}
+
+}  // namespace
+
+// The views' span of each rank (RankRow::collective), found once from the model.
+namespace {
+
+const RankRow& row_of_rank(const Diagnosis& d, int rank) {
+  for (const RankRow& r : d.ranks)
+    if (r.rank == rank) return r;
+  FAIL("no row for rank " << rank);
+  return d.ranks.front();
+}
+
+// The text report's COLLECTIVE section, up to the next blank line.
+std::string collective_section(const std::string& text) {
+  const auto at = text.find("\nCOLLECTIVE ");
+  if (at == std::string::npos) return "";
+  return text.substr(at + 1, text.find("\n\n", at + 1) - at - 1);
+}
+
+std::string line_of_rank(const std::string& section, int rank) {
+  std::size_t pos = 0;
+  while ((pos = section.find('\n', pos)) != std::string::npos) {
+    const std::size_t end = section.find('\n', pos + 1);
+    const std::string line = section.substr(pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
+    if (line.rfind(fmt::format(" {:>5}  ", rank), 0) == 0) return line;
+    pos += 1;
+  }
+  return "";
 }
 
 }  // namespace
@@ -285,4 +328,93 @@ TEST_CASE("a rank that waited for the address key of a rank beyond its header's 
   CHECK(d.verdict.summary.find("WORLD_SIZE=5 or more") != std::string::npos);
   // A wait for a key inside the world says nothing of it: rank 3's key.
   CHECK(rank1_waited_for_key_of(3).verdict.cls != FailureClass::ConfigMismatch);
+TEST_CASE("collective spans: the rank that never entered, and the ranks that waited with their own deadline") {
+  Job job;
+  rank2_stalls(job);
+  const Diagnosis d = job.diagnose_it();
+  REQUIRE(d.collective);
+  CHECK(d.collective->timeout_ms == 2000);
+  CHECK(d.collective->first_failed_rank == 0);
+  const RankRow& stalled = row_of_rank(d, 2);
+  REQUIRE(stalled.collective);
+  CHECK(stalled.collective->part == CollectiveSpan::Part::NeverEntered);
+  CHECK_FALSE(stalled.collective->entered_ns);
+  CHECK_FALSE(stalled.collective->deadline_ns);
+  CHECK(stalled.collective->end_ns == *stalled.exit_ns);  // it stayed away until it failed at +5.3 s
+  for (int r : {0, 1, 3}) {
+    const RankRow& w = row_of_rank(d, r);
+    REQUIRE(w.collective);
+    CHECK(w.collective->part == CollectiveSpan::Part::Waited);
+    // Its first pair connect (+1.2 s) to its first collective message (+1.3 s), then its wait
+    // until it failed; its own deadline is its entry plus the pairs' 2 s.
+    CHECK(static_cast<double>(*w.collective->entered_ns - w.collective->begin_ns) == Approx(1e8).margin(1e4));
+    CHECK(*w.collective->deadline_ns - *w.collective->entered_ns == 2'000'000'000);
+    CHECK(w.collective->end_ns == *w.exit_ns);
+  }
+  const std::string section = collective_section(diagnosis_text(d));
+  INFO(section);
+  CHECK(section.find("timeout on the pairs 2.00 s") != std::string::npos);
+  CHECK(line_of_rank(section, 2).find("NEVER ENTERED") != std::string::npos);
+  for (int r : {0, 1, 3}) {
+    CHECK(line_of_rank(section, r).find("waited in it") != std::string::npos);
+    CHECK(line_of_rank(section, r).find("+1.42 s    +3.4") != std::string::npos);  // entered, then its end
+  }
+  const std::string page = diagnosis_html(d);
+  CHECK(page.find("<g class=\"coll coll-never\"><title>rank 2 in the first collective") != std::string::npos);
+  CHECK(page.find("<g class=\"coll coll-waited\"><title>rank 0 in the first collective") != std::string::npos);
+  CHECK(page.find("collective timeout deadline") != std::string::npos);
+  CHECK(page.find("id=\"rendezvous-completed\"") != std::string::npos);
+}
+
+TEST_CASE("collective spans: a rank that died after init_process_group is drawn dead, with how it ended, never as missing it") {
+  Job job;
+  std::vector<Proc*> ps;
+  joined_with_pairs(job, ps, {0, 1});
+  ps[2]->exit(1.25, 1);
+  // Rank 3 enters just after rank 2's death, the first failure: not late, the dead rank kept
+  // them all from the collective.
+  ps[3]->pair_io(RDZV_EV_SEND, 1.27, 21, 48).pair_io(RDZV_EV_SEND, 1.27, 22, 48);
+  for (int r : {0, 1, 3})
+    ps[static_cast<std::size_t>(r)]->pair_io(RDZV_EV_RECV, 1.32, 20, 0, 0, RDZV_F_ZERO_READ).exit(1.4 + 0.01 * r, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  const RankRow& dead = row_of_rank(d, 2);
+  REQUIRE(dead.dead);
+  REQUIRE(dead.collective);
+  CHECK(dead.collective->part == CollectiveSpan::Part::Dead);
+  CHECK(dead.collective->ended == "exit 1");
+  CHECK_FALSE(dead.collective->gone_ns);  // its exit record is its end
+  for (int r : {0, 1, 3}) {
+    REQUIRE(row_of_rank(d, r).collective);
+    CHECK(row_of_rank(d, r).collective->part == CollectiveSpan::Part::Waited);
+  }
+  const std::string section = collective_section(diagnosis_text(d));
+  INFO(section);
+  const std::string line = line_of_rank(section, 2);
+  CHECK(line.find("DEAD: exit 1 before entering") != std::string::npos);
+  CHECK(line.find("NEVER") == std::string::npos);
+  CHECK(line.find("LATE") == std::string::npos);
+  const std::string page = diagnosis_html(d);
+  CHECK(page.find("<g class=\"coll coll-dead\"><title>rank 2 in the first collective after the rendezvous: dead") !=
+        std::string::npos);
+  CHECK(page.find("class=\"coll coll-never\"") == std::string::npos);
+}
+
+TEST_CASE("collective spans: many ranks that waited fold into one line of the text report") {
+  Job job;
+  std::vector<Proc*> ps;
+  std::vector<int> entering;
+  for (int r = 0; r < 12; ++r)
+    if (r != 5) entering.push_back(r);
+  joined_with_pairs(job, ps, entering, 12);
+  for (int r : entering) ps[static_cast<std::size_t>(r)]->exit(3.3 + 0.01 * r, 1);
+  ps[5]->pair_io(RDZV_EV_RECV, 3.35, 21, 0, 0, RDZV_F_ZERO_READ).exit(5.3, 1);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  const std::string section = collective_section(diagnosis_text(d));
+  INFO(section);
+  CHECK(line_of_rank(section, 5).find("NEVER ENTERED") != std::string::npos);
+  CHECK(line_of_rank(section, 0).empty());
+  CHECK(section.find("rank(s) 0-4, 6-11 waited in it for the others: entered +1.42 s, ended +3.42") != std::string::npos);
+  CHECK(section.find("deadline +3.42 s") != std::string::npos);
 }

@@ -6,6 +6,7 @@
   check_report.py escaping RDZVSCOPE OUT_DIR
   check_report.py scale    RDZVSCOPE GEN_JOB OUT_DIR [--chromium PATH]
   check_report.py markdown RDZVSCOPE SCENARIO_DIR OUT_DIR
+  check_report.py collective RDZVSCOPE SCENARIO_DIR OUT_DIR [--chromium PATH]
 
 Scenarios are the stored real runs of tests/golden/ (traces/ + logs/). Every check prints
 what it found and exits 1 on the first failure. The HTML checks open the page in headless
@@ -76,7 +77,7 @@ class Dom(html.parser.HTMLParser):
         self.elements, self.stack, self.attr_values, self.tags = [], [], [], []
 
     def handle_starttag(self, tag, attrs):
-        el = {"tag": tag, "attrs": dict(attrs), "text": ""}
+        el = {"tag": tag, "attrs": dict(attrs), "text": "", "parent": self.stack[-1] if self.stack else None}
         self.elements.append(el)
         self.tags.append((tag, dict(attrs)))
         self.attr_values += [v or "" for _, v in attrs]
@@ -86,7 +87,7 @@ class Dom(html.parser.HTMLParser):
     def handle_startendtag(self, tag, attrs):
         self.tags.append((tag, dict(attrs)))
         self.attr_values += [v or "" for _, v in attrs]
-        self.elements.append({"tag": tag, "attrs": dict(attrs), "text": ""})
+        self.elements.append({"tag": tag, "attrs": dict(attrs), "text": "", "parent": self.stack[-1] if self.stack else None})
 
     def handle_endtag(self, tag):
         for i in range(len(self.stack) - 1, -1, -1):
@@ -103,6 +104,13 @@ class Dom(html.parser.HTMLParser):
 
     def by_id(self, id_):
         return [e for e in self.elements if e["attrs"].get("id") == id_]
+
+    def inside(self, el, cls):
+        """The nearest enclosing element of class cls, or None."""
+        el = el["parent"]
+        while el is not None and cls not in (el["attrs"].get("class") or "").split():
+            el = el["parent"]
+        return el
 
 
 def parse(text):
@@ -286,6 +294,119 @@ def cmd_scale(rdzvscope, gen_job, out, chromium, n=4096):
     print(f"ok scale: {n} ranks -> {len(host_rows)} host rows + {len(rank_rows)} rank rows, {size} bytes")
 
 
+# ----------------------------------------------------------------------------- collective
+def collective_parts(diag, scenario):
+    """What each rank must show of the first collective after the rendezvous, from the JSON
+    diagnosis of the same inputs (its stalled and dead rows): {rank: "never" | "dead" |
+    "waited"}. The scenario's initiating rank must be one of those marked, or the scenario does
+    not test this."""
+    parts = {}
+    for r in diag["ranks"]:
+        parts[r["rank"]] = "dead" if r.get("dead") else "never" if r.get("stalled") else "waited"
+    with open(os.path.join(scenario, "scenario.json")) as f:
+        ini = json.load(f)["expect"]["initiating_rank"]
+    if parts.get(ini) not in ("dead", "never"):
+        fail(f"{scenario}: the initiating rank {ini} is neither stalled nor dead in the diagnosis: {parts}")
+    return parts
+
+
+def check_collective_page(dom_text, diag, parts, where):
+    """Each rank's row draws its part in the first collective: a group of class coll-never (or
+    coll-late) for the rank that never entered, coll-dead (and no never/late mark) for a dead
+    one, coll-waited with its own timeout deadline for the ranks that waited; the legend has
+    the phase's entries and the rendezvous' end is marked."""
+    dom = parse(dom_text)
+    rows = {}
+    for g in dom.with_class("coll"):
+        row = dom.inside(g, "row")
+        if row is None:
+            fail(f"{where}: a collective group outside any chart row")
+        m = re.match(r"rank (\d+) ", row["text"].lstrip())
+        if not m:
+            fail(f"{where}: a collective group in a row that names no rank: {row['text'][:80]!r}")
+        rows[int(m.group(1))] = (g, row)
+    for rank, part in parts.items():
+        if rank not in rows:
+            fail(f"{where}: rank {rank} has no collective span (ranks with one: {sorted(rows)})")
+        g, row = rows[rank]
+        cls = set(g["attrs"]["class"].split())
+        row_cls = set(row["attrs"]["class"].split())
+        want = {"dead": {"coll-dead"}, "never": {"coll-never", "coll-late"}, "waited": {"coll-waited"}}[part]
+        if not cls & want:
+            fail(f"{where}: rank {rank} should be drawn {part} in the first collective, its group is {sorted(cls)}")
+        if part == "dead" and (row_cls & {"late", "stalled"} or "never entered" in g["text"]):
+            fail(f"{where}: the dead rank {rank} is drawn late or as never entering: {sorted(row_cls)} {g['text'][:120]!r}")
+        if part == "dead" and "died" not in g["text"]:
+            fail(f"{where}: the dead rank {rank}'s collective span does not say it died: {g['text'][:200]!r}")
+        if part == "waited":
+            deadline = [e for e in dom.with_class("mk-coll-deadline") if dom.inside(e, "coll") is g]
+            if not deadline or "timeout deadline" not in g["text"]:
+                fail(f"{where}: rank {rank} waited in the first collective but its timeout deadline is not drawn")
+    legend = [e for e in dom.with_class("coll-legend")]
+    for words in ("waiting in the first collective", "never entered it", "dead", "collective timeout deadline",
+                  "rendezvous completed"):
+        if not any(words in e["text"] for e in legend):
+            fail(f"{where}: the legend has no entry for {words!r}")
+    if not dom.by_id("rendezvous-completed"):
+        fail(f"{where}: the rendezvous' end is not marked")
+    marker = dom.by_id("timeout-marker")
+    if not marker or "collective timeout deadline" not in marker[0]["text"]:
+        fail(f"{where}: the timeout marker is not the first collective's")
+
+
+def check_collective_text(text, parts, where):
+    """The text report's COLLECTIVE section: one line per rank, saying its part."""
+    if "\nCOLLECTIVE " not in text:
+        fail(f"{where}: no COLLECTIVE section:\n{text}")
+    section = text.split("\nCOLLECTIVE ", 1)[1].split("\n\n", 1)[0]
+    lines = {int(l.split()[0]): l for l in section.splitlines() if re.match(r"\s+\d+\s", l)}
+    want = {"dead": "DEAD: ", "never": ("NEVER ENTERED", "ENTERED LATE"), "waited": "waited in it"}
+    for rank, part in parts.items():
+        line = lines.get(rank, "")
+        if not any(w in line for w in ((want[part],) if isinstance(want[part], str) else want[part])):
+            fail(f"{where}: rank {rank}'s COLLECTIVE line does not say {want[part]!r}:\n{section}")
+        if part == "dead" and ("NEVER" in line or "LATE" in line):
+            fail(f"{where}: the dead rank {rank} is called late or never entering:\n{line}")
+
+
+def check_collective_timeline(t, diag, parts, where):
+    """The Perfetto timeline has the same spans on each rank's track, and the waiting ranks'
+    own collective timeout deadlines."""
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in t["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    for rank, part in parts.items():
+        track = [k for k, v in threads.items() if v.startswith(f"rank {rank} (")]
+        if len(track) != 1:
+            fail(f"{where}: rank {rank} has {len(track)} tracks")
+        on = [e for e in t["traceEvents"] if (e["pid"], e["tid"]) == track[0]]
+        spans = [e["name"] for e in on if e["ph"] == "X" and e.get("cat") == "collective"]
+        want = {"dead": "dead in the first collective", "never": ("never entered", "not in the first collective until"),
+                "waited": "waiting in the first collective"}[part]
+        if not any(any(w in s for w in ((want,) if isinstance(want, str) else want)) for s in spans):
+            fail(f"{where}: rank {rank}'s track has no {part} collective span: {spans}")
+        deadlines = [e for e in on if e["ph"] == "i" and e.get("cat") == "deadline" and "collective" in e["name"]]
+        if part == "waited" and not deadlines:
+            fail(f"{where}: rank {rank} waited in the first collective, but no collective deadline on its track")
+
+
+def cmd_collective(rdzvscope, scenario, out, chromium):
+    name = os.path.basename(os.path.normpath(scenario))
+    diag = diagnosis(rdzvscope, scenario)
+    parts = collective_parts(diag, scenario)
+    check_collective_text(analyze(rdzvscope, scenario), parts, name + " (text)")
+    path = os.path.join(out, name + ".collective.timeline.json")
+    analyze(rdzvscope, scenario, "--timeline", path)
+    check_collective_timeline(check_timeline_file(path, diag), diag, parts, path)
+    page = os.path.join(out, name + ".collective.html")
+    analyze(rdzvscope, scenario, "--html", page)
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    check_collective_page(text, diag, parts, page)
+    if chromium:
+        png = os.path.join(out, name + ".collective.png")
+        check_collective_page(chromium_dom_and_screenshot(chromium, page, png), diag, parts, "chromium DOM of " + page)
+    print(f"ok {name}: the first collective in text, timeline and HTML{' (Chromium)' if chromium else ''}: {parts}")
+
+
 # ------------------------------------------------------------------------------- markdown
 def cmd_markdown(rdzvscope, scenario, out):
     name = os.path.basename(os.path.normpath(scenario))
@@ -341,6 +462,8 @@ def main():
             cmd_scale(args[1], args[2], out, chromium)
         elif what == "markdown":
             cmd_markdown(args[1], args[2], out)
+        elif what == "collective":
+            cmd_collective(args[1], args[2], out, chromium)
         else:
             fail("unknown check " + what)
     except Fail as e:   # rdzvtest.report's checks
