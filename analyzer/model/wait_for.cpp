@@ -44,16 +44,21 @@ std::optional<WaitFor> find_missing_ranks(const Context& c, std::optional<std::i
   if (w.waiting.empty() || (w.missing.empty() && w.absent.empty())) return std::nullopt;
   w.first_arrival_ns = *w.waiting.front()->arrival_ns();
   w.first_wait_ns = w.last_wait_ns = w.waiting.front()->store_wait->wall_ns;
-  w.until_ns = c.waited_until(*w.waiting.front(), &w.bound);
   for (const ProcessFacts* f : w.waiting) {
     w.first_arrival_ns = std::min(w.first_arrival_ns, *f->arrival_ns());
     w.first_wait_ns = std::min(w.first_wait_ns, f->store_wait->wall_ns);
     w.last_wait_ns = std::max(w.last_wait_ns, f->store_wait->wall_ns);
+  }
+  if (now_ns) {
+    w.until_ns = *now_ns;
+    return w;
+  }
+  w.until_ns = c.waited_until(*w.waiting.front(), &w.bound);
+  for (const ProcessFacts* f : w.waiting) {
     bool bound = false;
     const std::int64_t until = c.waited_until(*f, &bound);
     if (until > w.until_ns) w.until_ns = until, w.bound = bound;
   }
-  if (now_ns) w.until_ns = *now_ns, w.bound = false;
   return w;
 }
 
