@@ -184,7 +184,8 @@ def watch_hang(args, c):
             time.sleep(POLL_S)
     finally:
         h.wait_all(run, BOUND_S)
-    print(f"watch_hang: {polls} polls, {moments} at the moment under test; last headline: {last['headline']}")
+    print(f"watch_hang: {polls} polls, {moments} at the moment under test; last headline: {last['headline']}; "
+          f"who waits on whom: {(last.get('waiting_on') or {}).get('headline')}")
     expect(moments > 0, "no poll saw ranks 0-3 waiting, rank 4 not yet at the store and rank 5's lookups "
                         "failing with the deadline known", errors)
     _, types = prom.check_file(prom_path)
