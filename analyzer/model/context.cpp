@@ -317,12 +317,21 @@ std::string loopback_scope(const Process& p) {
   return "netns " + std::to_string(o.netns_inode) + " of boot " + boot;
 }
 
-std::optional<std::int64_t> Context::t0() const {
-  std::optional<std::int64_t> t;
-  for (const auto& f : facts)
-    if (!t || f.proc->launched_ns < *t) t = f.proc->launched_ns;
-  return t;
+void Context::find_time_span() {
+  auto later = [&](std::int64_t t) {
+    if (!last_known_ || t > *last_known_) last_known_ = t;
+  };
+  for (const ProcessFacts& f : facts) {
+    const Process& p = *f.proc;
+    if (!t0_ || p.launched_ns < *t0_) t0_ = p.launched_ns;
+    later(p.launched_ns);
+    for (const Event& e : p.events) later(end_ns(e));
+    for (const Event& e : p.inflight) later(e.wall_ns);
+    if (p.exit_ns) later(*p.exit_ns);
+  }
 }
+
+std::optional<std::int64_t> Context::t0() const { return t0_; }
 
 std::optional<std::int64_t> Context::timeout_ms() const {
   for (const auto& f : facts)
@@ -340,20 +349,7 @@ std::optional<std::int64_t> Context::timeout_ms() const {
   return std::nullopt;
 }
 
-std::optional<std::int64_t> Context::last_known_ns() const {
-  std::optional<std::int64_t> last;
-  auto later = [&](std::int64_t t) {
-    if (!last || t > *last) last = t;
-  };
-  for (const ProcessFacts& f : facts) {
-    const Process& p = *f.proc;
-    later(p.launched_ns);
-    for (const Event& e : p.events) later(end_ns(e));
-    for (const Event& e : p.inflight) later(e.wall_ns);
-    if (p.exit_ns) later(*p.exit_ns);
-  }
-  return last;
-}
+std::optional<std::int64_t> Context::last_known_ns() const { return last_known_; }
 
 std::int64_t Context::waited_until(const ProcessFacts& f, bool* bound) const {
   const Ending& e = ending(f);

@@ -54,6 +54,7 @@ struct Context {
   // found in the headers or logs.
   Context(const TraceInputs& t, const LogFacts& l, std::optional<int> world_size = std::nullopt)
       : traces(t), logs(l), facts(derive_facts(t.processes)), endings(find_endings(facts, t)) {
+    find_time_span();
     find_expected_ranks(world_size);
     find_absent_nodes();
     find_missing_agents();
@@ -166,6 +167,10 @@ struct Context {
   const LogEvent* crash_line(const ProcessFacts& f) const;
 
  private:
+  // t0() and last_known_ns(), found once: the rules and their words ask for them per rank
+  // (a hang of 16,384 ranks asked 16,384 times, each a walk over every event).
+  void find_time_span();
+  std::optional<std::int64_t> t0_, last_known_;
   // WORLD_SIZE from the traced ranks' headers when they agree (else the logs' "k/N clients
   // joined" when no header has it): ranks 0..N-1 are expected, and every one of them with no
   // process in the traces is absent. Left empty when it cannot be known for sure: no traced

@@ -88,6 +88,7 @@ RankJoin state_of(const ProcessFacts& f) {
   j.rank = f.proc->rank;
   j.facts = &f;
   j.joined = joined_at(f).has_value();
+  if (!f.proc->exit_ns) j.blocked_in = f.waiting_in();
   if (f.proc->exit_ns) {
     set_ended(j, f);
   } else if (const Event* e = first_store_error(f)) {
@@ -204,6 +205,7 @@ JoinStatus join_status(const Context& c, std::int64_t now_ns) {
   s.store = store_of(c, ranks);
   find_deadline(s, c);
   find_all_joined(s);
+  s.wait_for = find_wait_for(c, now_ns);
   return s;
 }
 
@@ -212,6 +214,72 @@ std::string time_of_day(std::int64_t wall_ns) {
   struct tm tm {};
   if (!localtime_r(&secs, &tm)) return "?";
   return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+const char* blocked_call_id(const Event& call) {
+  if (call.kind == RDZV_EV_RESOLVE) return "lookup";
+  if (call.kind == RDZV_EV_CONNECT || (call.kind == RDZV_EV_POLL && call.has(RDZV_F_NONBLOCK)))
+    return "store_connect";
+  return "store_reply";
+}
+
+namespace {
+
+// "poll, timeout 1800 s", "recv": the call and the timeout it waits under, when known.
+std::string call_and_timeout(const Event& call) {
+  const std::int64_t t = call.socket().timeout_ms;
+  return op_name(call.op) + (t > 0 ? fmt::format(", timeout {:g} s", static_cast<double>(t) / 1000) : "");
+}
+
+std::string ago(std::int64_t from_ns, std::int64_t now_ns) {
+  return fmt::format("{:.0f} s ago", std::max(0.0, seconds(from_ns, now_ns)));
+}
+
+std::string ranks_words(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks);
+}
+
+}  // namespace
+
+std::string blocked_words(const RankJoin& j, std::int64_t now_ns) {
+  const Event* call = j.blocked_in;
+  if (!call) return "";
+  const std::string id = blocked_call_id(*call);
+  if (id == "lookup")
+    return fmt::format("looked up \"{}\" {}, no answer yet", call->resolve().host, ago(call->wall_ns, now_ns));
+  const auto peer = format_sockaddr(call->peer());
+  const std::string at = peer ? " at " + *peer : std::string();
+  if (id == "store_connect")
+    return fmt::format("began its connect to the store{} {}, not completed ({})", at, ago(call->wall_ns, now_ns),
+                       op_name(call->op));
+  if (const Event* req = j.facts->store_request)
+    return fmt::format("sent a request ({} bytes) to the store{} {}, no reply (in {})", req->ret, at,
+                       ago(req->wall_ns, now_ns), call_and_timeout(*call));
+  return fmt::format("no reply from the store{} for {:.0f} s (in {})", at,
+                     std::max(0.0, seconds(call->wall_ns, now_ns)), call_and_timeout(*call));
+}
+
+std::string wait_headline(const JoinStatus& s) {
+  if (!s.wait_for) return "";
+  const WaitFor& w = *s.wait_for;
+  std::vector<int> waiting;
+  for (const ProcessFacts* f : w.waiting) waiting.push_back(f->proc->rank);
+  const double waited = std::max(0.0, seconds(w.first_wait_ns, w.until_ns));
+  if (w.on == WaitFor::On::StoreHost)
+    return fmt::format("{} wait for the store host, {}: no reply for {:.0f} s, and its process has shown nothing "
+                       "since {}",
+                       ranks_words(waiting), w.host->proc->label(), waited, time_of_day(w.host_last_seen_ns));
+  // The ranks waited for, folded by what each is doing now.
+  const std::vector<int> awaited = w.awaited_ranks();
+  std::map<int, std::vector<int>> by_state;
+  for (const RankJoin& j : s.ranks)
+    if (std::binary_search(awaited.begin(), awaited.end(), j.rank))
+      by_state[static_cast<int>(j.state)].push_back(j.rank);
+  std::vector<std::string> parts;
+  for (const auto& [state, ranks] : by_state)
+    parts.push_back(fmt::format("{} ({})", ranks_words(ranks), state_words(static_cast<JoinState>(state))));
+  return fmt::format("{} wait for {} since {} ({:.0f} s)", ranks_words(waiting), fmt::join(parts, ", "),
+                     time_of_day(w.first_wait_ns), waited);
 }
 
 std::string join_headline(const JoinStatus& s) {

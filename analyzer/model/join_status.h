@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "context.h"
+#include "wait_for.h"
 
 namespace rdzvscope {
 
@@ -38,6 +39,9 @@ struct RankJoin {
   std::optional<std::int64_t> since_ns;  // when the current state began
   int tries = 0;                         // failed lookups, refused or unanswered connects
   std::string reason;               // the state's cause in words: the EAI code, the first error
+  // The call it is blocked in right now (ProcessFacts::waiting_in: a store wait, a store
+  // connect, a lookup), from the calls in flight; null when it is in none or has ended.
+  const Event* blocked_in = nullptr;
   const std::string& host() const;  // "" when not started
 };
 
@@ -59,6 +63,9 @@ struct JoinStatus {
   std::optional<std::int64_t> deadline_ns;
   // The first launch and, once every expected rank joined, the last join.
   std::optional<std::int64_t> first_launch_ns, all_joined_ns;
+  // Who the ranks blocked on the store wait for, measured until now (wait_for.h: the model the
+  // hang rules read).
+  std::optional<WaitFor> wait_for;
 
   int count(JoinState s) const;
   bool complete() const { return expected && joined >= *expected; }
@@ -73,6 +80,17 @@ JoinStatus join_status(const Context& c, std::int64_t now_ns);
 // since 12:03:04; no process started: 9)". Ranks missing for the same reason on the same host
 // are folded into one group.
 std::string join_headline(const JoinStatus& s);
+
+// "store_reply", "store_connect", "lookup": the kind of a call a rank is blocked in, for JSON
+// and metric labels.
+const char* blocked_call_id(const Event& call);
+// The call a rank is blocked in, with how long: "sent a request (22 bytes) to the store at
+// 10.0.0.1:29500 35 s ago, no reply (waiting in poll, timeout 1800 s)"; "" when in none.
+std::string blocked_words(const RankJoin& j, std::int64_t now_ns);
+// The one they all wait on: "ranks 0-3 wait for rank 4 (started, not at the store yet) since
+// 12:03:04 (35 s)", "ranks 1-3 wait for the store host, rank 0 (node0 pid 7): no reply for
+// 35 s, its process shows nothing since 12:03:04"; "" when no rank waits on the store.
+std::string wait_headline(const JoinStatus& s);
 
 // "12:03:04": a wall-clock time of day, local time, for the live view.
 std::string time_of_day(std::int64_t wall_ns);

@@ -195,6 +195,15 @@ void note_inflight(ProcessFacts& f, const Event& call) {
     f.timeout_ms = call.socket().timeout_ms;
 }
 
+// The events are in time order: the last one that fits is the nearest before the wait.
+const Event* request_before(const Process& p, const Event& wait) {
+  for (auto it = p.events.rbegin(); it != p.events.rend(); ++it)
+    if (it->kind == RDZV_EV_SEND && it->on_store_socket() && it->fd == wait.fd && it->tid == wait.tid &&
+        it->wall_ns <= wait.wall_ns)
+      return &*it;
+  return nullptr;
+}
+
 }  // namespace
 
 const Event* ProcessFacts::waiting_in() const {
@@ -215,6 +224,7 @@ std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes) {
     for (const Event& e : p.events) note_event(f, e);
     forget_benign_refusals(f);
     for (const Event& call : p.inflight) note_inflight(f, call);
+    if (f.store_wait) f.store_request = request_before(p, *f.store_wait);
     out.push_back(std::move(f));
   }
   return out;

@@ -67,6 +67,10 @@ struct ProcessFacts {
   // of a name that had not answered. The earliest of each (for store_wait, the earliest of
   // its main thread's when it has one: a helper thread's wait may be idle by design).
   const Event* store_wait = nullptr;
+  // The request store_wait waits for the reply to: the last send recorded on the same
+  // connection (descriptor) by the same thread before the wait began. TCPStore's client sends
+  // a request, then reads its reply, on one socket, in one thread. Null when none is recorded.
+  const Event* store_request = nullptr;
   const Event* connect_wait = nullptr;
   const Event* lookup_wait = nullptr;
   // Its first in-flight wait of any of the three kinds above.

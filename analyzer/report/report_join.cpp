@@ -39,7 +39,37 @@ ojson deadline_json(const JoinStatus& s) {
   return out;
 }
 
-ojson rank_json(const RankJoin& j) {
+// The call a rank is blocked in right now: its kind, since when, for how long, in words.
+ojson blocked_json(const RankJoin& j, std::int64_t now_ns) {
+  if (!j.blocked_in) return nullptr;
+  return ojson{{"call", blocked_call_id(*j.blocked_in)},
+               {"since", iso8601_utc(j.blocked_in->wall_ns)},
+               {"seconds", std::max(0.0, seconds(j.blocked_in->wall_ns, now_ns))},
+               {"words", blocked_words(j, now_ns)}};
+}
+
+std::vector<int> ranks_of(const std::vector<const ProcessFacts*>& fs) {
+  std::vector<int> out;
+  for (const ProcessFacts* f : fs) out.push_back(f->proc->rank);
+  return out;
+}
+
+// Who the ranks blocked on the store wait for (JoinStatus::wait_for).
+ojson wait_for_json(const JoinStatus& s) {
+  if (!s.wait_for) return nullptr;
+  const WaitFor& w = *s.wait_for;
+  const bool host = w.on == WaitFor::On::StoreHost;
+  return ojson{{"on", host ? "store_host" : "missing_ranks"},
+               {"waiting_ranks", ranks_of(w.waiting)},
+               {"awaited_ranks", w.awaited_ranks()},
+               {"host", host ? ojson(w.host->proc->host) : ojson(nullptr)},
+               {"since", iso8601_utc(w.first_wait_ns)},
+               {"seconds", std::max(0.0, seconds(w.first_wait_ns, w.until_ns))},
+               {"store_host_last_seen", host ? ojson(iso8601_utc(w.host_last_seen_ns)) : ojson(nullptr)},
+               {"headline", wait_headline(s)}};
+}
+
+ojson rank_json(const RankJoin& j, std::int64_t now_ns) {
   return ojson{{"rank", j.rank},
                {"host", j.facts ? ojson(j.host()) : ojson(nullptr)},
                {"pid", j.facts ? ojson(j.facts->proc->pid) : ojson(nullptr)},
@@ -47,7 +77,8 @@ ojson rank_json(const RankJoin& j) {
                {"joined", j.joined},
                {"since", time_json(j.since_ns)},
                {"tries", j.tries},
-               {"reason", j.reason}};
+               {"reason", j.reason},
+               {"blocked", blocked_json(j, now_ns)}};
 }
 
 // Above a screen's worth of ranks, one line per state and host: "failed  node3  8-15".
@@ -75,7 +106,7 @@ std::vector<std::string> rank_lines(const JoinStatus& s) {
   out.push_back(
       fmt::format("{:>6} {:<16} {:<30} {:<20} {}", "RANK", "HOST", "STATE", "SINCE", "DETAIL"));
   for (const RankJoin& j : s.ranks) {
-    std::string detail = j.reason;
+    std::string detail = j.blocked_in ? blocked_words(j, s.now_ns) : j.reason;
     if (j.tries > 1) detail += fmt::format(" ({} tries)", j.tries);
     out.push_back(fmt::format("{:>6} {:<16} {:<30} {:<20} {}", j.rank,
                               j.host().empty() ? "-" : j.host(), state_words(j.state),
@@ -126,10 +157,11 @@ nlohmann::ordered_json join_status_json(const JoinStatus& s, const Diagnosis& d)
   for (int i = 0; i < kJoinStates; ++i)
     states[state_id(static_cast<JoinState>(i))] = s.count(static_cast<JoinState>(i));
   ojson ranks = ojson::array();
-  for (const RankJoin& j : s.ranks) ranks.push_back(rank_json(j));
+  for (const RankJoin& j : s.ranks) ranks.push_back(rank_json(j, s.now_ns));
   return ojson{{"schema", "rdzvscope.watch/1"},
                {"time", iso8601_utc(s.now_ns)},
                {"headline", join_headline(s)},
+               {"waiting_on", wait_for_json(s)},
                {"expected_ranks", json_opt(s.expected)},
                {"joined_ranks", s.joined},
                {"complete", s.complete()},
@@ -147,8 +179,12 @@ nlohmann::ordered_json join_status_json(const JoinStatus& s, const Diagnosis& d)
 
 std::vector<std::string> join_status_lines(const JoinStatus& s, const Diagnosis& d,
                                            std::size_t max_lines) {
-  std::vector<std::string> out{join_headline(s), store_line(s),  deadline_line(s),
-                               verdict_line(d),  inputs_line(d), ""};
+  std::vector<std::string> out;
+  // The one they all wait on first, when the ranks blocked on the store wait for someone.
+  if (s.wait_for) out.push_back(wait_headline(s));
+  for (auto line : {join_headline(s), store_line(s), deadline_line(s), verdict_line(d), inputs_line(d)})
+    out.push_back(std::move(line));
+  out.push_back("");
   std::vector<std::string> table = rank_lines(s);
   if (out.size() + table.size() > max_lines) table = folded_rank_lines(s);
   out.insert(out.end(), table.begin(), table.end());

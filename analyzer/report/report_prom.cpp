@@ -1,6 +1,7 @@
 // The metrics view: Prometheus text exposition format 0.0.4, as node_exporter's textfile
 // collector reads it. Every series carries the job's labels, so that one collector directory
 // can hold the files of several jobs.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -108,6 +109,39 @@ void join_metrics(Exposition& m, const JoinStatus& s) {
   }
 }
 
+// Per rank, the call it is blocked in right now and for how long; who the blocked ranks wait
+// for (JoinStatus::wait_for), one series a rank waited for.
+void wait_metrics(Exposition& m, const JoinStatus& s) {
+  const bool any_blocked =
+      std::any_of(s.ranks.begin(), s.ranks.end(), [](const RankJoin& j) { return j.blocked_in != nullptr; });
+  if (any_blocked)
+    m.family("rdzvscope_rank_blocked_seconds", "gauge",
+             "Seconds a rank has been blocked in the call it is in now (calls in flight), by call kind.");
+  for (const RankJoin& j : s.ranks)
+    if (j.blocked_in)
+      m.sample(std::max(0.0, seconds(j.blocked_in->wall_ns, s.now_ns)),
+               {{"rank", std::to_string(j.rank)}, {"host", j.host()}, {"call", blocked_call_id(*j.blocked_in)}});
+  if (!s.wait_for) return;
+  const WaitFor& w = *s.wait_for;
+  const bool store_host = w.on == WaitFor::On::StoreHost;
+  m.family("rdzvscope_awaited_rank_info", "gauge",
+           "A rank the ranks blocked on the store wait for (value 1): one that has not reached the store, "
+           "or the store host that does not answer.");
+  for (int r : w.awaited_ranks()) {
+    // s.ranks is by rank: the awaited one's row, for its host ("" when it never started).
+    const auto row = std::lower_bound(s.ranks.begin(), s.ranks.end(), r,
+                                      [](const RankJoin& j, int rank) { return j.rank < rank; });
+    const std::string host = row != s.ranks.end() && row->rank == r ? row->host() : std::string();
+    m.sample(1, {{"rank", std::to_string(r)},
+                 {"host", host},
+                 {"awaited_as", store_host ? "store_host" : "missing_rank"}});
+  }
+  m.family("rdzvscope_waiting_ranks", "gauge", "Ranks blocked on the store waiting for the awaited rank(s).");
+  m.sample(static_cast<double>(w.waiting.size()));
+  m.family("rdzvscope_waiting_seconds", "gauge", "Seconds since the first of the waiting ranks began its wait.");
+  m.sample(std::max(0.0, seconds(w.first_wait_ns, w.until_ns)));
+}
+
 void verdict_metrics(Exposition& m, const JoinStatus& s, const Diagnosis& d) {
   const std::string cls(name_of(d.verdict.cls));
   // The ranks seen failing (an error or a non-zero exit), not the analysis' failed ranks: a
@@ -129,6 +163,7 @@ void verdict_metrics(Exposition& m, const JoinStatus& s, const Diagnosis& d) {
 std::string prometheus_text(const JoinStatus& s, const Diagnosis& d, std::int64_t written_ns) {
   Exposition m(job_labels(s));
   join_metrics(m, s);
+  wait_metrics(m, s);
   verdict_metrics(m, s, d);
   m.family("rdzvscope_last_update_timestamp_seconds", "gauge",
            "When these metrics were computed (Unix time).");

@@ -10,32 +10,17 @@
 
 #include <fmt/format.h>
 
+#include "model/wait_for.h"
 #include "rules.h"
 
 namespace rdzvscope {
 
 namespace {
 
-struct CancelledWait {
-  std::vector<const ProcessFacts*> waiting;  // reached the store, in a store wait when ended
-  std::vector<const ProcessFacts*> missing;  // traced, never tried the store, in no wait
-  std::vector<int> absent;                   // expected, no trace at all
-  std::int64_t first_arrival_ns = 0;         // the earliest arrival among the waiting
-  std::int64_t until_ns = 0;                 // how long they waited (a lower bound when bound)
-  bool bound = false;
-};
-
-// A rank that reached the store and was still waiting on it when it ended, with no error of
-// its own and no timeout of its wait seen.
-bool waits_without_error(const ProcessFacts& f) {
-  return f.store_wait && f.arrival_ns() && !f.first_error && f.wait_timeouts.empty();
-}
-
 // A rank that never tried the store and was not blocked on its way there (a connect or a
 // lookup in flight is another story: connect_timeout, name_resolution).
 bool never_came(const ProcessFacts& f) {
-  return !f.arrival_ns() && !f.listen_ns && !f.connect_wait && !f.lookup_wait && !f.first_error &&
-         !f.proc->cut_short;
+  return !f.connect_wait && !f.lookup_wait && !f.first_error && !f.proc->cut_short;
 }
 
 // It exited, or a signal nobody traced sent ended it, as its parent saw: it did not wait to
@@ -45,26 +30,13 @@ bool ended_on_its_own(const Context& c, const ProcessFacts& f) {
   return !e.stopped() && e.how != Ending::How::Vanished;
 }
 
-std::optional<CancelledWait> find_cancelled_wait(const Context& c) {
-  CancelledWait w;
-  for (const ProcessFacts* f : c.ranks()) {
-    if (waits_without_error(*f) && !ended_on_its_own(c, *f)) w.waiting.push_back(f);
-    else if (never_came(*f) && !ended_on_its_own(c, *f)) w.missing.push_back(f);
-    // Reached the store, no error, in no wait of its own when it ended: the store host
-    // serving, a rank between two of its checks. Neither waited for nor waiting.
-    else if (f->arrival_ns() && !f->first_error && !ended_on_its_own(c, *f)) continue;
-    else return std::nullopt;  // a rank with its own story: an error, an exit, a death
-  }
-  w.absent = c.absent_ranks;
-  if (w.waiting.empty() || (w.missing.empty() && w.absent.empty())) return std::nullopt;
-  w.first_arrival_ns = *w.waiting.front()->arrival_ns();
-  w.until_ns = c.waited_until(*w.waiting.front(), &w.bound);
-  for (const ProcessFacts* f : w.waiting) {
-    w.first_arrival_ns = std::min(w.first_arrival_ns, *f->arrival_ns());
-    bool bound = false;
-    const std::int64_t until = c.waited_until(*f, &bound);
-    if (until > w.until_ns) w.until_ns = until, w.bound = bound;
-  }
+// The waiting ranks wait for ranks that never came (wait_for.h), and no rank has a story of
+// its own: an error, an exit, a death, a rank blocked on its way to the store.
+std::optional<WaitFor> find_cancelled_wait(const Context& c) {
+  auto w = find_wait_for(c);
+  if (!w || w->on != WaitFor::On::MissingRanks || !w->own_story.empty()) return std::nullopt;
+  for (const ProcessFacts* f : w->missing)
+    if (!never_came(*f) || ended_on_its_own(c, *f)) return std::nullopt;
   return w;
 }
 
@@ -88,10 +60,8 @@ std::string waiting_rank_words(const Context& c, const ProcessFacts& f) {
 std::optional<Candidate> straggler_from_calls_in_flight(const Context& c) {
   auto found = find_cancelled_wait(c);
   if (!found) return std::nullopt;
-  const CancelledWait& w = *found;
-  std::vector<int> late = ranks_of(w.missing);
-  late.insert(late.end(), w.absent.begin(), w.absent.end());
-  std::sort(late.begin(), late.end());
+  const WaitFor& w = *found;
+  const std::vector<int> late = w.awaited_ranks();
   const std::vector<int> waiting = ranks_of(w.waiting);
   const double waited = seconds(w.first_arrival_ns, w.until_ns);
   const auto timeout = c.timeout_ms();

@@ -1,7 +1,10 @@
 // Synthetic job for the analyzer's scale benchmark: N rank trace files (8 per host), rank 0
 // hosting the store, every rank connecting, and one straggler (the last rank) arriving after
-// the others timed out, as `rdzvscope run` would have recorded them.
-//   gen_job DIR N
+// the others timed out, as `rdzvscope run` would have recorded them. With `hung`, the same job
+// while it hangs, as `watch` sees it: the last rank has not reached the store, every other one
+// sent a request and waits for the reply (a poll in flight on its store connection), nothing
+// has ended.
+//   gen_job DIR N [hung]
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,9 +33,25 @@ struct File {
     r.op = static_cast<std::uint8_t>(op);
     r.ts_ns = kMono + static_cast<std::uint64_t>(t * 1e9);
     r.fd = 7;
+    r.tid = static_cast<std::uint32_t>(h.pid);
     r.u.net.timeout_ms = -1;
     recs.push_back(r);
     return recs.back();
+  }
+  // A wait for the store's reply on the store connection (fd 7), in flight since t.
+  void wait_in_flight(double t, const rdzv_sockaddr& peer) {
+    h.features |= RDZV_FEAT_INFLIGHT;
+    rdzv_inflight& s = h.inflight[0];
+    s.owner = static_cast<std::uint32_t>(h.pid);
+    s.kind = RDZV_EV_POLL;
+    s.op = RDZV_OP_POLL;
+    s.flags = RDZV_F_STORE;
+    s.fd = 7;
+    s.has = RDZV_INFLIGHT_HAS_TIMEOUT | RDZV_INFLIGHT_HAS_PEER;
+    s.start_ns = kMono + static_cast<std::uint64_t>(t * 1e9);
+    s.timeout_ms = 1800000;
+    s.u.peer = peer;
+    s.seal = rdzv_inflight_seal(s.start_ns);
   }
   void write(const std::string& path) {
     h.capacity = static_cast<std::uint32_t>(recs.size());
@@ -65,10 +84,11 @@ rdzv_sockaddr addr(std::uint32_t host, std::uint16_t port) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: gen_job DIR N\n");
+  if (argc != 3 && !(argc == 4 && std::strcmp(argv[3], "hung") == 0)) {
+    std::fprintf(stderr, "usage: gen_job DIR N [hung]\n");
     return 2;
   }
+  const bool hung = argc == 4;
   const std::string dir = argv[1];
   const int n = std::atoi(argv[2]);
   if (n < 2) return 2;
@@ -99,6 +119,12 @@ int main(int argc, char** argv) {
     std::strcpy(h.cmdline, "python3 train.py");
     f.add(RDZV_EV_PROC_START, RDZV_OP_INIT, 0.0);
     const bool late = rank == n - 1;
+    char name[64];
+    std::snprintf(name, sizeof name, "/node%d.%d.rzt", node, 10000 + rank);
+    if (hung && late) {  // still before its rendezvous
+      f.write(dir + name);
+      continue;
+    }
     const double arrive = late ? 95.0 : 4.0 + (rank % 97) * 0.001;
     if (rank == 0) {
       f.add(RDZV_EV_BIND, RDZV_OP_BIND, 3.9).u.net.local = addr(0, port);
@@ -120,6 +146,16 @@ int main(int argc, char** argv) {
     snap.u.snap.read_bytes = late ? 41'700'000'000ull : 1'000'000'000ull;
     snap.u.snap.rchar = snap.u.snap.read_bytes;
     snap.u.snap.since_start_ns = static_cast<std::uint64_t>(arrive * 1e9);
+    if (hung) {
+      auto& req = f.add(RDZV_EV_SEND, RDZV_OP_SEND, arrive + 0.01);
+      req.flags = RDZV_F_STORE;
+      req.ret = 22;
+      req.u.net.size = 22;
+      req.u.net.peer = addr(0, port);
+      f.wait_in_flight(arrive + 0.011, addr(0, port));
+      f.write(dir + name);
+      continue;
+    }
     if (late) {
       c.ret = -1;
       c.err = ECONNREFUSED;
@@ -138,8 +174,6 @@ int main(int argc, char** argv) {
     auto& ex = f.add(RDZV_EV_PROC_EXIT, RDZV_OP_EXIT, late ? 96.0 : arrive + timeout + 0.1);
     ex.ret = 1;
     ex.u.proc.status = 1;
-    char name[64];
-    std::snprintf(name, sizeof name, "/node%d.%d.rzt", node, 10000 + rank);
     f.write(dir + name);
   }
   return 0;

@@ -268,9 +268,10 @@ class Proc {
   }
   // A call in flight when the process ended (trace_format.h: struct rdzv_inflight), begun at
   // t, in header slot `slot`: a wait (poll) on its store connection to kPort by default.
+  // fd: its descriptor (the records' is 7: the store connection's).
   Proc& inflight(double t, unsigned kind = RDZV_EV_POLL, unsigned op = RDZV_OP_POLL, std::int64_t timeout_ms = 1800000,
-                 std::size_t slot = 0, std::uint16_t port = kPort) {
-    rdzv_inflight& s = b_.add_inflight(slot, kind, op, 9, t);
+                 std::size_t slot = 0, std::uint16_t port = kPort, int fd = 9) {
+    rdzv_inflight& s = b_.add_inflight(slot, kind, op, fd, t);
     s.flags = RDZV_F_STORE;
     s.u.peer = ipv4(10, 0, 0, 1, port);
     s.has = RDZV_INFLIGHT_HAS_PEER;
@@ -359,5 +360,10 @@ class Job {
   std::optional<int> world_size_;
   KernelLog kernel_;
 };
+
+// The wall-clock time of the builder's time s (its processes start with PROC_START at 0).
+inline std::int64_t at(const Context& c, double s) {
+  return c.facts.front().proc->events.front().wall_ns + static_cast<std::int64_t>(s * 1e9);
+}
 
 }  // namespace rdzvscope::test

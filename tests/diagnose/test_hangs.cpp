@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include "job_builder.h"
+#include "report/report.h"
 
 using namespace rdzvscope;
 using namespace rdzvscope::test;
@@ -33,8 +34,15 @@ void store_host_stopped(Job& job) {
   for (int r : {1, 2, 3}) {
     auto& p = job.proc(r, 100 + r);
     p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
-    p.inflight(8.2);
+    p.inflight(8.2, RDZV_EV_POLL, RDZV_OP_POLL, 1800000, 0, kPort, /*fd=*/7);  // on the connection it sent on
   }
+}
+
+const RankJoin& row_of(const JoinStatus& s, int rank) {
+  for (const RankJoin& j : s.ranks)
+    if (j.rank == rank) return j;
+  FAIL("no row for rank " << rank);
+  throw;
 }
 
 }  // namespace
@@ -186,4 +194,57 @@ TEST_CASE("every client still blocked in its store connect, none ever reached th
   CHECK(d.verdict.cls == FailureClass::ConnectTimeout);
   CHECK(d.verdict.initiating_rank == 1);
   CHECK(d.verdict.summary.find("no rank ever reached it") != std::string::npos);
+}
+
+// The live view of the same two hangs (watch): one model, wait_for.h, read by the rules above
+// and by watch's headline and metrics.
+TEST_CASE("watch while the others wait for a rank that never came: the headline and the metrics name it",
+          "[rules][hangs][watch]") {
+  Job job;
+  cancelled_while_waiting_for_rank_3(job);
+  const Context c(job.load_it(), job.logs());
+  const JoinStatus s = join_status(c, at(c, 20.0));
+  REQUIRE(s.wait_for);
+  CHECK(s.wait_for->on == WaitFor::On::MissingRanks);
+  CHECK(s.wait_for->awaited_ranks() == std::vector<int>{3});
+  CHECK_THAT(wait_headline(s), Catch::StartsWith("ranks 0-2 wait for rank 3 (started, not at the store yet) since "));
+  const RankJoin& r1 = row_of(s, 1);
+  REQUIRE(r1.blocked_in);
+  CHECK(std::string(blocked_call_id(*r1.blocked_in)) == "store_reply");
+  // Its request went out on fd 7, its wait is on fd 9: not the reply to that request.
+  CHECK(blocked_words(r1, at(c, 20.0)) == "no reply from the store at 10.0.0.1:29500 for 13 s (in poll, timeout 1800 s)");
+  const std::string text = prometheus_text(s, diagnose(c), at(c, 20.0));
+  CHECK_THAT(text, Catch::Contains("rdzvscope_awaited_rank_info{rank=\"3\",host=\"node0\",awaited_as=\"missing_rank\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("rdzvscope_rank_blocked_seconds{rank=\"1\",host=\"node0\",call=\"store_reply\"} 13."));
+  CHECK_THAT(text, Catch::Contains("rdzvscope_waiting_ranks 3\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE rdzvscope_waiting_seconds gauge\n"));
+  const auto lines = join_status_lines(s, diagnose(c), 1000);
+  CHECK(lines.front() == wait_headline(s));
+}
+
+TEST_CASE("watch while the store host does not answer: the headline names the store host once the silence is "
+          "longer than a reply takes",
+          "[rules][hangs][watch]") {
+  Job job;
+  store_host_stopped(job);
+  const Context c(job.load_it(), job.logs());
+  // 0.8 s after the requests: a store may still answer.
+  CHECK_FALSE(join_status(c, at(c, 9.0)).wait_for);
+  const JoinStatus s = join_status(c, at(c, 20.0));
+  REQUIRE(s.wait_for);
+  CHECK(s.wait_for->on == WaitFor::On::StoreHost);
+  CHECK(s.wait_for->awaited_ranks() == std::vector<int>{0});
+  CHECK_THAT(wait_headline(s), Catch::StartsWith("ranks 1-3 wait for the store host, rank 0 (node0 pid 100): no "
+                                                 "reply for 12 s, and its process has shown nothing since "));
+  const RankJoin& r2 = row_of(s, 2);
+  CHECK(blocked_words(r2, at(c, 20.0)) ==
+        "sent a request (22 bytes) to the store at 10.0.0.1:29500 12 s ago, no reply (in poll, timeout 1800 s)");
+  const std::string text = prometheus_text(s, diagnose(c), at(c, 20.0));
+  CHECK_THAT(text, Catch::Contains("rdzvscope_awaited_rank_info{rank=\"0\",host=\"node0\",awaited_as=\"store_host\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("rdzvscope_waiting_ranks 3\n"));
+  // The rank table says it per rank.
+  bool said = false;
+  for (const auto& line : join_status_lines(s, diagnose(c), 1000))
+    said = said || line.find("sent a request (22 bytes) to the store at 10.0.0.1:29500 12 s ago, no reply") != std::string::npos;
+  CHECK(said);
 }

@@ -43,11 +43,6 @@ const RankJoin& rank_in(const JoinStatus& s, int r) {
   throw;
 }
 
-// The wall-clock time of the builder's time s (its processes start with PROC_START at 0).
-std::int64_t at(const Context& c, double s) {
-  return c.facts.front().proc->events.front().wall_ns + static_cast<std::int64_t>(s * 1e9);
-}
-
 }  // namespace
 
 TEST_CASE("join status of a hanging job: one state per rank, absent ranks included") {

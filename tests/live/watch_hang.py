@@ -7,7 +7,9 @@ lookups fail until its timeout). While the job runs, `watch --once --format json
 is polled: at every poll the missing ranks, their states and reasons must be right, and both
 Prometheus parsers must accept the metrics with the same counts. The moment the test is about
 must be seen at least once: ranks 0-3 waiting, rank 4 started but not at the store, rank 5's
-lookups failing with EAI_NONAME, the time left before the timeout known. After the job died,
+lookups failing with EAI_NONAME, the time left before the timeout known; and at that moment
+watch names ranks 4 and 5 as the ones the waiting ranks wait for, and the ranks blocked on the
+store are blocked in a store call (rdzvtest.watch: the JSON and the metrics agree at every poll). After the job died,
 the last poll must agree with `rdzvscope analyze`: the same verdict and initiating rank, the
 same ranks joined, the same ranks failed.
 
@@ -18,15 +20,14 @@ lacks the rendezvous name `master`; the trace directory is shared, as on a share
     watch_hang.py --rdzvscope BIN --python PYTHON --work DIR [--cluster]
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from rdzvtest import prom  # noqa: E402
-from rdzvtest.checks import Fail, expect, finish_scenario, run_script  # noqa: E402
+from rdzvtest.watch import check_waiting, expect_waiting_on, watch_once  # noqa: E402
+from rdzvtest.checks import expect, finish_scenario, run_script  # noqa: E402
 from rdzvtest import cluster as test_cluster  # noqa: E402
 from rdzvtest.e2e import BOGUS_HOST, Harness, Run  # noqa: E402
 from rdzvtest.ports import free_port  # noqa: E402
@@ -36,15 +37,6 @@ TIMEOUT_S = 12   # init_process_group's timeout: how long ranks 0-3 wait
 LATE_S = 8       # rank 4's sleep before its rendezvous
 POLL_S = 0.5
 BOUND_S = 60     # the whole job, on a loaded 2-core machine
-
-
-def poll(rdzvscope, trace_dir, prom_path):
-    p = subprocess.run([rdzvscope, "watch", trace_dir, "--once", "--format", "json",
-                        "--world-size", str(WORLD), "--prom", prom_path],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
-    if p.returncode != 0:
-        raise Fail(f"watch exited {p.returncode}: {p.stderr.strip()[:500]}")
-    return json.loads(p.stdout)
 
 
 def rank_set(text):
@@ -176,11 +168,15 @@ def watch_hang(args, c):
     try:
         while time.monotonic() - run.t0 < BOUND_S:
             done = all(p.poll() is not None for p in run.procs)
-            last = poll(args.rdzvscope, run.trace_dir, prom_path)
-            samples, _ = prom.check_file(prom_path)
+            last, samples = watch_once(args.rdzvscope, run.trace_dir, prom_path, WORLD)
             check_poll(last, samples, errors)
+            check_waiting(last, samples, errors)
             polls += 1
-            moments += the_moment(last)
+            if the_moment(last):
+                moments += 1
+                # Ranks 0-3 on the store wait for the two that are not there (c10d: every
+                # rank waits for WORLD_SIZE), and say which call they are blocked in.
+                expect_waiting_on(last, "missing_ranks", [4, 5], [1, 2, 3], errors)
             print(f"+{time.monotonic() - run.t0:4.1f}s " + " ".join(
                 f"{r['rank']}:{r['state']}" for r in last["ranks"]) + (" <- the moment" if the_moment(last) else ""))
             if done:
@@ -188,7 +184,8 @@ def watch_hang(args, c):
             time.sleep(POLL_S)
     finally:
         h.wait_all(run, BOUND_S)
-    print(f"watch_hang: {polls} polls, {moments} at the moment under test; last headline: {last['headline']}")
+    print(f"watch_hang: {polls} polls, {moments} at the moment under test; last headline: {last['headline']}; "
+          f"who waits on whom: {(last.get('waiting_on') or {}).get('headline')}")
     expect(moments > 0, "no poll saw ranks 0-3 waiting, rank 4 not yet at the store and rank 5's lookups "
                         "failing with the deadline known", errors)
     _, types = prom.check_file(prom_path)

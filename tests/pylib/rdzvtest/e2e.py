@@ -33,6 +33,7 @@ from rdzvtest.launch import RANK_SCRIPT, Launcher, job_env, start, torch_version
 from rdzvtest.ports import free_port
 from rdzvtest.retries import note_retry
 from rdzvtest.traces import events, failed_resolves, files_of_rank, port_of, rank_of, wall_ns
+from rdzvtest.watch import check_waiting, expect_waiting_on, watch_once
 
 BOGUS_HOST = "rdzv-no-such-host.invalid"
 REJECT_NET = "10.231.0"   # store_unreachable: the veth pair between its two namespaces
@@ -1259,6 +1260,18 @@ def sc_rank_killed(h, run):
     return errors
 
 
+def watch_while_hung(h, run, on, awaited, waiting, errors):
+    """`rdzvscope watch` on the hung job (traced runs): `waiting` wait for `awaited` (as `on`),
+    each blocked in a store call; promtool accepts its metrics (the harness' interpreter has no
+    prometheus_client: live.watch_hang compares the metrics' values with the JSON)."""
+    if not h.traced:
+        return
+    w, samples = watch_once(h.rdzvscope, run.trace_dir, os.path.join(run.dir, "watch.prom"), read_metrics=False)
+    check_waiting(w, samples, errors)
+    expect_waiting_on(w, on, awaited, waiting, errors)
+    run.notes.append(f"watch while it hung: {(w.get('waiting_on') or {}).get('headline')}")
+
+
 def sc_cancelled_waiting(h, run):
     ps = [h.launch(run, r, env={"E2E_DELAY_S": str(CANCEL_AFTER_S * 10)} if r == 3 else None)
           for r in range(WORLD)]
@@ -1267,6 +1280,8 @@ def sc_cancelled_waiting(h, run):
         errors.append("not every rank imported torch within 30 s")
     time.sleep(CANCEL_AFTER_S)
     expect(all(p.poll() is None for p in ps), "a rank ended before the cancel", errors)
+    # While it hangs, watch names rank 3 as the one the ranks on the store wait for.
+    watch_while_hung(h, run, "missing_ranks", [3], [1, 2], errors)
     h.terminate(ps)
     h.wait_all(run)
     for r in range(WORLD):
@@ -1369,6 +1384,8 @@ def sc_store_unresponsive(h, run):
     os.kill(ps[0].pid, signal.SIGSTOP)
     time.sleep(CANCEL_AFTER_S)
     expect(all(p.poll() is None for p in ps), "a rank ended while the store was stopped", errors)
+    # While it hangs, watch names the store host as the one ranks 1-3 wait for.
+    watch_while_hung(h, run, "store_host", [0], [1, 2, 3], errors)
     for p in ps[1:]:
         os.kill(p.pid, signal.SIGKILL)
     h.wait_for_exit(ps[1:], 5)
