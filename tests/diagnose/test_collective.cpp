@@ -328,6 +328,8 @@ TEST_CASE("a rank that waited for the address key of a rank beyond its header's 
   CHECK(d.verdict.summary.find("WORLD_SIZE=5 or more") != std::string::npos);
   // A wait for a key inside the world says nothing of it: rank 3's key.
   CHECK(rank1_waited_for_key_of(3).verdict.cls != FailureClass::ConfigMismatch);
+}
+
 TEST_CASE("collective spans: the rank that never entered, and the ranks that waited with their own deadline") {
   Job job;
   rank2_stalls(job);
