@@ -501,6 +501,13 @@ std::string oom_kill_words(const OomKill& k) {
          ")";
 }
 
+std::string oom_next_step(const Process& p, const OomKill& k) {
+  return p.label() + " ran out of memory: lower what it holds at that point (a checkpoint or dataset loaded whole on "
+         "every rank at once, the batch size, the data loader's workers) or raise " +
+         (k.memcg ? "the job's memory limit (" + (k.cgroup.empty() ? std::string("its cgroup") : k.cgroup) + ")"
+                  : std::string("the node's memory"));
+}
+
 std::string ending_words(const Context& c, const ProcessFacts& f) {
   const Ending& e = c.ending(f);
   if (e.oom_kill && !e.stopped()) {

@@ -233,6 +233,9 @@ std::string ending_words(const Context& c, const ProcessFacts& f);
 // "the kernel's OOM killer (its memory cgroup /job7 was at its limit; the kernel's log names
 // python3 pid 5436)".
 std::string oom_kill_words(const OomKill& k);
+// What to do about it: "rank 1 (...) ran out of memory: lower what it holds ... or raise the
+// job's memory limit (/job7)".
+std::string oom_next_step(const Process& p, const OomKill& k);
 // Its crash in the logs given: "its exception: rank1.log:23: RuntimeError: ..." (the exception
 // line matched to it), else what torchrun's summary says of it ("torchrun's summary (FILE:LINE):
 // exit code 1, traceback: ..."); "" when the logs say nothing of it.

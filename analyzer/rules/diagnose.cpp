@@ -488,7 +488,8 @@ void note_after_startup(const Context& c, Diagnosis& d) {
   ev.rendezvous_completed_ns = *completed;
   ev.first_failed_rank = p.rank;
   ev.first_failure_ns = at;
-  const std::string how = p.vanished() ? "vanished (killed by a signal?)"
+  const std::string how = e.oom_kill ? "was killed by the kernel's OOM killer"
+                          : p.vanished() ? "vanished (killed by a signal?)"
                           : p.exit_status ? "exited with status " + std::to_string(*p.exit_status)
                                           : "failed";
   d.verdict.summary = "the rendezvous completed at " + rel(c, *completed) +

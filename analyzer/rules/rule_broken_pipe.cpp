@@ -214,8 +214,10 @@ void word_peer_died(const Context& c, const BrokenPipes& b, const PipeHit* first
   v.initiating_host = b.dead->proc->host;
   v.confidence = "high";
   const Process& p = *b.dead->proc;
-  std::string how = p.vanished() ? "vanished without an exit (killed by a signal, OOM killer?)"
-                                 : "exited with status " + std::to_string(p.exit_status.value_or(-1));
+  const auto& oom = c.ending(*b.dead).oom_kill;
+  std::string how = oom            ? "was killed by " + oom_kill_words(*oom)
+                    : p.vanished() ? "vanished without an exit (killed by a signal, OOM killer?)"
+                                   : "exited with status " + std::to_string(p.exit_status.value_or(-1));
   const std::string after = consequences_words(c, *b.dead);
   const bool left = c.left_early(*b.dead);
   if (!after.empty() && p.rank >= 0) out.evidence.dead_ranks.push_back(p.rank);
@@ -232,8 +234,9 @@ void word_peer_died(const Context& c, const BrokenPipes& b, const PipeHit* first
   v.next_step = left ? "find why " + p.label() + " returned before the others: its own log, and the paths of the "
                        "script that end with status 0 before the work is done (an early return or sys.exit(0), a data "
                        "iterator that ran out before the other ranks')"
-                     : "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
-                           p.host + " around " + iso8601_utc(b.died_at);
+                     : oom ? oom_next_step(p, *oom)
+                         : "find why " + p.label() + " died: its own log and `journalctl -k | grep -i -E 'oom|killed'` on " +
+                               p.host + " around " + iso8601_utc(b.died_at);
   Finding fd = finding_for(FailureClass::BrokenPipe, *b.dead, b.died_at);
   fd.evidence.push_back(p.label() + " " + how + " at " + rel(c, b.died_at) +
                         (first ? death_before_pipe_words(c, b.died_at, first->e->wall_ns) : std::string()));

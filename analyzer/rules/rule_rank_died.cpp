@@ -86,12 +86,7 @@ std::optional<Candidate> from_traces(const Context& c, const Context::Death& d) 
                   (crash.empty() ? std::string(" in its own log (its traceback, above its exit)") : " (" + crash + ")") +
                   " and fix what it died of; the other ranks' ends are consequences of its death";
   else if (e.oom_kill)
-    v.next_step = p.label() + " ran out of memory: lower what it holds at that point (a checkpoint or dataset "
-                  "loaded whole on every rank at once, the batch size, the data loader's workers) or raise " +
-                  (e.oom_kill->memcg ? std::string("the job's memory limit (") +
-                                           (e.oom_kill->cgroup.empty() ? std::string("its cgroup") : e.oom_kill->cgroup) + ")"
-                                     : std::string("the node's memory") ) +
-                  "; the other ranks' ends are consequences of its death";
+    v.next_step = oom_next_step(p, *e.oom_kill) + "; the other ranks' ends are consequences of its death";
   else
     v.next_step = "find what killed " + p.label() + ": `journalctl -k | grep -i -E 'oom|killed'` on " + p.host +
                   " around " + iso8601_utc(*e.over_ns) + " (the OOM killer, a scheduler's limit), and its own log; "

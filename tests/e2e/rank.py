@@ -27,7 +27,8 @@ Environment (all optional but RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
                     store loop, E2E_FAULT_AFTER_S after its first round, default 0.5); ACTION
                     raise (an exception: exit 1 with its traceback), exit0 (the process ends
                     with status 0), sigkill, sigstop (it stops itself: frozen until killed),
-                    stall (sleeps E2E_STALL_S, default 600, then goes on)
+                    stall (sleeps E2E_STALL_S, default 600, then goes on), oom (joins the memory
+                    cgroup E2E_OOM_CGROUP and allocates until the kernel's OOM killer kills it)
 
 It prints (the harness waits for these lines):
     "[rankN] e2e: torch imported"           before the delay
@@ -80,6 +81,15 @@ def fault_at(point):
     if action in ("sigkill", "sigstop"):
         os.kill(os.getpid(), signal.SIGKILL if action == "sigkill" else signal.SIGSTOP)
         return    # SIGSTOP: frozen until killed (or continued)
+    if action == "oom":
+        # The kernel's OOM killer: join the memory cgroup E2E_OOM_CGROUP (its limit set by the
+        # caller; what this process already holds stays charged where it was), then allocate
+        # and touch memory until the kernel kills it (SIGKILL, no exit record).
+        with open(os.path.join(os.environ["E2E_OOM_CGROUP"], "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        hog = []
+        while True:
+            hog.append(bytearray(b"x" * (16 << 20)))
     if action == "stall":
         time.sleep(float(os.environ.get("E2E_STALL_S") or 600))
         return

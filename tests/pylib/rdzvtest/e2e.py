@@ -27,7 +27,7 @@ import threading
 import time
 
 from rdzvtest import scenarios, trace_patch
-from rdzvtest import checks
+from rdzvtest import cgroup, checks
 from rdzvtest.checks import Fail, expect, log, nonzero
 from rdzvtest.launch import RANK_SCRIPT, Launcher, job_env, start, torch_version, torchrun_cmd
 from rdzvtest.ports import free_port
@@ -220,6 +220,18 @@ SCENARIOS = {
               "after init_process_group (what the OOM killer does: no exit record); ranks 0, 2, 3 fail in "
               "their all_reduce on gloo's `Connection reset by peer` / `Connection closed by peer`. The "
               "analyzer must name rank 1 dead, not the store's late start (store_not_ready, rank 0, before)"),
+    "rank_oom_killed": dict(
+        cls="broken_pipe", rank=1, cause="peer_died", log_cls=ANY_FAILURE, log_ranks="any", timeout=8,
+        words=dict(summary=("rank 1 (", "was killed by the kernel's OOM killer (its memory cgroup",
+                            "was at its limit", "the rendezvous completed", "failed after it"),
+                   next_step=("ran out of memory", "memory limit"),
+                   nowhere=("vanished",)),
+        dead=(1,),
+        fault="every rank joins; rank 1 then moves itself into a memory cgroup with a 64 MiB limit and "
+              "allocates until the kernel's OOM killer kills it (SIGKILL, no exit record; the kernel's log "
+              "names its pid and the cgroup); ranks 0, 2, 3 fail in their all_reduce on gloo's `Connection "
+              "reset by peer` / `Connection closed by peer`. The analyzer runs on this machine in this boot, "
+              "so it reads the kernel's log: the rank is named OOM-killed, not merely vanished"),
     "rank_crashed": dict(
         # From the logs alone (issue 29): rank 1's own exception and no rendezvous error of its
         # own, the others' timeouts waiting: rank_died, rank 1 (before: straggler_timeout, which
@@ -1270,6 +1282,28 @@ def watch_while_hung(h, run, on, awaited, waiting, errors):
     check_waiting(w, samples, errors)
     expect_waiting_on(w, on, awaited, waiting, errors)
     run.notes.append(f"watch while it hung: {(w.get('waiting_on') or {}).get('headline')}")
+
+
+def sc_rank_oom_killed(h, run):
+    errors = []
+    try:
+        with cgroup.memory_cgroup(f"rdzvscope-oom-{os.getpid()}-{time.monotonic_ns()}", 64 << 20) as cg:
+            for r in range(WORLD):
+                env = {"E2E_FAULT": "oom@after_init", "E2E_OOM_CGROUP": cg} if r == 1 else None
+                h.launch(run, r, env=env)
+            h.wait_all(run)
+    except RuntimeError as e:
+        return [str(e)]
+    expect_exit(run, "rank1", -signal.SIGKILL, errors)
+    expect_text(run, "rank1", ["e2e: joined", "e2e: fault oom at after_init"], errors)
+    for r in (0, 2, 3):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_any_text(run, f"rank{r}", ["Connection reset by peer", "Connection closed by peer"], errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    return errors
 
 
 def sc_cancelled_waiting(h, run):
