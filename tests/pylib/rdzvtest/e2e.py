@@ -369,7 +369,7 @@ class Run:
         self.expect_rank = spec["rank"]   # replaced when "computed"
         # What the logs-only verdict must give; a scenario narrows them to what this run's logs
         # can show (see expect_collective_stall).
-        self.log_ranks = spec["log_ranks"]
+        self.log_ranks = spec.get("log_ranks", "any")
         self.log_words = spec.get("log_words") or ()
         self.notes = []
         self.t0 = time.monotonic()
