@@ -187,7 +187,8 @@ std::optional<LaunchSettingLine> failure_summary_field_in(sv body) {
   if (m.starts_with("Root Cause (first observed failure)")) return LaunchSettingLine{"root_cause", ""};
   // The agent's own error line before the summary: "failed (exitcode: 1) local_rank: 2 (pid:
   // 23296) of binary: ...", behind a glog prefix on 2.x, "ERROR:torch...api:" on 1.x.
-  if (const size_t p = body.find("failed (exitcode: "); p != npos && contains(body.substr(p), ") local_rank: "))
+  // A line cut short after "local_rank" (a paste that lost the rest) is still that line.
+  if (const size_t p = body.find("failed (exitcode: "); p != npos && contains(body.substr(p), ") local_rank"))
     return LaunchSettingLine{"first_failure", body.substr(p + 8)};
   static constexpr sv kNames[] = {"rank", "exitcode", "error_file", "traceback"};
   for (sv name : kNames) {
@@ -268,7 +269,23 @@ bool launcher_reported_end(sv s) {
   return says<"CalledProcessError">(s) && says_any<"died with <Signals.", "returned non-zero exit status">(s);
 }
 
-bool process_died(sv s) { return shell_reported_killed(s) || spawn_reported_end(s) || launcher_reported_end(s); }
+// DeepSpeed's launcher (deepspeed.launcher.launch) polls its workers and, for one that ended
+// with a non-zero status, logs the command and "exits with return code = -9" (a negative
+// status is the signal that ended it) before it kills the others ("Killing subprocess N").
+bool deepspeed_launcher_reported_end(sv s) {
+  const auto code = number_after(s, "exits with return code = ");
+  return code && *code != 0;
+}
+
+// Ray's memory monitor kills a worker (SIGKILL) when its node's memory use passes the
+// monitor's threshold; the task's caller then raises "ray.exceptions.OutOfMemoryError: Task was
+// killed due to the node running low on memory."
+bool ray_memory_monitor_killed(sv s) { return says<"Task was killed due to the node running low on memory">(s); }
+
+bool process_died(sv s) {
+  return shell_reported_killed(s) || spawn_reported_end(s) || launcher_reported_end(s) ||
+         deepspeed_launcher_reported_end(s) || ray_memory_monitor_killed(s);
+}
 
 bool foreign_store_peer(sv s) {
   return says_any<"Ping failed, invalid value returned", "VALIDATE query is detected">(s);
@@ -374,6 +391,15 @@ void find_lookup_error_code(sv body, LogEvent& ev) {
   if (auto e = number_after(body, "err=")) ev.gai_code = static_cast<int>(*e);
 }
 
+// c10d 2.x's connect/validate line ends with the error that ended the try; when the store host's
+// lookup failed, that is getaddrinfo's own words for its code (glibc's gai_strerror): the code.
+void find_lookup_failure_words(sv body, LogEvent& ev) {
+  if (ev.gai_code) return;
+  if (contains(body, "Name or service not known")) ev.gai_code = -2;                  // EAI_NONAME
+  else if (contains(body, "Temporary failure in name resolution")) ev.gai_code = -3;  // EAI_AGAIN
+  else if (contains(body, "No address associated with hostname")) ev.gai_code = -5;   // EAI_NODATA
+}
+
 void find_launch_setting(sv body, LogEvent& ev) {
   if (auto s = launch_setting_in(body)) {
     ev.setting = std::string(s->name);
@@ -398,8 +424,20 @@ void find_process_end(sv body, LogEvent& ev) {
                                                                               : "the shell's job report";
     return;
   }
-  ev.reason = spawn_reported_end(body) ? "torch.multiprocessing's spawn" : "the launcher's CalledProcessError";
-  if (size_t p = body.find("with signal "); p != npos) {
+  if (ray_memory_monitor_killed(body)) {
+    ev.setting = "signal";
+    ev.setting_value = "SIGKILL";
+    ev.reason = "Ray's memory monitor (the node ran low on memory)";
+    return;
+  }
+  ev.reason = spawn_reported_end(body)      ? "torch.multiprocessing's spawn"
+              : launcher_reported_end(body) ? "the launcher's CalledProcessError"
+                                            : "DeepSpeed's launcher";
+  // A negative status (DeepSpeed's) stays a number here: the model names its signal.
+  if (auto ds = number_after(body, "exits with return code = "); ds && !launcher_reported_end(body)) {
+    ev.setting = "exit";
+    ev.setting_value = std::to_string(*ds);
+  } else if (size_t p = body.find("with signal "); p != npos) {
     const size_t from = p + 12;
     size_t end = from;
     while (end < body.size() && (is_alnum(body[end]) || body[end] == '_')) ++end;
@@ -521,11 +559,12 @@ constexpr FamilyRow kFamilies[] = {
                 "rank < size. 2 vs 2"},
     {.family = Family::ProcessDied,
      .name = "process_died",
-     .anchors = {"Kill", "oom-kill", "terminated with", "Error"},
+     .anchors = {"Kill", "oom-kill", "terminated with", "Error", "return code = "},
      .matches = process_died,
      .reason_after = {},
      .values = find_process_end,
-     .versions = "any (the shell, the kernel, torch.multiprocessing, torch.distributed.launch)",
+     .versions = "any (the shell, the kernel, torch.multiprocessing, torch.distributed.launch, DeepSpeed's "
+                 "launcher, Ray's memory monitor)",
      // 2.13, torch.multiprocessing.spawn, one process SIGKILLed, run here
      .example = "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL"},
     {.family = Family::WatchdogTimeout,
@@ -597,6 +636,7 @@ constexpr FamilyRow kFamilies[] = {
      .anchors = {"failed to connect"},
      .matches = says<"failed to connect/validate">,
      .reason_after = {"ms): ", "): "},
+     .values = find_lookup_failure_words,
      .era = Era::Since2_5,
      .versions = "about 2.5 on",
      .example = "[W1129 10:00:00.123456 123 TCPStore.cpp:347] [c10d] TCP client failed to "

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <string>
 
+#include "endings.h"
+
 namespace rdzvscope {
 
 std::vector<const LogEvent*> LogFacts::of(std::initializer_list<LogFamily> families) const {
@@ -215,6 +217,36 @@ void find_root_cause_exceptions(LogFacts& facts, const std::vector<const LogEven
   }
 }
 
+// A reaper's report of an end by a negative status (DeepSpeed's launcher, torchrun's agent: the
+// signal that ended the process) is an end by that signal.
+void add_death(LogFacts& facts, LogEvent e) {
+  if (e.setting == "exit" && !e.setting_value.empty() && e.setting_value[0] == '-')
+    if (const auto code = leading_number(e.setting_value); code && *code < 0) {
+      e.setting = "signal";
+      e.setting_value = signal_name(-*code);
+    }
+  facts.deaths.push_back(std::move(e));
+}
+
+// torchrun's agent, once a worker of its node failed, stops the others (SIGTERM) and logs the
+// failure it observed first: "failed (exitcode: -9) local_rank: 0 (pid: 5343) of binary: ...".
+// A negative status there is the signal that ended that worker: a reaper's report of its death
+// (its local rank, not its global rank), also where the log holds no summary below it. A positive
+// status only says that the worker raised, not what: the summary's exception (from_logs in
+// rule_rank_died.cpp) tells whether that was its own error or a rendezvous failure.
+std::optional<LogEvent> agent_reported_death(const LogEvent& line) {
+  const auto code = number_after_key(line.setting_value, "exitcode: ");
+  if (!code || *code >= 0) return std::nullopt;
+  LogEvent d = line;
+  d.family = LogFamily::ProcessDied;
+  d.setting = "exit";
+  d.setting_value = std::to_string(*code);
+  d.reason = "torchrun's agent";
+  if (const auto local = number_after_key(line.setting_value, "local_rank: "); local && *local >= 0)
+    d.died_process = *local;
+  return d;
+}
+
 // torchrun's summaries put together: in each file (and host of a merged log), a "rank" line
 // starts a failure and the lines below it fill it in; the first failure after a "Root Cause"
 // header is that summary's root cause. The exception line of a traceback field (a worker whose
@@ -238,6 +270,7 @@ void put_failures_together(LogFacts& facts) {
     Source& src = source_of(e);
     if (e.setting == "first_failure") {
       first_failure_lines.push_back(&e);
+      if (auto death = agent_reported_death(e)) add_death(facts, std::move(*death));
       continue;
     }
     if (e.setting == "root_cause") {
@@ -305,7 +338,7 @@ void add_log_event(LogFacts& facts, LogEvent e) {
   else if (e.family == LogFamily::WorkerFailure)
     facts.worker_failure_lines.push_back(std::move(e));
   else if (e.family == LogFamily::ProcessDied)
-    facts.deaths.push_back(std::move(e));
+    add_death(facts, std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else

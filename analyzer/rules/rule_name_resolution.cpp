@@ -194,6 +194,8 @@ Failure from_logs(const std::vector<const LogEvent*>& log_hits, Candidate& out) 
   }
   fail.name = first->host;
   fail.log_code = gai_code_in(first->text);
+  if (fail.log_code.empty() && first->gai_code && first->has(LogFamily::ConnectValidate))
+    fail.log_code = eai_name(*first->gai_code);
   if (fail.log_code == "EAI_NONAME" || fail.log_code == "EAI_NODATA")
     out.verdict.cause = "name_unknown";
   out.verdict.initiating_rank = rank_of(*first);
@@ -320,6 +322,10 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
   // a lookup failure in it also matches GaiError / HostNotFound; a timeout or a refusal does
   // not make a name-resolution failure.
   std::vector<const LogEvent*> log_hits = c.logs.of({LogFamily::GaiError, LogFamily::HostNotFound});
+  // A connect/validate try that ended in the lookup's own error ("... - Name or service not
+  // known") is a lookup failure too.
+  for (const LogEvent* e : c.logs.of({LogFamily::ConnectValidate}))
+    if (e->gai_code && !e->has(LogFamily::GaiError) && !e->has(LogFamily::HostNotFound)) log_hits.push_back(e);
   // A lookup failure after the same process's connect had reached an address follows that
   // connect's error (the first error of a process outranks its follow-on lines).
   std::erase_if(log_hits, [&](const LogEvent* e) { return c.logs.connect_before(*e) != nullptr; });

@@ -46,6 +46,25 @@ std::optional<Candidate> text_answer_on_store_port(const Context& c) {
   return std::nullopt;
 }
 
+
+// The store's listen failed on every local address and the logs hold no errno for it (see
+// rule_port_conflict): a taken port, low, with what would confirm it.
+Candidate listen_failure_words(const LogEvent& e) {
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::PortConflict;
+  v.confidence = "low";
+  v.initiating_rank = rank_of(e);
+  v.summary = "the store could not listen on any local address of its port (" + e.file + ":" +
+              std::to_string(e.line) + "): every bind of the port failed, and a port already held by another "
+              "process is what fails it on every address; the bind warnings above that line (their errno: 98 is "
+              "EADDRINUSE, 13 EACCES) would confirm it";
+  v.next_step = "on the store host: `ss -ltnp 'sport = :PORT'` shows who holds the port; derive MASTER_PORT / "
+                "--rdzv-endpoint from the job id so that two jobs on one node never share it";
+  out.findings.push_back(log_finding(FailureClass::PortConflict, e));
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_port_conflict(const Context& c) {
@@ -66,11 +85,22 @@ std::optional<Candidate> rule_port_conflict(const Context& c) {
     out.findings.push_back(fd);
   }
   const LogEvent* log_hit = nullptr;  // the lowest-ranked bind failure in the logs
+  // c10d's "failed to listen on any local network address" with no errno of its own: every bind
+  // of the store port failed (on every address), the per-address bind warnings that name the
+  // errno are not in these logs. A port taken is what fails a bind on every address (the listener
+  // binds the wildcard addresses, so no address can be missing); the errno would tell it from a
+  // port the user may not bind (EACCES).
+  const LogEvent* listen_without_errno = nullptr;
   for (const LogEvent* e : c.logs.of({LogFamily::BindFailed, LogFamily::ListenFailed})) {
+    if (!e->err && !e->has(LogFamily::BindFailed)) {
+      if (!listen_without_errno) listen_without_errno = e;
+      continue;
+    }
     // libuv reports EADDRINUSE at listen ("code: -98"); the legacy backend at bind.
     if (e->err ? *e->err != EADDRINUSE : !e->has(LogFamily::BindFailed)) continue;
     if (!log_hit || (e->rank >= 0 && (log_hit->rank < 0 || e->rank < log_hit->rank))) log_hit = e;
   }
+  if (!first && !log_hit && listen_without_errno) return listen_failure_words(*listen_without_errno);
   if (!first && !log_hit) return std::nullopt;
 
   std::uint16_t port = first ? first->bind_failure->local().port : 0;

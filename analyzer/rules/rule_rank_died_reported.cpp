@@ -66,10 +66,17 @@ std::optional<OwnDeath> first_own_death(const LogFacts& logs) {
   return std::nullopt;
 }
 
+// The reporters name a worker by its local rank (torch.multiprocessing's spawn index, the old
+// and DeepSpeed's launchers' --local_rank, torchrun's local_rank), never by its global rank.
 std::string process_words(const LogEvent& d) {
   if (!d.died_process) return "a process";
-  return "process " + std::to_string(*d.died_process) + " (its local rank: torch.multiprocessing's spawn index, "
-         "the old launcher's --local_rank)";
+  return "process " + std::to_string(*d.died_process) + " (its local rank on its node)";
+}
+
+// A reporter that says the process was killed for memory (the kernel's OOM killer, Ray's
+// memory monitor).
+bool killed_for_memory(const LogEvent& d) {
+  return d.reason.find("OOM") != std::string::npos || d.reason.find("memory") != std::string::npos;
 }
 
 std::string end_words(const LogEvent& d) {
@@ -151,11 +158,71 @@ Candidate reported_words(const OwnDeath& own) {
                       : ": it died of its own error, not of the rendezvous") +
               "; a dead process is not late: the other ranks' errors (their waits for it, their connections to "
               "it reset) are consequences of its death";
-  v.next_step = killed ? "find what killed it: `journalctl -k | grep -i -E 'oom|killed'` on its node (the OOM "
+  v.next_step = killed && killed_for_memory(d)
+                    ? "its node ran out of memory: find what grew (host memory of the data loaders, a checkpoint "
+                      "loaded on every rank, caches), lower it or give the job more memory; "
+                      "`journalctl -k | grep -i -E 'oom|killed'` on that node shows the kernel's side"
+                : killed ? "find what killed it: `journalctl -k | grep -i -E 'oom|killed'` on its node (the OOM "
                          "killer, a scheduler's memory or time limit) around the time of the report"
                        : "read its traceback (above) and fix what it died of; the other ranks' errors follow from it";
   out.findings.push_back(log_finding(FailureClass::RankDied, d));
   if (own.exception.line) out.findings.push_back(log_finding(FailureClass::RankDied, *own.exception.line));
+  return out;
+}
+
+// A transport line (gloo's pair, NCCL's socket or proxy) that says the process at the other end
+// of a rank's connection went away: gloo's "Connection closed by peer" and "Read error ...
+// Connection reset by peer", NCCL's "Connection closed by remote peer" and ncclRemoteError's
+// "remote process exited" (its ncclRemoteError, an exception line).
+bool says_peer_went_away(const LogEvent& e) {
+  auto says = [&](std::initializer_list<const char*> any) {
+    return std::any_of(any.begin(), any.end(), [&](const char* w) { return e.text.find(w) != std::string::npos; });
+  };
+  if (e.family == LogFamily::TransportError) return says({"closed by peer", "closed by remote peer", "reset by peer"});
+  return e.family == LogFamily::ErrorLine && says({"ncclRemoteError", "remote process exit"});
+}
+
+// The logs' lines of the rendezvous and of collectives' waits, but a reverse lookup's warning,
+// which a resolver without reverse zones prints beside any job.
+bool logs_hold_a_wait_or_store_error(const LogFacts& logs) {
+  return std::any_of(logs.events.begin(), logs.events.end(),
+                     [](const LogEvent& e) { return e.family != LogFamily::ReverseLookupFailed; });
+}
+
+// The survivors' side of a death, where the dead process printed nothing: gloo and NCCL close
+// a rank's peer connections only when the process at the other end ends (its exit closes its
+// sockets; the kernel resets what is still in flight) or when that process gave up first on a
+// timeout of its own, and a timeout prints its line (gloo's "Timed out waiting", NCCL's
+// watchdog, the store's). With no such line and no store error anywhere, the process at the
+// other end most likely died: rank_died, low, with no rank (the line names an address, not a
+// rank), and a peer that timed out first as the runner-up. The first such line, or nullptr.
+const LogEvent* peer_went_away_without_a_timeout(const LogFacts& logs) {
+  if (logs_hold_a_wait_or_store_error(logs)) return nullptr;
+  const LogEvent* first = nullptr;
+  for (const LogEvent& e : logs.other_errors)
+    if (says_peer_went_away(e) && (!first || e.file < first->file || (e.file == first->file && e.line < first->line)))
+      first = &e;
+  return first;
+}
+
+Candidate peer_gone_words(const LogEvent& line) {
+  const LogEvent* first = &line;
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::RankDied;
+  v.cause = "peer_gone";
+  v.confidence = "low";
+  v.summary = "a peer connection of the process group was closed from its other end (" + log_line_words(*first) +
+              ") and no log line shows a timeout or a store error: gloo and NCCL lose a peer connection when the "
+              "process at its other end ends, so that process most likely died (its own log, or the launcher's "
+              "report of its exit, would say how); the errors here are consequences of its death";
+  v.next_step = "find the process at the other end of that connection (the address in the line names its host) and "
+                "read how it ended: its own log, the launcher's summary, `journalctl -k | grep -i -E 'oom|killed'` "
+                "on its node";
+  out.findings.push_back(log_finding(FailureClass::RankDied, *first));
+  out.alternatives.push_back({FailureClass::StragglerTimeout, std::nullopt,
+                              "a peer that gave up waiting first (a timeout of its own) closes its connections too",
+                              "that peer's own log: a timeout line there, or its exit status"});
   return out;
 }
 
@@ -165,7 +232,10 @@ std::optional<Candidate> rank_died_from_reported_deaths(const Context& c) {
   if (c.has_traces()) return std::nullopt;
   auto own = first_own_death(c.logs);
   if (!own) own = rank_raised_while_others_waited(c.logs);
-  if (!own) return std::nullopt;
+  if (!own) {
+    if (const LogEvent* line = peer_went_away_without_a_timeout(c.logs)) return peer_gone_words(*line);
+    return std::nullopt;
+  }
   if (own->report->family == LogFamily::ErrorLine) return raised_words(c, *own->report);
   return reported_words(*own);
 }

@@ -367,6 +367,127 @@ TEST_CASE("logs: a process reported dead is the initiating one; the others' wait
   }
 }
 
+TEST_CASE("logs: the other reapers' reports of a death (issue 29)") {
+  SECTION("torchrun's agent line alone, a worker ended by SIGKILL: rank_died (killed), its local rank named") {
+    Job job;
+    job.log_line("E1214 08:06:55.807000 100 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: "
+                 "-9) local_rank: 0 (pid: 102) of binary: /usr/bin/python3");
+    Diagnosis d = job.diagnose_it();
+    REQUIRE(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.cause == "killed");
+    CHECK(d.verdict.summary.find("SIGKILL") != std::string::npos);
+    CHECK(d.verdict.summary.find("local rank") != std::string::npos);
+    CHECK_FALSE(d.verdict.initiating_rank.has_value());  // a local rank is no global rank
+  }
+  SECTION("the same line cut short after local_rank is still the agent's report") {
+    Job job;
+    job.log_line("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rankroot/anaconda3/"
+                 "envs/x/bin/python");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::RankDied);
+  }
+  SECTION("an exit status of 1 there only says the worker raised, not what: no death of its own") {
+    Job job;
+    job.log_line("E0213 12:07:20.086000 870572 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: "
+                 "1) local_rank: 0 (pid: 876053) of binary: /usr/bin/python3");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+  SECTION("a worker the agent stopped (SIGTERM) did not die on its own") {
+    Job job;
+    job.log_line("E1214 08:06:55.807000 100 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: "
+                 "-15) local_rank: 0 (pid: 102) of binary: /usr/bin/python3");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+  SECTION("DeepSpeed's launcher: a negative return code is the signal that ended the worker") {
+    Job job;
+    job.log_line("[2023-11-13 16:59:55,650] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/python', '-u', "
+                 "'train.py', '--local_rank=1'] exits with return code = -9");
+    Diagnosis d = job.diagnose_it();
+    REQUIRE(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.cause == "killed");
+    CHECK(d.verdict.summary.find("SIGKILL") != std::string::npos);
+    CHECK(d.verdict.summary.find("process 1") != std::string::npos);
+  }
+  SECTION("Ray's memory monitor killed the task's worker: rank_died (killed), the next step is memory") {
+    Job job;
+    job.log_line("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.");
+    Diagnosis d = job.diagnose_it();
+    REQUIRE(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.next_step.find("memory") != std::string::npos);
+    CHECK(d.verdict.next_step.find("find what killed it") == std::string::npos);
+  }
+}
+
+TEST_CASE("logs: a connect/validate try that ended in the lookup's own words is a lookup failure") {
+  Job job;
+  job.log_line("RendezvousConnectionError: TCP client failed to connect/validate to host slinky-0:29400 - Name or "
+               "service not known");
+  Diagnosis d = job.diagnose_it();
+  REQUIRE(d.verdict.cls == FailureClass::NameResolution);
+  CHECK(d.verdict.cause == "name_unknown");
+  CHECK(d.verdict.summary.find("slinky-0") != std::string::npos);
+  SECTION("a try that ended otherwise is no lookup failure") {
+    Job other;
+    other.log_line("[W1129 10:00:00.123456 123 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate to host "
+                   "node0:29500 - retrying (try=6, timeout=1800000ms, delay=5241ms): Connection reset by peer");
+    CHECK(other.diagnose_it().verdict.cls != FailureClass::NameResolution);
+  }
+}
+
+TEST_CASE("logs: the store's listen failed on every address with no errno shown: a taken port, low") {
+  Job job;
+  job.log_line("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+               "address.");
+  Diagnosis d = job.diagnose_it();
+  REQUIRE(d.verdict.cls == FailureClass::PortConflict);
+  CHECK(d.verdict.confidence == "low");
+  SECTION("with the bind warning's EADDRINUSE above it, the errno decides (medium)") {
+    Job both;
+    both.log_line("[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+                  "already in use).");
+    both.log_line("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+                  "address.");
+    CHECK(both.diagnose_it().verdict.confidence == "medium");
+  }
+}
+
+TEST_CASE("logs: a peer connection closed from its other end with no timeout anywhere: the peer died") {
+  const char* kGlooClosed = "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by "
+                            "peer [18.25.6.30]:30872";
+  SECTION("gloo's closed by peer alone: rank_died, low, no rank, a peer that timed out as the runner-up") {
+    Job job;
+    job.log_line(kGlooClosed);
+    Diagnosis d = job.diagnose_it();
+    REQUIRE(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.confidence == "low");
+    CHECK_FALSE(d.verdict.initiating_rank.has_value());
+    CHECK(has_alternative(d, FailureClass::StragglerTimeout));
+  }
+  SECTION("NCCL's remote error says the same") {
+    Job job;
+    job.log_line("[rank1]:[E415 21:17:08.996319560 ProcessGroupNCCL.cpp:552] [Rank 1] Collective "
+                 "WorkNCCL(SeqNum=335, OpType=ALLREDUCE, Timeout(ms)=600000) raised the following async exception: "
+                 "NCCL error: remote process exited or there was a network error, NCCL version 2.21.5");
+    job.log_line("ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+                 "prematurely.");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::RankDied);
+  }
+  SECTION("beside a rank's own gloo timeout, the peer may have given up first: not this rule's") {
+    Job job;
+    job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+                 "4000ms for recv operation to complete", 2, "rank2.log");
+    job.log_line(kGlooClosed, 1, "rank1.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK_FALSE((d.verdict.cls == FailureClass::RankDied && d.verdict.cause == "peer_gone"));
+  }
+  SECTION("beside a store error it is not this rule's either") {
+    Job job;
+    job.log_line(kWaitRank0Key213, 1, "rank1.log");
+    job.log_line(kGlooClosed, 2, "rank2.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK_FALSE((d.verdict.cls == FailureClass::RankDied && d.verdict.cause == "peer_gone"));
+  }
+}
+
 TEST_CASE("logs: the store host waited for clients, so rank 0's awaited key names no late rank") {
   Job job;
   job.log_line(kWaitRank0Key213);

@@ -555,7 +555,18 @@ TEST_CASE("process_died: the shell, the OOM killer, torch.multiprocessing, the o
            Family::ProcessDied);
   CHECK(e.setting_value == "1");
   CHECK(e.died_process == 3);
+  e = must("[2023-11-13 16:59:55,650] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/python', '-u', "
+           "'train.py', '--local_rank=1'] exits with return code = -9",
+           Family::ProcessDied);
+  CHECK(e.setting == "exit");
+  CHECK(e.setting_value == "-9");  // the model names the signal
+  CHECK(e.died_process == 1);
+  e = must("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+           Family::ProcessDied);
+  CHECK(e.setting_value == "SIGKILL");
+  CHECK(e.reason.find("memory") != std::string::npos);
   for (const char* line : {"the job was Killed by the user at step 10", "Killed: 3 of 10 tasks skipped",
+                           "[launch.py:320:sigkill_handler] cmd exits with return code = 0",
                            "the process terminated with success", "returned non-zero exit status 1."}) {
     INFO(line);
     auto ev = classify_line(line);
