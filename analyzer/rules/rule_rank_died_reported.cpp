@@ -219,7 +219,9 @@ Candidate peer_gone_words(const LogEvent& line) {
   v.next_step = "find the process at the other end of that connection (the address in the line names its host) and "
                 "read how it ended: its own log, the launcher's summary, `journalctl -k | grep -i -E 'oom|killed'` "
                 "on its node";
-  out.findings.push_back(log_finding(FailureClass::RankDied, *first));
+  Finding seen = log_finding(FailureClass::RankDied, *first);
+  seen.rank.reset();  // the line's rank is a survivor's, not the dead one's
+  out.findings.push_back(seen);
   out.alternatives.push_back({FailureClass::StragglerTimeout, std::nullopt,
                               "a peer that gave up waiting first (a timeout of its own) closes its connections too",
                               "that peer's own log: a timeout line there, or its exit status"});
