@@ -297,12 +297,37 @@ def cmd_scale(rdzvscope, gen_job, out, chromium, n=4096):
 # ----------------------------------------------------------------------------- collective
 def collective_parts(diag, scenario):
     """What each rank must show of the first collective after the rendezvous, from the JSON
-    diagnosis of the same inputs (its stalled and dead rows): {rank: "never" | "dead" |
-    "waited"}. The scenario's initiating rank must be one of those marked, or the scenario does
+    diagnosis of the same inputs (each row's collective span): {rank: "never" | "dead" |
+    "waited"}. The span's part must agree with the row's stalled and dead flags, its times with
+    its part; the scenario's initiating rank must be one of those marked, or the scenario does
     not test this."""
+    top = diag.get("collective")
+    if not top:
+        fail(f"{scenario}: the JSON has no top-level collective")
+    for key in ("rendezvous_completed", "first_failure", "first_failed_rank", "timeout_ms", "op", "sequence"):
+        if key not in top:
+            fail(f"{scenario}: the JSON's collective has no {key!r}: {top}")
+    names = {"waited": "waited", "never_entered": "never", "entered_late": "never", "dead": "dead"}
     parts = {}
     for r in diag["ranks"]:
-        parts[r["rank"]] = "dead" if r.get("dead") else "never" if r.get("stalled") else "waited"
+        span = r.get("collective")
+        if span is None:
+            fail(f"{scenario}: rank {r['rank']}'s JSON row has no collective span: {r}")
+        if span["part"] not in names:
+            fail(f"{scenario}: rank {r['rank']}'s collective part {span['part']!r} is not one of {sorted(names)}")
+        part = names[span["part"]]
+        flags = "dead" if r.get("dead") else "never" if r.get("stalled") else "waited"
+        if part != flags:
+            fail(f"{scenario}: rank {r['rank']}'s collective part {span['part']!r} disagrees with its row's flags ({flags})")
+        if (span["how"] is None) == (part == "dead"):
+            fail(f"{scenario}: rank {r['rank']}: 'how' must be set exactly on a dead rank's span: {span}")
+        if part == "waited" and not (span["entered"] and (span["deadline"] or top["timeout_ms"] is None)):
+            fail(f"{scenario}: rank {r['rank']} waited, but its span has no entry or no deadline: {span}")
+        if span["part"] == "never_entered" and (span["entered"] or span["deadline"]):
+            fail(f"{scenario}: rank {r['rank']} never entered, but its span has an entry: {span}")
+        if not span["left_store"] <= span["ended"]:
+            fail(f"{scenario}: rank {r['rank']}'s span ends before it begins: {span}")
+        parts[r["rank"]] = part
     with open(os.path.join(scenario, "scenario.json")) as f:
         ini = json.load(f)["expect"]["initiating_rank"]
     if parts.get(ini) not in ("dead", "never"):
