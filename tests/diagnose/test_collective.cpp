@@ -511,3 +511,25 @@ TEST_CASE("collective spans: the work a rank's watchdog line names (op, sequence
   CHECK(json_row_of_rank(j, 2)["collective"]["op"].is_null());
   CHECK(json_row_of_rank(j, 1)["collective"]["sequence"].is_null());
 }
+
+TEST_CASE("collective spans: above 64 ranks the host rows draw the folded ranks' part in the first collective") {
+  Job job;
+  rank5_stalls_among(job, 72);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  REQUIRE(d.verdict.initiating_rank == 5);
+  const std::string page = diagnosis_html(d);
+  // Rank 5, the verdict's, keeps its own row; the others fold into node0's row, which draws
+  // their wait in the first collective with their deadline.
+  CHECK(page.find("<g class=\"coll coll-never\"><title>rank 5 in the first collective") != std::string::npos);
+  const std::size_t host = page.find("<g class=\"row host\"><title>host node0");
+  REQUIRE(host != std::string::npos);
+  const std::size_t end = page.find("<g class=\"row", host + 1);
+  const std::string row = page.substr(host, end - host);
+  INFO(row);
+  CHECK(row.find("<g class=\"coll coll-waited\"><title>host node0, ranks ") != std::string::npos);
+  CHECK(row.find("in the first collective after the rendezvous: waited in it (") != std::string::npos);
+  CHECK(row.find("their own timeout deadlines +3.4") != std::string::npos);
+  CHECK(row.find("mk-coll-deadline") != std::string::npos);
+  CHECK(row.find("ph-coll-wait") != std::string::npos);
+}

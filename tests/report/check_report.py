@@ -7,6 +7,7 @@
   check_report.py scale    RDZVSCOPE GEN_JOB OUT_DIR [--chromium PATH]
   check_report.py markdown RDZVSCOPE SCENARIO_DIR OUT_DIR
   check_report.py collective RDZVSCOPE SCENARIO_DIR OUT_DIR [--chromium PATH]
+  check_report.py scale_collective RDZVSCOPE GEN_JOB OUT_DIR [--chromium PATH]
 
 Scenarios are the stored real runs of tests/golden/ (traces/ + logs/). Every check prints
 what it found and exits 1 on the first failure. The HTML checks open the page in headless
@@ -432,6 +433,63 @@ def cmd_collective(rdzvscope, scenario, out, chromium):
     print(f"ok {name}: the first collective in text, timeline and HTML{' (Chromium)' if chromium else ''}: {parts}")
 
 
+def cmd_scale_collective(rdzvscope, gen_job, out, chromium, n=128):
+    """Above 64 ranks the chart folds ranks by host: the host rows draw their ranks' part in the
+    first collective (gen_job's `collective` job: rank n/2 + 1 stalls after init_process_group),
+    the stalled rank keeps its own row."""
+    job = os.path.join(out, f"job{n}-collective")
+    shutil.rmtree(job, ignore_errors=True)
+    subprocess.run([gen_job, job, str(n), "collective"], check=True, capture_output=True, timeout=300)
+    page = os.path.join(out, f"scale{n}-collective.html")
+    p = subprocess.run([rdzvscope, "analyze", job, "--format", "json", "--html", page], capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode != 0:
+        fail(f"analyze {job}: exit {p.returncode}\n{p.stderr}")
+    diag = json.loads(p.stdout)
+    stalled = n // 2 + 1
+    v = diag["verdict"]
+    if (v["class"], v["initiating_rank"]) != ("straggler_timeout", stalled):
+        fail(f"{job}: verdict {v['class']}/{v['initiating_rank']}, want straggler_timeout/{stalled}: {v['summary']}")
+    for r in diag["ranks"]:
+        want = "never_entered" if r["rank"] == stalled else "waited"
+        if (r.get("collective") or {}).get("part") != want:
+            fail(f"{job}: rank {r['rank']}'s JSON span is {r.get('collective')}, want part {want}")
+    hosts = {r["host"] for r in diag["ranks"]}
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    check_self_contained(page, text)
+
+    def check(dom_text, where):
+        dom = check_page(dom_text, diag, where)
+        host_rows = [e for e in dom.with_class("host") if e["tag"] == "g"]
+        if len(host_rows) != len(hosts):
+            fail(f"{where}: {len(host_rows)} host rows for {len(hosts)} hosts")
+        for row in host_rows:
+            groups = [g for g in dom.with_class("coll") if dom.inside(g, "row") is row]
+            if len(groups) != 1 or "coll-waited" not in groups[0]["attrs"]["class"].split():
+                fail(f"{where}: host row {row['text'][:60]!r} does not draw its ranks' wait in the first collective")
+            g = groups[0]
+            if "waited in it" not in g["text"] or "timeout deadlines" not in g["text"]:
+                fail(f"{where}: host row {row['text'][:60]!r}: its collective tooltip says {g['text'][:200]!r}")
+            if not [e for e in dom.with_class("mk-coll-deadline") if dom.inside(e, "coll") is g]:
+                fail(f"{where}: host row {row['text'][:60]!r} draws no collective timeout deadline")
+        own = [g for g in dom.with_class("coll-never") if f"rank {stalled} in the first collective" in g["text"]]
+        if len(own) != 1:
+            fail(f"{where}: rank {stalled} has no row of its own drawn as never entering the first collective")
+        note = dom.by_id("aggregated-note")
+        if not note or "aggregated by host" not in note[0]["text"]:
+            fail(f"{where}: no note saying the rows are aggregated")
+        return len(host_rows)
+
+    rows = check(text, page)
+    if chromium:
+        png = os.path.join(out, f"scale{n}-collective.png")
+        check(chromium_dom_and_screenshot(chromium, page, png), "chromium DOM of " + page)
+    shutil.rmtree(job, ignore_errors=True)
+    print(f"ok scale collective: {n} ranks -> {rows} host rows drawing the first collective, "
+          f"rank {stalled} on its own{' (Chromium)' if chromium else ''}")
+
+
 # ------------------------------------------------------------------------------- markdown
 def cmd_markdown(rdzvscope, scenario, out):
     name = os.path.basename(os.path.normpath(scenario))
@@ -485,6 +543,8 @@ def main():
             cmd_escaping(args[1], out)
         elif what == "scale":
             cmd_scale(args[1], args[2], out, chromium)
+        elif what == "scale_collective":
+            cmd_scale_collective(args[1], args[2], out, chromium)
         elif what == "markdown":
             cmd_markdown(args[1], args[2], out)
         elif what == "collective":
