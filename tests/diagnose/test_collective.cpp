@@ -510,6 +510,8 @@ TEST_CASE("collective spans: the work a rank's watchdog line names (op, sequence
   CHECK(json_row_of_rank(j, 3)["collective"]["sequence"] == 2);
   CHECK(json_row_of_rank(j, 2)["collective"]["op"].is_null());
   CHECK(json_row_of_rank(j, 1)["collective"]["sequence"].is_null());
+  CHECK(collective_section(diagnosis_text(d)).find("the first collective after the rendezvous (ALLREDUCE, sequence 1; "
+                                                   "completed at") != std::string::npos);
 }
 
 TEST_CASE("collective spans: above 64 ranks the host rows draw the folded ranks' part in the first collective") {
