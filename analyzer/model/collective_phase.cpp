@@ -157,7 +157,21 @@ std::optional<CollectiveOutline> collective_outline(const Context& c) {
   out.first_failure_ns = ph.first_failure_ns;
   if (ph.first_failed && ph.first_failed->proc->rank >= 0) out.first_failed_rank = ph.first_failed->proc->rank;
   out.timeout_ms = ph.timeout_ms;
+  if (const auto w = first_logged_work(c.logs)) {
+    out.op = w->op;
+    out.sequence = w->sequence;
+  }
   return out;
+}
+
+const char* part_name(CollectiveSpan::Part part) {
+  switch (part) {
+    case CollectiveSpan::Part::Waited: return "waited";
+    case CollectiveSpan::Part::NeverEntered: return "never_entered";
+    case CollectiveSpan::Part::EnteredLate: return "entered_late";
+    case CollectiveSpan::Part::Dead: return "dead";
+  }
+  return "?";
 }
 
 const char* part_words(CollectiveSpan::Part part) {
@@ -211,6 +225,10 @@ std::optional<CollectiveSpan> collective_span(const Context& c, const ProcessFac
     // connections, its parent reaped it); an exit record is its end itself.
     if (e.over_ns && *e.over_ns > s.end_ns) s.gone_ns = e.over_ns;
     s.ended = ending_short(c, f);
+  }
+  if (const auto w = f.proc->rank >= 0 ? first_logged_work(c.logs, f.proc->rank) : std::nullopt) {
+    s.op = w->op;
+    s.sequence = w->sequence;
   }
   return s;
 }

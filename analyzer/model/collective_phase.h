@@ -76,6 +76,8 @@ std::optional<CollectivePhase> find_collective_phase(const Context& c);
 std::optional<CollectiveOutline> collective_outline(const Context& c);
 std::optional<CollectiveSpan> collective_span(const Context& c, const ProcessFacts& f, const std::vector<int>& dead_ranks);
 
+// A part as the JSON names it: "waited", "never_entered", "entered_late", "dead".
+const char* part_name(CollectiveSpan::Part part);
 // A part in words, as every view labels it: "waited in it", "never entered", "entered late",
 // "dead".
 const char* part_words(CollectiveSpan::Part part);

@@ -189,6 +189,10 @@ struct CollectiveSpan {
   std::optional<std::int64_t> deadline_ns;
   std::optional<std::int64_t> gone_ns;  // Dead: when it was surely over (Ending::over_ns)
   std::string ended;                    // Dead: how ("killed (SIGKILL)", "exit 1", "vanished")
+  // The work its own collective timeout line names (NCCL's watchdog: OpType, SeqNum), where its
+  // log says it (log_facts.h, first_logged_work); ""/nullopt otherwise (gloo names neither).
+  std::string op;
+  std::optional<std::int64_t> sequence;
 };
 
 // The phase as a whole (Diagnosis::collective): when the rendezvous completed, the first
@@ -198,6 +202,10 @@ struct CollectiveOutline {
   std::int64_t first_failure_ns = 0;
   std::optional<int> first_failed_rank;
   std::optional<std::int64_t> timeout_ms;
+  // The collective's op and sequence number, where a timeout line of the logs names them (the
+  // first that does, any rank's); ""/nullopt otherwise.
+  std::string op;
+  std::optional<std::int64_t> sequence;
 };
 
 // One line of the per-rank table.
@@ -229,7 +237,8 @@ struct RankRow {
   bool absent = false;
   // The last traced event: where a vanished process was last seen (views only, not in JSON).
   std::optional<std::int64_t> last_seen_ns;
-  // Its part in the first collective after the rendezvous (views only, not in JSON).
+  // Its part in the first collective after the rendezvous (every view: the JSON row's
+  // `collective`, the text's COLLECTIVE section, the HTML chart, the timeline).
   std::optional<CollectiveSpan> collective;
 };
 

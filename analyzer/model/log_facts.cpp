@@ -1,8 +1,10 @@
 #include "log_facts.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <string>
+#include <string_view>
 
 #include "endings.h"
 
@@ -15,6 +17,37 @@ std::vector<const LogEvent*> LogFacts::of(std::initializer_list<LogFamily> famil
   for (const auto& e : events)
     if (std::any_of(families.begin(), families.end(), [&](LogFamily f) { return e.has(f); })) out.push_back(&e);
   return out;
+}
+
+namespace {
+
+// "VALUE" of "KEY=VALUE" in a watchdog line (OpType=ALLREDUCE, SeqNum=12), "" when absent.
+std::string work_field(const std::string& text, std::string_view key) {
+  const std::size_t at = text.find(key);
+  if (at == std::string::npos) return "";
+  std::size_t end = at + key.size();
+  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
+  return text.substr(at + key.size(), end - at - key.size());
+}
+
+}  // namespace
+
+std::optional<LoggedWork> logged_work(const LogEvent& e) {
+  LoggedWork w;
+  w.op = work_field(e.text, "OpType=");
+  const std::string seq = work_field(e.text, "SeqNum=");
+  if (!seq.empty() && std::all_of(seq.begin(), seq.end(), [](unsigned char ch) { return std::isdigit(ch); }) &&
+      seq.size() < 19)
+    w.sequence = std::stoll(seq);
+  if (w.op.empty() && !w.sequence) return std::nullopt;
+  return w;
+}
+
+std::optional<LoggedWork> first_logged_work(const LogFacts& logs, int rank) {
+  for (const LogEvent* e : logs.of({LogFamily::WatchdogTimeout, LogFamily::GlooCollectiveTimeout}))
+    if (rank < 0 || e->rank == rank)
+      if (auto w = logged_work(*e); w && !w->op.empty()) return w;
+  return std::nullopt;
 }
 
 namespace {

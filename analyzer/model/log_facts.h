@@ -87,6 +87,19 @@ struct LogFacts {
   bool any(std::initializer_list<LogFamily> families) const { return !of(families).empty(); }
 };
 
+// The work a collective timeout line names (NCCL's watchdog: "WorkNCCL(SeqNum=12,
+// OpType=ALLREDUCE, ..., Timeout(ms)=60000)"): its op and sequence number, each where the line
+// says it (gloo's "Timed out waiting 2000ms for recv operation" names neither).
+struct LoggedWork {
+  std::string op;                     // "ALLREDUCE"; "" when not said
+  std::optional<std::int64_t> sequence;  // SeqNum
+};
+// nullopt when the line names neither.
+std::optional<LoggedWork> logged_work(const LogEvent& e);
+// The work named by the first collective timeout line (watchdog_timeout, gloo_collective_timeout)
+// that names an op, of `rank` (-1: of any rank). nullopt: no such line.
+std::optional<LoggedWork> first_logged_work(const LogFacts& logs, int rank = -1);
+
 // Reads the logs and settles what needs all of them (settle_log_facts).
 LogFacts load_logs(const std::vector<std::string>& paths);
 

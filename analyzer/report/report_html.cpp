@@ -145,6 +145,42 @@ std::optional<double> median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// "+6.84 s" or "+6.84 s to +6.90 s": the spread of one time over a host's ranks.
+std::string spread_words(const std::vector<double>& v) {
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return secs(*lo) == secs(*hi) ? secs(*lo) : secs(*lo) + " to " + secs(*hi);
+}
+
+// A host's folded ranks in the first collective (all of one part: build_chart folds by host
+// and part): the medians of their spans draw it, the tooltip gives the spreads. nullopt when
+// none of them has a span.
+std::optional<ChartRow::Collective> host_collective(const Diagnosis& d, const std::string& who,
+                                                    const std::vector<const RankRow*>& rs) {
+  std::vector<double> begin, end, entered, deadline, gone;
+  auto add = [&](std::vector<double>& v, const std::optional<std::int64_t>& ns) {
+    if (auto s = rel_s(d, ns)) v.push_back(*s);
+  };
+  std::optional<CollectiveSpan::Part> part;
+  for (const RankRow* r : rs) {
+    if (!r->collective) continue;
+    const CollectiveSpan& c = *r->collective;
+    part = c.part;
+    add(begin, c.begin_ns), add(end, c.end_ns), add(entered, c.entered_ns), add(deadline, c.deadline_ns), add(gone, c.gone_ns);
+  }
+  if (!part || begin.empty() || end.empty()) return std::nullopt;
+  ChartRow::Collective out;
+  out.part = *part;
+  out.begin = *median(begin), out.end = *median(end);
+  out.entered = median(entered), out.deadline = median(deadline), out.gone = median(gone);
+  out.tip = who + " in the first collective after the rendezvous: " + part_words(*part) + " (" +
+            std::to_string(begin.size()) + " ranks); they left the store's rendezvous " + spread_words(begin) +
+            (entered.empty() ? std::string(", sent nothing on their pairs")
+                             : ", sent their first collective message " + spread_words(entered)) +
+            ", their part ended " + spread_words(end) +
+            (deadline.empty() ? std::string() : "; their own timeout deadlines " + spread_words(deadline));
+  return out;
+}
+
 // The ranks of one host as a single row: medians draw the phases, the whisker the spread.
 ChartRow host_row(const Diagnosis& d, const std::string& host, const std::vector<const RankRow*>& rs) {
   std::vector<double> launch, resolved, connect, connected, error, end;
@@ -170,6 +206,10 @@ ChartRow host_row(const Diagnosis& d, const std::string& host, const std::vector
   c.tip = "host " + host + ", ranks " + rank_list(ranks) + ": first store connect min " +
           (c.arrive_min ? secs(*c.arrive_min) : "-") + ", median " + (c.connect ? secs(*c.connect) : "-") + ", max " +
           (c.arrive_max ? secs(*c.arrive_max) : "-") + "; " + std::to_string(error.size()) + " with an error";
+  c.collective = host_collective(d, "host " + host + ", ranks " + rank_list(ranks), rs);
+  // A host's ranks that did not wait in the first collective fold apart, their part named.
+  if (c.collective && c.collective->part != CollectiveSpan::Part::Waited)
+    c.label += std::string(", ") + part_words(c.collective->part);
   return c;
 }
 
@@ -208,13 +248,15 @@ Chart build_chart(const Diagnosis& d) {
   if (!ch.aggregated) {
     for (const RankRow& r : d.ranks) ch.rows.push_back(row_of(d, r));
   } else {
-    // The ranks the verdict is about keep their own rows, on top; the rest fold by host.
-    std::map<std::string, std::vector<const RankRow*>, HostOrder> by_host;
+    // The ranks the verdict is about keep their own rows, on top; the rest fold by host, and
+    // within a host by their part in the first collective (-1: none).
+    std::map<std::string, std::map<int, std::vector<const RankRow*>>, HostOrder> by_host;
     for (const RankRow& r : d.ranks) {
       if (r.late || r.stalled || r.dead || r.absent || (r.rank && r.rank == d.verdict.initiating_rank)) ch.rows.push_back(row_of(d, r));
-      else by_host[r.host].push_back(&r);
+      else by_host[r.host][r.collective ? static_cast<int>(r.collective->part) : -1].push_back(&r);
     }
-    for (const auto& [host, rs] : by_host) ch.rows.push_back(host_row(d, host, rs));
+    for (const auto& [host, parts] : by_host)
+      for (const auto& [part, rs] : parts) ch.rows.push_back(host_row(d, host, rs));
   }
   if (d.collective) ch.completed = rel_s(d, d.collective->completed_ns);
   // After the rendezvous the deadline that counts is the one in the first collective: the

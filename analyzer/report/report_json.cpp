@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "model/collective_phase.h"
 #include "reader/names.h"
 #include "report.h"
 
@@ -90,6 +91,32 @@ ojson alternatives_json(const std::vector<Alternative>& alternatives) {
   return out;
 }
 
+// A rank's part in the first collective after the rendezvous (RankRow::collective): each field
+// a field of the span, as the text, HTML and timeline views draw it.
+ojson collective_span_json(const CollectiveSpan& c) {
+  const bool dead = c.part == CollectiveSpan::Part::Dead;
+  return {{"part", part_name(c.part)},
+          {"left_store", iso8601_utc(c.begin_ns)},
+          {"pairs_done", time_or_null(c.pairs_done_ns)},
+          {"entered", time_or_null(c.entered_ns)},
+          {"ended", iso8601_utc(c.end_ns)},
+          {"deadline", time_or_null(c.deadline_ns)},
+          {"gone", time_or_null(c.gone_ns)},
+          {"how", dead ? ojson(c.ended) : ojson(nullptr)},
+          {"op", c.op.empty() ? ojson(nullptr) : ojson(c.op)},
+          {"sequence", json_opt(c.sequence)}};
+}
+
+// The phase as a whole (Diagnosis::collective).
+ojson collective_outline_json(const CollectiveOutline& o) {
+  return {{"rendezvous_completed", iso8601_utc(o.completed_ns)},
+          {"first_failure", iso8601_utc(o.first_failure_ns)},
+          {"first_failed_rank", json_opt(o.first_failed_rank)},
+          {"timeout_ms", json_opt(o.timeout_ms)},
+          {"op", o.op.empty() ? ojson(nullptr) : ojson(o.op)},
+          {"sequence", json_opt(o.sequence)}};
+}
+
 ojson rank_row_json(const RankRow& r) {
   ojson err = r.first_error.empty() ? ojson(nullptr)
                                     : ojson{{"what", r.first_error}, {"time", time_or_null(r.first_error_ns)}};
@@ -114,6 +141,9 @@ ojson rank_row_json(const RankRow& r) {
   if (r.stalled) row["stalled"] = true;
   if (!r.ended.empty()) row["ended"] = r.ended;
   if (r.pid_namespace) row["pid_namespace"] = r.pid_namespace;
+  // Added in issue 28: only on the rows of ranks with a part in the first collective after the
+  // rendezvous (Diagnosis::collective set, the rank made its pairs).
+  if (r.collective) row["collective"] = collective_span_json(*r.collective);
   // Added in issue 17: only on the rows of ranks with no trace (Evidence::absent_ranks),
   // which have no process: no host, no pid.
   if (r.absent) {
@@ -149,6 +179,9 @@ ojson diagnosis_json(const Diagnosis& d) {
   ojson ranks = ojson::array();
   for (const RankRow& r : d.ranks) ranks.push_back(rank_row_json(r));
   j["ranks"] = ranks;
+  // Added in issue 28: present only when the first collective after the rendezvous was found
+  // (the rendezvous completed, then a rank failed; the traces record the pairs' I/O).
+  if (d.collective) j["collective"] = collective_outline_json(*d.collective);
   const InputStats& in = d.inputs;
   j["inputs"] = inputs_json(in);
   if (in[Stat::InjectedEvents]) {

@@ -211,7 +211,10 @@ std::string waiters_line(const Diagnosis& d, const std::vector<const RankRow*>& 
 std::string collective_section(const Diagnosis& d) {
   if (!d.collective) return "";
   const CollectiveOutline& o = *d.collective;
-  std::string head = "the first collective after the rendezvous (completed at " + at(d, o.completed_ns) +
+  // Its op and sequence number where a timeout line of the logs names them (NCCL's watchdog).
+  const std::string work = o.op.empty() ? std::string()
+                                        : o.op + (o.sequence ? ", sequence " + std::to_string(*o.sequence) : std::string()) + "; ";
+  std::string head = "the first collective after the rendezvous (" + work + "completed at " + at(d, o.completed_ns) +
                      "); first failure " + (o.first_failed_rank ? "on rank " + std::to_string(*o.first_failed_rank) + " " : "") +
                      "at " + at(d, o.first_failure_ns) + "; timeout on the pairs " +
                      (o.timeout_ms ? fmt_seconds(*o.timeout_ms / 1000.0) : std::string("not recorded"));

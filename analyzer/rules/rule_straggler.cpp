@@ -365,22 +365,11 @@ std::optional<Candidate> from_logs(const Context& c) {
   return out;
 }
 
-// "KEY=VALUE" out of a watchdog line (OpType=ALLREDUCE, SeqNum=12), "" when absent.
-std::string work_field(const std::string& text, std::string_view key) {
-  const std::size_t at = text.find(key);
-  if (at == std::string::npos) return "";
-  std::size_t end = at + key.size();
-  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
-  return text.substr(at + key.size(), end - at - key.size());
-}
-
 // "ALLREDUCE, SeqNum=12" for the words, from the first watchdog line that says them.
-std::string collective_words(const std::vector<const LogEvent*>& hits) {
-  for (const LogEvent* e : hits) {
-    const std::string op = work_field(e->text, "OpType="), seq = work_field(e->text, "SeqNum=");
-    if (!op.empty()) return op + (seq.empty() ? std::string() : ", SeqNum=" + seq);
-  }
-  return "";
+std::string collective_words(const LogFacts& logs) {
+  const auto w = first_logged_work(logs);
+  if (!w) return "";
+  return w->op + (w->sequence ? ", SeqNum=" + std::to_string(*w->sequence) : std::string());
 }
 
 // The ranks of the log lines (every family, the other errors too): who the logs show at all.
@@ -423,7 +412,7 @@ std::optional<Candidate> from_collective_timeouts(const Context& c) {
   v.cls = FailureClass::StragglerTimeout;
   v.confidence = quiet.size() == 1 && !rank0_unseen ? "medium" : "low";
   if (quiet.size() == 1) v.initiating_rank = quiet.front();
-  const std::string what = collective_words(hits);
+  const std::string what = collective_words(c.logs);
   const auto timeout_ms = hits.front()->timeout_ms;
   v.summary = (timed_out.empty() ? std::string("ranks (the logs do not say which)") : "rank(s) " + rank_list(timed_out)) +
               " timed out in a collective after the rendezvous" + (what.empty() ? "" : " (" + what + ")") +

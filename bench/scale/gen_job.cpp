@@ -3,8 +3,10 @@
 // the others timed out, as `rdzvscope run` would have recorded them. With `hung`, the same job
 // while it hangs, as `watch` sees it: the last rank has not reached the store, every other one
 // sent a request and waits for the reply (a poll in flight on its store connection), nothing
-// has ended.
-//   gen_job DIR N [hung]
+// has ended. With `collective`, every rank reaches the store and makes its gloo pairs, then one
+// rank (N/2 + 1) stalls after init_process_group: the others enter the first collective (send
+// on their pairs) and exit 1 once the pairs' 2 s timeout ran out, the stalled rank exits 1 later.
+//   gen_job DIR N [hung|collective]
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +17,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <sys/socket.h>
 
 #include <rdzvscope/trace_format.h>
 
@@ -81,14 +85,42 @@ rdzv_sockaddr addr(std::uint32_t host, std::uint16_t port) {
   return a;
 }
 
+// The process group's three pairs of `rank` (fd 20 connected here, with gloo's 8-byte opening;
+// 21 and 22 accepted), made at t with the pairs' timeout; an entering rank sends its first
+// collective message at t + 0.1 s, every rank reads the others' (gloo's I/O thread reads them).
+void gloo_pairs(File& f, int rank, double t, bool enters) {
+  auto pair_record = [&](unsigned kind, unsigned op, double at, int fd) -> rdzv_record& {
+    rdzv_record& r = f.add(kind, op, at);
+    r.flags = RDZV_F_PEER;
+    r.fd = fd;
+    r.u.net.local = addr(static_cast<std::uint32_t>(rank), static_cast<std::uint16_t>(42000 + fd));
+    r.u.net.peer = addr(static_cast<std::uint32_t>(rank + 1), static_cast<std::uint16_t>(43000 + fd));
+    return r;
+  };
+  pair_record(RDZV_EV_CONNECT_DONE, RDZV_OP_GETSOCKOPT, t, 20).ret = 0;
+  pair_record(RDZV_EV_SEND, RDZV_OP_WRITEV, t, 20).ret = 8;
+  pair_record(RDZV_EV_ACCEPT, RDZV_OP_ACCEPT, t, 21).ret = 21;
+  pair_record(RDZV_EV_ACCEPT, RDZV_OP_ACCEPT, t, 22).ret = 22;
+  for (int fd = 20; fd <= 22; ++fd) {
+    rdzv_record& so = f.add(RDZV_EV_SOCKOPT, RDZV_OP_SETSOCKOPT, t);
+    so.fd = fd;
+    so.u.net.size = SO_RCVTIMEO;
+    so.u.net.timeout_ms = 2000;
+  }
+  if (enters)
+    for (int fd : {21, 22}) pair_record(RDZV_EV_SEND, RDZV_OP_WRITEV, t + 0.1, fd).ret = 48;
+  pair_record(RDZV_EV_RECV, RDZV_OP_RECV, t + 0.11, 21).ret = 48;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 && !(argc == 4 && std::strcmp(argv[3], "hung") == 0)) {
-    std::fprintf(stderr, "usage: gen_job DIR N [hung]\n");
+  if (argc != 3 && !(argc == 4 && (std::strcmp(argv[3], "hung") == 0 || std::strcmp(argv[3], "collective") == 0))) {
+    std::fprintf(stderr, "usage: gen_job DIR N [hung|collective]\n");
     return 2;
   }
-  const bool hung = argc == 4;
+  const bool hung = argc == 4 && std::strcmp(argv[3], "hung") == 0;
+  const bool collective = argc == 4 && !hung;
   const std::string dir = argv[1];
   const int n = std::atoi(argv[2]);
   if (n < 2) return 2;
@@ -118,7 +150,7 @@ int main(int argc, char** argv) {
     std::strcpy(h.exe, "/usr/bin/python3");
     std::strcpy(h.cmdline, "python3 train.py");
     f.add(RDZV_EV_PROC_START, RDZV_OP_INIT, 0.0);
-    const bool late = rank == n - 1;
+    const bool late = !collective && rank == n - 1;
     char name[64];
     std::snprintf(name, sizeof name, "/node%d.%d.rzt", node, 10000 + rank);
     if (hung && late) {  // still before its rendezvous
@@ -153,6 +185,15 @@ int main(int argc, char** argv) {
       req.u.net.size = 22;
       req.u.net.peer = addr(0, port);
       f.wait_in_flight(arrive + 0.011, addr(0, port));
+      f.write(dir + name);
+      continue;
+    }
+    if (collective) {
+      const bool stalls = rank == n / 2 + 1;
+      gloo_pairs(f, rank, 4.2, !stalls);
+      auto& ex = f.add(RDZV_EV_PROC_EXIT, RDZV_OP_EXIT, stalls ? 8.3 : 6.3 + (rank % 13) * 0.001);
+      ex.ret = 1;
+      ex.u.proc.status = 1;
       f.write(dir + name);
       continue;
     }

@@ -6,6 +6,7 @@
 
 #include "job_builder.h"
 #include "model/context.h"
+#include "reader/names.h"
 #include "report/report.h"
 
 using namespace rdzvscope;
@@ -48,6 +49,17 @@ void rank2_stalls(Job& job) {
   joined_with_pairs(job, ps, {0, 1, 3});
   for (int r : {0, 1, 3}) ps[static_cast<std::size_t>(r)]->exit(3.3 + 0.01 * r, 1);
   ps[2]->pair_io(RDZV_EV_RECV, 3.35, 21, 0, 0, RDZV_F_ZERO_READ).exit(5.3, 1);
+}
+
+// As rank2_stalls, in a world of `world` ranks, rank 5 the one that stays away.
+void rank5_stalls_among(Job& job, int world) {
+  std::vector<Proc*> ps;
+  std::vector<int> entering;
+  for (int r = 0; r < world; ++r)
+    if (r != 5) entering.push_back(r);
+  joined_with_pairs(job, ps, entering, world);
+  for (int r : entering) ps[static_cast<std::size_t>(r)]->exit(3.3 + 0.01 * r, 1);
+  ps[5]->pair_io(RDZV_EV_RECV, 3.35, 21, 0, 0, RDZV_F_ZERO_READ).exit(5.3, 1);
 }
 
 }  // namespace
@@ -404,13 +416,7 @@ TEST_CASE("collective spans: a rank that died after init_process_group is drawn 
 
 TEST_CASE("collective spans: many ranks that waited fold into one line of the text report") {
   Job job;
-  std::vector<Proc*> ps;
-  std::vector<int> entering;
-  for (int r = 0; r < 12; ++r)
-    if (r != 5) entering.push_back(r);
-  joined_with_pairs(job, ps, entering, 12);
-  for (int r : entering) ps[static_cast<std::size_t>(r)]->exit(3.3 + 0.01 * r, 1);
-  ps[5]->pair_io(RDZV_EV_RECV, 3.35, 21, 0, 0, RDZV_F_ZERO_READ).exit(5.3, 1);
+  rank5_stalls_among(job, 12);
   const Diagnosis d = job.diagnose_it();
   INFO(d.verdict.summary);
   const std::string section = collective_section(diagnosis_text(d));
@@ -419,4 +425,113 @@ TEST_CASE("collective spans: many ranks that waited fold into one line of the te
   CHECK(line_of_rank(section, 0).empty());
   CHECK(section.find("rank(s) 0-4, 6-11 waited in it for the others: entered +1.42 s, ended +3.42") != std::string::npos);
   CHECK(section.find("deadline +3.42 s") != std::string::npos);
+}
+
+namespace {
+
+const nlohmann::ordered_json& json_row_of_rank(const nlohmann::ordered_json& j, int rank) {
+  for (const auto& row : j["ranks"])
+    if (row["rank"] == rank) return row;
+  FAIL("no JSON row of rank " << rank);
+  return j;  // not reached
+}
+
+}  // namespace
+
+TEST_CASE("collective spans in the JSON: each row carries its span, the top level the phase, as the other views draw them") {
+  Job job;
+  rank2_stalls(job);
+  const Diagnosis d = job.diagnose_it();
+  const auto j = diagnosis_json(d);
+  INFO(j.dump(2));
+  REQUIRE(j.contains("collective"));
+  CHECK(j["collective"]["rendezvous_completed"] == iso8601_utc(d.collective->completed_ns));
+  CHECK(j["collective"]["first_failure"] == iso8601_utc(d.collective->first_failure_ns));
+  CHECK(j["collective"]["first_failed_rank"] == 0);
+  CHECK(j["collective"]["timeout_ms"] == 2000);
+  CHECK(j["collective"]["op"].is_null());  // gloo's messages name no op
+  CHECK(j["collective"]["sequence"].is_null());
+  const auto& stalled = json_row_of_rank(j, 2)["collective"];
+  CHECK(stalled["part"] == "never_entered");
+  CHECK(stalled["entered"].is_null());
+  CHECK(stalled["deadline"].is_null());
+  CHECK(stalled["how"].is_null());
+  CHECK(stalled["ended"] == iso8601_utc(*row_of_rank(d, 2).exit_ns));
+  CHECK(stalled["left_store"] == iso8601_utc(row_of_rank(d, 2).collective->begin_ns));
+  for (int r : {0, 1, 3}) {
+    const CollectiveSpan& span = *row_of_rank(d, r).collective;
+    const auto& w = json_row_of_rank(j, r)["collective"];
+    CHECK(w["part"] == "waited");
+    CHECK(w["entered"] == iso8601_utc(*span.entered_ns));
+    CHECK(w["deadline"] == iso8601_utc(*span.entered_ns + 2'000'000'000));
+    CHECK(w["ended"] == iso8601_utc(*row_of_rank(d, r).exit_ns));
+    CHECK(w["pairs_done"] == iso8601_utc(*span.pairs_done_ns));
+    CHECK(w["gone"].is_null());
+  }
+}
+
+TEST_CASE("collective spans in the JSON: a rank that died after init_process_group is dead, with how it ended") {
+  Job job;
+  std::vector<Proc*> ps;
+  joined_with_pairs(job, ps, {0, 1, 3});
+  ps[2]->exit(1.25, 1);
+  for (int r : {0, 1, 3})
+    ps[static_cast<std::size_t>(r)]->pair_io(RDZV_EV_RECV, 1.32, 20, 0, 0, RDZV_F_ZERO_READ).exit(1.4 + 0.01 * r, 1);
+  const auto j = diagnosis_json(job.diagnose_it());
+  INFO(j.dump(2));
+  const auto& dead = json_row_of_rank(j, 2);
+  CHECK(dead["dead"] == true);
+  CHECK(dead["collective"]["part"] == "dead");
+  CHECK(dead["collective"]["how"] == "exit 1");
+  CHECK(dead["collective"]["entered"].is_null());
+  for (int r : {0, 1, 3}) CHECK(json_row_of_rank(j, r)["collective"]["part"] == "waited");
+}
+
+TEST_CASE("collective spans: the work a rank's watchdog line names (op, sequence) is on its span and on the phase") {
+  Job job;
+  rank2_stalls(job);
+  for (int r : {0, 3})
+    job.log_line("[E ProcessGroupNCCL.cpp:567] [Rank " + std::to_string(r) +
+                     "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + std::to_string(r == 0 ? 1 : 2) +
+                     ", OpType=ALLREDUCE, Timeout(ms)=2000) ran for 2010 milliseconds before timing out.",
+                 r);
+  const Diagnosis d = job.diagnose_it();
+  REQUIRE(d.collective);
+  CHECK(d.collective->op == "ALLREDUCE");
+  CHECK(d.collective->sequence == 1);
+  CHECK(row_of_rank(d, 0).collective->sequence == 1);
+  CHECK(row_of_rank(d, 3).collective->sequence == 2);  // each rank's own line
+  CHECK(row_of_rank(d, 2).collective->op.empty());     // it printed none
+  CHECK_FALSE(row_of_rank(d, 2).collective->sequence);
+  const auto j = diagnosis_json(d);
+  CHECK(j["collective"]["op"] == "ALLREDUCE");
+  CHECK(j["collective"]["sequence"] == 1);
+  CHECK(json_row_of_rank(j, 3)["collective"]["op"] == "ALLREDUCE");
+  CHECK(json_row_of_rank(j, 3)["collective"]["sequence"] == 2);
+  CHECK(json_row_of_rank(j, 2)["collective"]["op"].is_null());
+  CHECK(json_row_of_rank(j, 1)["collective"]["sequence"].is_null());
+  CHECK(collective_section(diagnosis_text(d)).find("the first collective after the rendezvous (ALLREDUCE, sequence 1; "
+                                                   "completed at") != std::string::npos);
+}
+
+TEST_CASE("collective spans: above 64 ranks the host rows draw the folded ranks' part in the first collective") {
+  Job job;
+  rank5_stalls_among(job, 72);
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  REQUIRE(d.verdict.initiating_rank == 5);
+  const std::string page = diagnosis_html(d);
+  // Rank 5, the verdict's, keeps its own row; the others fold into node0's row, which draws
+  // their wait in the first collective with their deadline.
+  CHECK(page.find("<g class=\"coll coll-never\"><title>rank 5 in the first collective") != std::string::npos);
+  const std::size_t host = page.find("<g class=\"row host\"><title>host node0");
+  REQUIRE(host != std::string::npos);
+  const std::size_t end = page.find("<g class=\"row", host + 1);
+  const std::string row = page.substr(host, end - host);
+  INFO(row);
+  CHECK(row.find("<g class=\"coll coll-waited\"><title>host node0, ranks ") != std::string::npos);
+  CHECK(row.find("in the first collective after the rendezvous: waited in it (") != std::string::npos);
+  CHECK(row.find("their own timeout deadlines +3.4") != std::string::npos);
+  CHECK(row.find("mk-coll-deadline") != std::string::npos);
+  CHECK(row.find("ph-coll-wait") != std::string::npos);
 }

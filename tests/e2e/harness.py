@@ -116,16 +116,24 @@ def check_dead_rows(diag, ranks, errors):
         row = rows.get(rank) or {}
         if not row.get("dead") or not row.get("ended") or row.get("late"):
             errors.append(f"traces+logs: rank {rank}'s row is not marked dead with how it ended: {row}")
+        # Dead after init_process_group: its span in the first collective says so too.
+        span = row.get("collective")
+        if span and (span.get("part") != "dead" or not span.get("how")):
+            errors.append(f"traces+logs: rank {rank}'s collective span is not dead with how it ended: {span}")
 
 
 def check_stalled_rows(diag, ranks, errors):
     """The rank table's rows of `ranks` say they never entered the first collective
-    ("stalled"), and none is late or dead (issue 28: they reached the store in time)."""
+    ("stalled", and their JSON span's part), and none is late or dead (issue 28: they reached
+    the store in time)."""
     rows = {r.get("rank"): r for r in (diag or {}).get("ranks") or []}
     for rank in ranks:
         row = rows.get(rank) or {}
         if not row.get("stalled") or row.get("late") or row.get("dead"):
             errors.append(f"traces+logs: rank {rank}'s row is not marked stalled: {row}")
+        if (row.get("collective") or {}).get("part") not in ("never_entered", "entered_late"):
+            errors.append(f"traces+logs: rank {rank}'s collective span does not say it stayed away: "
+                          f"{row.get('collective')}")
 
 
 def check_withheld(h, run, ranks, errors):

@@ -7,6 +7,7 @@
   check_report.py scale    RDZVSCOPE GEN_JOB OUT_DIR [--chromium PATH]
   check_report.py markdown RDZVSCOPE SCENARIO_DIR OUT_DIR
   check_report.py collective RDZVSCOPE SCENARIO_DIR OUT_DIR [--chromium PATH]
+  check_report.py scale_collective RDZVSCOPE GEN_JOB OUT_DIR [--chromium PATH]
 
 Scenarios are the stored real runs of tests/golden/ (traces/ + logs/). Every check prints
 what it found and exits 1 on the first failure. The HTML checks open the page in headless
@@ -297,12 +298,37 @@ def cmd_scale(rdzvscope, gen_job, out, chromium, n=4096):
 # ----------------------------------------------------------------------------- collective
 def collective_parts(diag, scenario):
     """What each rank must show of the first collective after the rendezvous, from the JSON
-    diagnosis of the same inputs (its stalled and dead rows): {rank: "never" | "dead" |
-    "waited"}. The scenario's initiating rank must be one of those marked, or the scenario does
+    diagnosis of the same inputs (each row's collective span): {rank: "never" | "dead" |
+    "waited"}. The span's part must agree with the row's stalled and dead flags, its times with
+    its part; the scenario's initiating rank must be one of those marked, or the scenario does
     not test this."""
+    top = diag.get("collective")
+    if not top:
+        fail(f"{scenario}: the JSON has no top-level collective")
+    for key in ("rendezvous_completed", "first_failure", "first_failed_rank", "timeout_ms", "op", "sequence"):
+        if key not in top:
+            fail(f"{scenario}: the JSON's collective has no {key!r}: {top}")
+    names = {"waited": "waited", "never_entered": "never", "entered_late": "never", "dead": "dead"}
     parts = {}
     for r in diag["ranks"]:
-        parts[r["rank"]] = "dead" if r.get("dead") else "never" if r.get("stalled") else "waited"
+        span = r.get("collective")
+        if span is None:
+            fail(f"{scenario}: rank {r['rank']}'s JSON row has no collective span: {r}")
+        if span["part"] not in names:
+            fail(f"{scenario}: rank {r['rank']}'s collective part {span['part']!r} is not one of {sorted(names)}")
+        part = names[span["part"]]
+        flags = "dead" if r.get("dead") else "never" if r.get("stalled") else "waited"
+        if part != flags:
+            fail(f"{scenario}: rank {r['rank']}'s collective part {span['part']!r} disagrees with its row's flags ({flags})")
+        if (span["how"] is None) == (part == "dead"):
+            fail(f"{scenario}: rank {r['rank']}: 'how' must be set exactly on a dead rank's span: {span}")
+        if part == "waited" and not (span["entered"] and (span["deadline"] or top["timeout_ms"] is None)):
+            fail(f"{scenario}: rank {r['rank']} waited, but its span has no entry or no deadline: {span}")
+        if span["part"] == "never_entered" and (span["entered"] or span["deadline"]):
+            fail(f"{scenario}: rank {r['rank']} never entered, but its span has an entry: {span}")
+        if not span["left_store"] <= span["ended"]:
+            fail(f"{scenario}: rank {r['rank']}'s span ends before it begins: {span}")
+        parts[r["rank"]] = part
     with open(os.path.join(scenario, "scenario.json")) as f:
         ini = json.load(f)["expect"]["initiating_rank"]
     if parts.get(ini) not in ("dead", "never"):
@@ -407,6 +433,63 @@ def cmd_collective(rdzvscope, scenario, out, chromium):
     print(f"ok {name}: the first collective in text, timeline and HTML{' (Chromium)' if chromium else ''}: {parts}")
 
 
+def cmd_scale_collective(rdzvscope, gen_job, out, chromium, n=128):
+    """Above 64 ranks the chart folds ranks by host: the host rows draw their ranks' part in the
+    first collective (gen_job's `collective` job: rank n/2 + 1 stalls after init_process_group),
+    the stalled rank keeps its own row."""
+    job = os.path.join(out, f"job{n}-collective")
+    shutil.rmtree(job, ignore_errors=True)
+    subprocess.run([gen_job, job, str(n), "collective"], check=True, capture_output=True, timeout=300)
+    page = os.path.join(out, f"scale{n}-collective.html")
+    p = subprocess.run([rdzvscope, "analyze", job, "--format", "json", "--html", page], capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode != 0:
+        fail(f"analyze {job}: exit {p.returncode}\n{p.stderr}")
+    diag = json.loads(p.stdout)
+    stalled = n // 2 + 1
+    v = diag["verdict"]
+    if (v["class"], v["initiating_rank"]) != ("straggler_timeout", stalled):
+        fail(f"{job}: verdict {v['class']}/{v['initiating_rank']}, want straggler_timeout/{stalled}: {v['summary']}")
+    for r in diag["ranks"]:
+        want = "never_entered" if r["rank"] == stalled else "waited"
+        if (r.get("collective") or {}).get("part") != want:
+            fail(f"{job}: rank {r['rank']}'s JSON span is {r.get('collective')}, want part {want}")
+    hosts = {r["host"] for r in diag["ranks"]}
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    check_self_contained(page, text)
+
+    def check(dom_text, where):
+        dom = check_page(dom_text, diag, where)
+        host_rows = [e for e in dom.with_class("host") if e["tag"] == "g"]
+        if len(host_rows) != len(hosts):
+            fail(f"{where}: {len(host_rows)} host rows for {len(hosts)} hosts")
+        for row in host_rows:
+            groups = [g for g in dom.with_class("coll") if dom.inside(g, "row") is row]
+            if len(groups) != 1 or "coll-waited" not in groups[0]["attrs"]["class"].split():
+                fail(f"{where}: host row {row['text'][:60]!r} does not draw its ranks' wait in the first collective")
+            g = groups[0]
+            if "waited in it" not in g["text"] or "timeout deadlines" not in g["text"]:
+                fail(f"{where}: host row {row['text'][:60]!r}: its collective tooltip says {g['text'][:200]!r}")
+            if not [e for e in dom.with_class("mk-coll-deadline") if dom.inside(e, "coll") is g]:
+                fail(f"{where}: host row {row['text'][:60]!r} draws no collective timeout deadline")
+        own = [g for g in dom.with_class("coll-never") if f"rank {stalled} in the first collective" in g["text"]]
+        if len(own) != 1:
+            fail(f"{where}: rank {stalled} has no row of its own drawn as never entering the first collective")
+        note = dom.by_id("aggregated-note")
+        if not note or "aggregated by host" not in note[0]["text"]:
+            fail(f"{where}: no note saying the rows are aggregated")
+        return len(host_rows)
+
+    rows = check(text, page)
+    if chromium:
+        png = os.path.join(out, f"scale{n}-collective.png")
+        check(chromium_dom_and_screenshot(chromium, page, png), "chromium DOM of " + page)
+    shutil.rmtree(job, ignore_errors=True)
+    print(f"ok scale collective: {n} ranks -> {rows} host rows drawing the first collective, "
+          f"rank {stalled} on its own{' (Chromium)' if chromium else ''}")
+
+
 # ------------------------------------------------------------------------------- markdown
 def cmd_markdown(rdzvscope, scenario, out):
     name = os.path.basename(os.path.normpath(scenario))
@@ -460,6 +543,8 @@ def main():
             cmd_escaping(args[1], out)
         elif what == "scale":
             cmd_scale(args[1], args[2], out, chromium)
+        elif what == "scale_collective":
+            cmd_scale_collective(args[1], args[2], out, chromium)
         elif what == "markdown":
             cmd_markdown(args[1], args[2], out)
         elif what == "collective":
