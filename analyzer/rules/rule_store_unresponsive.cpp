@@ -7,13 +7,33 @@
 // (SIGSTOP, a debugger), frozen (a node swapping), or blocked. A dead store is another
 // story (broken_pipe: its clients read the end of their connections); so is a rank that never
 // came (straggler_timeout: some rank never reached the store, the others wait for its key).
-
+//
+// Cause `network`: the store host's process kept receiving on its store sockets (its server
+// reading its own client's requests, its client the replies) seconds after every other rank
+// had asked, and those ranks run on other hosts: the store ran and served its own node, and
+// no request from theirs was answered. Their requests or its replies were lost between the
+// nodes (a node cut off, a firewall that drops, a link down): the process was not frozen.
 #include <fmt/format.h>
 
 #include "model/wait_for.h"
+#include "reader/names.h"
 #include "rules.h"
 
 namespace rdzvscope {
+
+namespace {
+
+// The store's address as the waiting client's connection has it ("10.231.0.1"), "" if unknown.
+std::string address_of(const Event& wait) {
+  const auto peer = format_sockaddr(wait.peer());
+  if (!peer) return "";
+  std::string a = peer->substr(0, peer->rfind(':'));
+  if (a.size() > 2 && a.front() == '[' && a.back() == ']') a = a.substr(1, a.size() - 2);
+  if (a.rfind("::ffff:", 0) == 0 && a.find('.') != std::string::npos) a = a.substr(7);
+  return a;
+}
+
+}  // namespace
 
 // Who the clients wait for, and the store host's silence: wait_for.h.
 std::optional<Candidate> rule_store_unresponsive(const Context& c) {
@@ -38,28 +58,70 @@ std::optional<Candidate> rule_store_unresponsive(const Context& c) {
   // Every rank, the store host's own client included, waiting on keys no rank ever sets would
   // look alike from the clients' side: the host's silence is what tells them apart.
   v.confidence = length_known ? "medium" : "low";
-  v.summary = fmt::format("the store host {} stopped answering: {} {} {}, while the store's process showed nothing "
-                          "after {} and had not ended (no exit, no end of its connections): stopped (SIGSTOP, a "
-                          "debugger), frozen (a node swapping) or blocked, not dead",
-                          s.host->proc->label(), clients.size() == 1 ? "rank" : "ranks", rank_list(clients), how_long,
-                          rel(c, s.host_last_seen_ns));
-  v.next_step = "look at the store host while it hangs: `cat /proc/PID/status` (State: T is stopped, D is blocked on "
-                "I/O), `py-spy dump --pid PID`, its node's memory and swap (`vmstat 1`, `journalctl -k`); rdzvscope "
-                "watch shows who waits on whom";
+  const std::string store_addr = address_of(*s.waiting.front()->store_wait);
+  if (s.network) {
+    // The host's own store traffic moved after they asked: what they waited for was the path.
+    v.cause = "network";
+    v.summary = fmt::format("the store host's node {} was cut off from {} {}: they {}, while the store's process "
+                            "there, {}, kept running and serving its own node (its store sockets still received until "
+                            "{}, {} after the last of them asked): their requests or its replies were lost between "
+                            "the nodes (a node unreachable, a firewall that drops, a link down), not a frozen or dead "
+                            "store",
+                            s.host->proc->host, clients.size() == 1 ? "rank" : "ranks", rank_list(clients), how_long,
+                            s.host->proc->label(), rel(c, s.host_served_ns),
+                            fmt_seconds(seconds(s.last_wait_ns, s.host_served_ns)));
+    v.next_step = fmt::format("check the network path from the waiting ranks' nodes to the store host's node {}{}, "
+                              "not its process: `ping {}`, the firewall on both ends (`iptables -S`, `nft list "
+                              "ruleset`), the link (`ip -s link`); while it hangs, `ss -tni dst {}` on a waiting "
+                              "node shows the store requests unacknowledged and retransmitted",
+                              s.host->proc->host, store_addr.empty() ? "" : " (" + store_addr + ")",
+                              store_addr.empty() ? "<store host>" : store_addr,
+                              store_addr.empty() ? "<store host>" : store_addr);
+  } else {
+    const bool elsewhere = s.waiting_on_other_hosts();
+    v.summary = fmt::format("the store host {} stopped answering: {} {} {}, while the store's process showed nothing "
+                            "after {} and had not ended (no exit, no end of its connections): stopped (SIGSTOP, a "
+                            "debugger), frozen (a node swapping) or blocked, not dead{}",
+                            s.host->proc->label(), clients.size() == 1 ? "rank" : "ranks", rank_list(clients), how_long,
+                            rel(c, s.host_last_seen_ns),
+                            elsewhere ? "; or its node cut off from theirs, if its process sent its store nothing of "
+                                        "its own meanwhile (then nothing traced tells the two apart)"
+                                      : "");
+    v.next_step = "look at the store host while it hangs: `cat /proc/PID/status` (State: T is stopped, D is blocked on "
+                  "I/O), `py-spy dump --pid PID`, its node's memory and swap (`vmstat 1`, `journalctl -k`); rdzvscope "
+                  "watch shows who waits on whom";
+    if (elsewhere)
+      v.next_step += fmt::format("; if its process runs (State: S or R), check the network path to its node{} "
+                                 "(`ping`, `iptables -S`, `ss -tni` on a waiting node)",
+                                 store_addr.empty() ? "" : " (" + store_addr + ")");
+  }
   Finding fd;
   fd.cls = FailureClass::StoreUnresponsive;
-  fd.evidence.push_back(s.host->proc->label() + " hosts the store; its last sign of life at " +
-                        rel(c, s.host_last_seen_ns) +
-                        (s.host_last_seen_ns < s.first_wait_ns ? ", before any of them began to wait"
-                                                               : ", as they began to wait (from " + rel(c, s.first_wait_ns) + ")") +
-                        (length_known ? ", then nothing for " + std::string(s.bound ? "at least " : "") + fmt_seconds(silent)
-                                      : std::string()) +
-                        "; it " + ending_words(c, *s.host));
+  if (s.network) {
+    fd.evidence.push_back(s.host->proc->label() + " hosts the store; its process kept running: its store sockets "
+                          "received until " + rel(c, s.host_served_ns) + " (its own client served on its node), " +
+                          fmt_seconds(seconds(s.last_wait_ns, s.host_served_ns)) + " after the last of the others "
+                          "asked; it " + ending_words(c, *s.host));
+  } else {
+    fd.evidence.push_back(s.host->proc->label() + " hosts the store; its last sign of life at " +
+                          rel(c, s.host_last_seen_ns) +
+                          (s.host_last_seen_ns < s.first_wait_ns ? ", before any of them began to wait"
+                                                                 : ", as they began to wait (from " + rel(c, s.first_wait_ns) + ")") +
+                          (length_known ? ", then nothing for " + std::string(s.bound ? "at least " : "") + fmt_seconds(silent)
+                                        : std::string()) +
+                          "; it " + ending_words(c, *s.host));
+  }
   for (const ProcessFacts* f : s.waiting)
     fd.evidence.push_back(f->proc->label() + " was waiting in " + waiting_words(c, *f));
   out.findings.push_back(fd);
   out.discriminators.set("waiting_ranks", RankSet{clients});
-  out.discriminators.set("store_silent", Seconds{silent});
+  if (s.network) {
+    // Silent towards the waiting ranks only: its store traffic moved until host_served_ns.
+    out.discriminators.set("store_silent", Seconds{seconds(s.last_wait_ns, s.until_ns)});
+    out.discriminators.set("store_served_own_node", Seconds{seconds(s.last_wait_ns, s.host_served_ns)});
+  } else {
+    out.discriminators.set("store_silent", Seconds{silent});
+  }
   return out;
 }
 

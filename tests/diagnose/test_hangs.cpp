@@ -38,6 +38,28 @@ void store_host_stopped(Job& job) {
   }
 }
 
+// The store host's node cut off after every rank joined (e2e store_node_dropped): rank 0 on
+// node0 hosts the store; ranks 1-3, on node1, each sent a request at 8.2 s and waited for its
+// reply. Rank 0's own records stop at 7.7 s (each socket's first calls), but its store sockets
+// kept receiving (its server reading its own client's requests, its client the replies) until
+// served_s. clients_host: where ranks 1-3 run. paired: every rank made its gloo pairs at
+// 7.65 s (the rendezvous completed, as in the real job).
+void store_node_cut_off(Job& job, double served_s, const std::string& clients_host = "node1", bool paired = false) {
+  auto& r0 = job.proc(0, 100, "node0");
+  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
+  r0.serve(RDZV_EV_RECV, 7.7, 22, 40001).store_recv_at(served_s);
+  if (paired) r0.pair(7.65, 20, true);
+  for (int r : {1, 2, 3}) {
+    auto& p = job.proc(r, 100 + r, clients_host);
+    if (paired) p.pair(7.65, 20, r % 2 == 0);
+    p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
+    p.inflight(8.2, RDZV_EV_POLL, RDZV_OP_POLL, 1800000, 0, kPort, /*fd=*/7);
+    p.store_recv_at(8.1);  // their last reply, before the cut
+  }
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 const RankJoin& row_of(const JoinStatus& s, int rank) {
   for (const RankJoin& j : s.ranks)
     if (j.rank == rank) return j;
@@ -247,4 +269,120 @@ TEST_CASE("watch while the store host does not answer: the headline names the st
   for (const auto& line : join_status_lines(s, diagnose(c), 1000))
     said = said || line.find("sent a request (22 bytes) to the store at 10.0.0.1:29500 12 s ago, no reply") != std::string::npos;
   CHECK(said);
+}
+
+TEST_CASE("the store host's node cut off while its process kept serving its own client: store_unresponsive, cause "
+          "network, the network path as the next step, never a frozen process",
+          "[rules][hangs]") {
+  Job job;
+  store_node_cut_off(job, 20.0);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
+  CHECK(d.verdict.cause == std::optional<std::string>("network"));
+  CHECK(d.verdict.initiating_rank == 0);
+  CHECK(d.verdict.initiating_host == "node0");
+  // How long they waited is known now: the host's store traffic ran until 20 s.
+  CHECK(d.verdict.confidence == "medium");
+  const std::string& s = d.verdict.summary;
+  CHECK(has(s, "the store host's node node0 was cut off from ranks 1-3"));
+  CHECK(has(s, "the store's process there, rank 0 (node0 pid 100), kept running and serving its own node"));
+  CHECK(has(s, "waited at least 11.80 s for the store's reply"));
+  CHECK(has(s, "11.80 s after the last of them asked"));
+  CHECK_FALSE(has(s, "stopped (SIGSTOP"));
+  CHECK_FALSE(has(s, "showed nothing"));
+  CHECK(has(d.verdict.next_step, "check the network path"));
+  CHECK(has(d.verdict.next_step, "node0 (10.0.0.1)"));
+  CHECK(has(d.verdict.next_step, "`ping 10.0.0.1`"));
+  CHECK_FALSE(has(d.verdict.next_step, "/proc/PID/status"));
+  bool host_line = false, client_line = false;
+  for (const Finding& f : d.findings)
+    for (const std::string& e : f.evidence) {
+      host_line = host_line || has(e, "its process kept running: its store sockets received until");
+      client_line = client_line || has(e, "rank 2 (node1 pid 102) was waiting in");
+    }
+  CHECK(host_line);
+  CHECK(client_line);
+}
+
+TEST_CASE("a store host whose store served its own node only moments after the others asked is not called cut off",
+          "[rules][hangs]") {
+  // 1 s after the last request: a reply may have been under way; the host ran after they
+  // asked, which no frozen store does either: no verdict.
+  Job job;
+  store_node_cut_off(job, 9.2);
+  CHECK(job.diagnose_it().verdict.cls != FailureClass::StoreUnresponsive);
+}
+
+TEST_CASE("a store host serving its own client while clients on its own host got nothing is not a network cut",
+          "[rules][hangs]") {
+  // One host: nothing lies between them and the store but loopback.
+  Job job;
+  store_node_cut_off(job, 20.0, "node0");
+  const Diagnosis d = job.diagnose_it();
+  CHECK_FALSE((d.verdict.cls == FailureClass::StoreUnresponsive && d.verdict.cause == std::optional<std::string>("network")));
+}
+
+TEST_CASE("a silent store host with its clients on other nodes: stopped or frozen, or its node cut off, both said",
+          "[rules][hangs]") {
+  // The host's own store traffic ended before the others asked (store_recv_at 7.7): a frozen
+  // process and a process that sent its store nothing while its node was cut off look alike.
+  Job job;
+  auto& r0 = job.proc(0, 100, "node0");
+  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
+  r0.serve(RDZV_EV_RECV, 7.7, 22, 40001).store_recv_at(7.7);
+  for (int r : {1, 2, 3}) {
+    auto& p = job.proc(r, 100 + r, "node1");
+    p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
+    p.inflight(8.2, RDZV_EV_POLL, RDZV_OP_POLL, 1800000, 0, kPort, /*fd=*/7);
+  }
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
+  CHECK_FALSE(d.verdict.cause);
+  CHECK(has(d.verdict.summary, "stopped (SIGSTOP, a debugger), frozen (a node swapping) or blocked, not dead; or its "
+                               "node cut off from theirs"));
+  CHECK(has(d.verdict.next_step, "check the network path to its node (10.0.0.1)"));
+}
+
+TEST_CASE("a stopped store host with its clients on its own node: no network in the words", "[rules][hangs]") {
+  Job job;
+  store_host_stopped(job);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
+  CHECK_FALSE(has(d.verdict.summary, "cut off"));
+  CHECK_FALSE(has(d.verdict.next_step, "network"));
+}
+
+TEST_CASE("watch while the store host's node is cut off: the headline says its process runs and names the network",
+          "[rules][hangs][watch]") {
+  Job job;
+  store_node_cut_off(job, 19.5);
+  const Context c(job.load_it(), job.logs());
+  const JoinStatus s = join_status(c, at(c, 20.0));
+  REQUIRE(s.wait_for);
+  CHECK(s.wait_for->on == WaitFor::On::StoreHost);
+  CHECK(s.wait_for->network);
+  CHECK(s.wait_for->awaited_ranks() == std::vector<int>{0});
+  CHECK_THAT(wait_headline(s), Catch::StartsWith("ranks 1-3 wait for the store host, rank 0 (node0 pid 100): no "
+                                                 "reply for 12 s, while its process runs and its store still served "
+                                                 "its own node at "));
+  CHECK_THAT(wait_headline(s), Catch::EndsWith(": the network between them and its node"));
+}
+
+TEST_CASE("a store host cut off after the rendezvous completed: the hang came after it, and no rank is said to have "
+          "failed first",
+          "[rules][hangs]") {
+  // e2e.torch2.13.store_node_dropped: the summary named the last client to leave a record
+  // ("first on rank 3 ..., last seen at") and the next step sent the reader to its log, when
+  // every client was still waiting and the store host is the one the verdict names.
+  Job job;
+  store_node_cut_off(job, 20.0, "node1", /*paired=*/true);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
+  CHECK(d.verdict.cause == std::optional<std::string>("network"));
+  CHECK_THAT(d.verdict.summary, Catch::StartsWith("the rendezvous completed at +"));
+  CHECK(has(d.verdict.summary, " s (every rank reached the store and its peers); the hang came after it: the store "
+                               "host's node node0 was cut off"));
+  CHECK_FALSE(has(d.verdict.summary, "first on rank"));
+  CHECK_THAT(d.verdict.next_step, Catch::StartsWith("not a start-up failure: check the network path"));
+  CHECK(d.evidence.rendezvous_completed_ns);
 }
