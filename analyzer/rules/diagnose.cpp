@@ -480,7 +480,7 @@ void note_after_startup(const Context& c, Diagnosis& d) {
   if (completed && d.verdict.cls == FailureClass::StoreUnresponsive) {
     d.evidence.rendezvous_completed_ns = *completed;
     d.verdict.summary = "the rendezvous completed at " + rel(c, *completed) +
-                        " (every rank reached the store and its peers); the hang came after it: " + d.verdict.summary;
+                        " (every rank reached the store and its peers); after it: " + d.verdict.summary;
     d.verdict.next_step = "not a start-up failure: " + d.verdict.next_step;
     return;
   }

@@ -13,6 +13,13 @@
 // had asked, and those ranks run on other hosts: the store ran and served its own node, and
 // no request from theirs was answered. Their requests or its replies were lost between the
 // nodes (a node cut off, a firewall that drops, a link down): the process was not frozen.
+// The same cut-off left alone long enough ends differently: the clients' kernels give their
+// unacknowledged connections up (tcp_retries2, about 15 minutes by default, before the
+// store's 30-minute timeout) and their store receives fail with ETIMEDOUT, while the store's
+// process still serves its own node. A stopped store's kernel acknowledges its clients'
+// requests: no ETIMEDOUT. Also cause `network`.
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include "model/wait_for.h"
@@ -33,10 +40,85 @@ std::string address_of(const Event& wait) {
   return a;
 }
 
+// The next step of a store host's node cut off: the path, not the process.
+std::string network_next_step(const std::string& host, const std::string& addr) {
+  const std::string a = addr.empty() ? "<store host>" : addr;
+  return fmt::format("check the network path from the other ranks' nodes to the store host's node {}{}, not its "
+                     "process: `ping {}`, the firewall on both ends (`iptables -S`, `nft list ruleset`), the link "
+                     "(`ip -s link`); while it hangs, `ss -tni dst {}` on a waiting node shows the store requests "
+                     "unacknowledged and retransmitted",
+                     host, addr.empty() ? "" : " (" + addr + ")", a, a);
+}
+
+// A store connection to the host that the kernel gave up (ETIMEDOUT on an established
+// connection's send or receive: its data unacknowledged for tcp_retries2 retransmissions).
+const Event* gave_up_on(const ProcessFacts& f, const ProcessFacts& host) {
+  for (const Event* e : f.io_failures)
+    if (e->err == ETIMEDOUT && host.listens_on(e->peer().port)) return e;
+  return nullptr;
+}
+
+// Every rank but the store host lost its store connection to ETIMEDOUT, while the host, on
+// another node, had not ended and its store still received after the first of them did.
+std::optional<Candidate> store_connections_timed_out(const Context& c) {
+  if (!c.absent_ranks.empty()) return std::nullopt;
+  for (const ProcessFacts* host : c.ranks()) {
+    if (!host->listen_ns) continue;
+    const Ending& end = c.ending(*host);
+    if (end.how != Ending::How::Vanished || end.hangup_ns || end.over_ns || end.stopped()) continue;
+    const std::optional<std::int64_t> served = host->proc->last_store_recv_ns;
+    if (!served) continue;
+    std::vector<int> clients;
+    std::vector<std::string> lines;
+    const Event* first = nullptr;
+    bool all = true;
+    for (const ProcessFacts* f : c.ranks()) {
+      if (f == host) continue;
+      const Event* e = gave_up_on(*f, *host);
+      if (!e || !f->wait_timeouts.empty() || f->proc->host == host->proc->host) {
+        all = false;
+        break;
+      }
+      if (!first || e->wall_ns < first->wall_ns) first = e;
+      clients.push_back(f->proc->rank);
+      lines.push_back(f->proc->label() + "'s store connection to " + format_sockaddr(e->peer()).value_or("the store") +
+                      " timed out at " + rel(c, e->wall_ns) + " (ETIMEDOUT on a " + kind_name(e->kind) +
+                      ": its kernel gave the unacknowledged connection up); it " + ending_words(c, *f));
+    }
+    if (!all || !first || *served < first->wall_ns) continue;
+    Candidate out;
+    Verdict& v = out.verdict;
+    v.cls = FailureClass::StoreUnresponsive;
+    v.cause = "network";
+    v.initiating_rank = host->proc->rank >= 0 ? std::optional<int>(host->proc->rank) : std::nullopt;
+    v.initiating_host = host->proc->host;
+    v.confidence = "high";
+    v.summary = fmt::format("the store host's node {} was cut off from {} {}: their store connections to it timed out "
+                            "(ETIMEDOUT from {}: their kernels retransmitted the requests unacknowledged until they "
+                            "gave the connections up), while the store's process there, {}, kept running and serving "
+                            "its own node (its store sockets still received until {}): not a frozen store, whose "
+                            "kernel would have acknowledged them, nor a dead one",
+                            host->proc->host, clients.size() == 1 ? "rank" : "ranks", rank_list(clients),
+                            rel(c, first->wall_ns), host->proc->label(), rel(c, *served));
+    v.next_step = network_next_step(host->proc->host, address_of(*first));
+    Finding fd;
+    fd.cls = FailureClass::StoreUnresponsive;
+    fd.evidence.push_back(host->proc->label() + " hosts the store; its process kept running: its store sockets "
+                          "received until " + rel(c, *served) + "; it " + ending_words(c, *host));
+    fd.evidence.insert(fd.evidence.end(), lines.begin(), lines.end());
+    out.findings.push_back(fd);
+    out.discriminators.set("waiting_ranks", RankSet{clients});
+    out.discriminators.set("store_served_own_node", Seconds{seconds(first->wall_ns, *served)});
+    return out;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 // Who the clients wait for, and the store host's silence: wait_for.h.
 std::optional<Candidate> rule_store_unresponsive(const Context& c) {
+  if (auto gave_up = store_connections_timed_out(c)) return gave_up;
   auto found = find_wait_for(c);
   if (!found || found->on != WaitFor::On::StoreHost) return std::nullopt;
   const WaitFor& s = *found;
@@ -70,13 +152,7 @@ std::optional<Candidate> rule_store_unresponsive(const Context& c) {
                             s.host->proc->host, clients.size() == 1 ? "rank" : "ranks", rank_list(clients), how_long,
                             s.host->proc->label(), rel(c, s.host_served_ns),
                             fmt_seconds(seconds(s.last_wait_ns, s.host_served_ns)));
-    v.next_step = fmt::format("check the network path from the waiting ranks' nodes to the store host's node {}{}, "
-                              "not its process: `ping {}`, the firewall on both ends (`iptables -S`, `nft list "
-                              "ruleset`), the link (`ip -s link`); while it hangs, `ss -tni dst {}` on a waiting "
-                              "node shows the store requests unacknowledged and retransmitted",
-                              s.host->proc->host, store_addr.empty() ? "" : " (" + store_addr + ")",
-                              store_addr.empty() ? "<store host>" : store_addr,
-                              store_addr.empty() ? "<store host>" : store_addr);
+    v.next_step = network_next_step(s.host->proc->host, store_addr);
   } else {
     const bool elsewhere = s.waiting_on_other_hosts();
     v.summary = fmt::format("the store host {} stopped answering: {} {} {}, while the store's process showed nothing "

@@ -2,6 +2,8 @@
 // on whom when the job was cancelled or killed.
 #include <signal.h>
 
+#include <cerrno>
+
 #include "job_builder.h"
 #include "report/report.h"
 
@@ -380,9 +382,64 @@ TEST_CASE("a store host cut off after the rendezvous completed: the hang came af
   CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
   CHECK(d.verdict.cause == std::optional<std::string>("network"));
   CHECK_THAT(d.verdict.summary, Catch::StartsWith("the rendezvous completed at +"));
-  CHECK(has(d.verdict.summary, " s (every rank reached the store and its peers); the hang came after it: the store "
+  CHECK(has(d.verdict.summary, " s (every rank reached the store and its peers); after it: the store "
                                "host's node node0 was cut off"));
   CHECK_FALSE(has(d.verdict.summary, "first on rank"));
   CHECK_THAT(d.verdict.next_step, Catch::StartsWith("not a start-up failure: check the network path"));
   CHECK(d.evidence.rendezvous_completed_ns);
+}
+
+namespace {
+
+// The cut-off left alone until the clients' kernels gave up (the 2.13 job of the notes with
+// tcp_retries2=5): ranks 1-3 on node1 sent at 8.2 s, their store receive failed with
+// ETIMEDOUT at 20.6 s and they exited 1; rank 0's store kept receiving until 30 s.
+void store_node_cut_off_until_the_kernels_gave_up(Job& job, const std::string& clients_host = "node1",
+                                                  double served_s = 30.0) {
+  auto& r0 = job.proc(0, 100, "node0");
+  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
+  r0.serve(RDZV_EV_RECV, 7.7, 22, 40001).store_recv_at(served_s);
+  for (int r : {1, 2, 3}) {
+    auto& p = job.proc(r, 100 + r, clients_host);
+    p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
+    p.io(RDZV_EV_RECV, 20.6, -1, ETIMEDOUT).exit(20.7, 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the store host's node cut off until the clients' kernels gave their connections up: store_unresponsive, "
+          "cause network, high confidence",
+          "[rules][hangs]") {
+  // Before: connect_timeout from the logs, at a garbage address 2.13 printed, or unknown.
+  Job job;
+  store_node_cut_off_until_the_kernels_gave_up(job);
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
+  CHECK(d.verdict.cause == std::optional<std::string>("network"));
+  CHECK(d.verdict.initiating_rank == 0);
+  CHECK(d.verdict.initiating_host == "node0");
+  CHECK(d.verdict.confidence == "high");
+  CHECK(has(d.verdict.summary, "the store host's node node0 was cut off from ranks 1-3: their store connections to it "
+                               "timed out (ETIMEDOUT from"));
+  CHECK(has(d.verdict.summary, "the store's process there, rank 0 (node0 pid 100), kept running"));
+  CHECK_FALSE(has(d.verdict.summary, "stopped (SIGSTOP"));
+  CHECK(has(d.verdict.next_step, "`ping 10.0.0.1`"));
+}
+
+TEST_CASE("clients whose store connections timed out while the store host's store had stopped receiving before: "
+          "no network verdict from that alone",
+          "[rules][hangs]") {
+  Job job;
+  store_node_cut_off_until_the_kernels_gave_up(job, "node1", 8.0);
+  const Diagnosis d = job.diagnose_it();
+  CHECK_FALSE((d.verdict.cls == FailureClass::StoreUnresponsive && d.verdict.cause == std::optional<std::string>("network")));
+}
+
+TEST_CASE("clients on the store host's own node whose connections timed out are not a network cut",
+          "[rules][hangs]") {
+  Job job;
+  store_node_cut_off_until_the_kernels_gave_up(job, "node0");
+  const Diagnosis d = job.diagnose_it();
+  CHECK_FALSE((d.verdict.cls == FailureClass::StoreUnresponsive && d.verdict.cause == std::optional<std::string>("network")));
 }
