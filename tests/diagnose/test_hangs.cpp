@@ -27,17 +27,27 @@ void cancelled_while_waiting_for_rank_3(Job& job, bool with_slots = true) {
   job.proc(3, 103);  // its PROC_START only
 }
 
+// Rank 0 on `host` hosts the store, ranks 1-3 joined it at 7.6 s; its last record at 7.7 s.
+Proc& store_host_joined(Job& job, const std::string& host = "node0") {
+  auto& r0 = job.proc(0, 100, host);
+  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
+  r0.serve(RDZV_EV_RECV, 7.7, 22, 40001);
+  return r0;
+}
+
+// Rank r on `host`, connected to the store at 7.6 s, sent a request at 8.2 s.
+Proc& client_that_asked(Job& job, int r, const std::string& host = "node0") {
+  auto& p = job.proc(r, 100 + r, host);
+  p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
+  return p;
+}
+
 // Every rank joined; rank 0, the store host, last did anything at 7.7 s; ranks 1-3 each sent
 // a request and waited for its reply from 8.2 s on.
 void store_host_stopped(Job& job) {
-  auto& r0 = job.proc(0, 100);
-  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
-  r0.serve(RDZV_EV_RECV, 7.7, 22, 40001);
-  for (int r : {1, 2, 3}) {
-    auto& p = job.proc(r, 100 + r);
-    p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
-    p.inflight(8.2, RDZV_EV_POLL, RDZV_OP_POLL, 1800000, 0, kPort, /*fd=*/7);  // on the connection it sent on
-  }
+  store_host_joined(job);
+  for (int r : {1, 2, 3})  // on the connection it sent on
+    client_that_asked(job, r).inflight(8.2, RDZV_EV_POLL, RDZV_OP_POLL, 1800000, 0, kPort, /*fd=*/7);
 }
 
 // The store host's node cut off after every rank joined (e2e store_node_dropped): rank 0 on
@@ -47,14 +57,11 @@ void store_host_stopped(Job& job) {
 // served_s. clients_host: where ranks 1-3 run. paired: every rank made its gloo pairs at
 // 7.65 s (the rendezvous completed, as in the real job).
 void store_node_cut_off(Job& job, double served_s, const std::string& clients_host = "node1", bool paired = false) {
-  auto& r0 = job.proc(0, 100, "node0");
-  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
-  r0.serve(RDZV_EV_RECV, 7.7, 22, 40001).store_recv_at(served_s);
+  auto& r0 = store_host_joined(job).store_recv_at(served_s);
   if (paired) r0.pair(7.65, 20, true);
   for (int r : {1, 2, 3}) {
-    auto& p = job.proc(r, 100 + r, clients_host);
+    auto& p = client_that_asked(job, r, clients_host);
     if (paired) p.pair(7.65, 20, r % 2 == 0);
-    p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
     p.inflight(8.2, RDZV_EV_POLL, RDZV_OP_POLL, 1800000, 0, kPort, /*fd=*/7);
     p.store_recv_at(8.1);  // their last reply, before the cut
   }
@@ -329,14 +336,9 @@ TEST_CASE("a silent store host with its clients on other nodes: stopped or froze
   // The host's own store traffic ended before the others asked (store_recv_at 7.7): a frozen
   // process and a process that sent its store nothing while its node was cut off look alike.
   Job job;
-  auto& r0 = job.proc(0, 100, "node0");
-  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
-  r0.serve(RDZV_EV_RECV, 7.7, 22, 40001).store_recv_at(7.7);
-  for (int r : {1, 2, 3}) {
-    auto& p = job.proc(r, 100 + r, "node1");
-    p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
-    p.inflight(8.2, RDZV_EV_POLL, RDZV_OP_POLL, 1800000, 0, kPort, /*fd=*/7);
-  }
+  store_host_joined(job).store_recv_at(7.7);
+  for (int r : {1, 2, 3})
+    client_that_asked(job, r, "node1").inflight(8.2, RDZV_EV_POLL, RDZV_OP_POLL, 1800000, 0, kPort, /*fd=*/7);
   const Diagnosis d = job.diagnose_it();
   CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
   CHECK_FALSE(d.verdict.cause);
@@ -396,14 +398,8 @@ namespace {
 // ETIMEDOUT at 20.6 s and they exited 1; rank 0's store kept receiving until 30 s.
 void store_node_cut_off_until_the_kernels_gave_up(Job& job, const std::string& clients_host = "node1",
                                                   double served_s = 30.0) {
-  auto& r0 = job.proc(0, 100, "node0");
-  r0.bind(7.5, 0).listen(7.5).connect(7.6, 0).accept(7.6, 40001).accept(7.6, 40002).accept(7.6, 40003);
-  r0.serve(RDZV_EV_RECV, 7.7, 22, 40001).store_recv_at(served_s);
-  for (int r : {1, 2, 3}) {
-    auto& p = job.proc(r, 100 + r, clients_host);
-    p.connect(7.6, 0, kPort, 0.001, static_cast<std::uint16_t>(40000 + r)).io(RDZV_EV_SEND, 8.2, 22, 0);
-    p.io(RDZV_EV_RECV, 20.6, -1, ETIMEDOUT).exit(20.7, 1);
-  }
+  store_host_joined(job).store_recv_at(served_s);
+  for (int r : {1, 2, 3}) client_that_asked(job, r, clients_host).io(RDZV_EV_RECV, 20.6, -1, ETIMEDOUT).exit(20.7, 1);
 }
 
 }  // namespace
