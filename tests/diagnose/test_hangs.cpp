@@ -69,6 +69,15 @@ void store_node_cut_off(Job& job, double served_s, const std::string& clients_ho
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// store_unresponsive, cause network, naming rank 0 on node0 (the cut-off jobs above and below).
+void check_network_verdict(const Diagnosis& d, const std::string& confidence) {
+  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
+  CHECK(d.verdict.cause == std::optional<std::string>("network"));
+  CHECK(d.verdict.initiating_rank == 0);
+  CHECK(d.verdict.initiating_host == "node0");
+  CHECK(d.verdict.confidence == confidence);
+}
+
 const RankJoin& row_of(const JoinStatus& s, int rank) {
   for (const RankJoin& j : s.ranks)
     if (j.rank == rank) return j;
@@ -286,12 +295,8 @@ TEST_CASE("the store host's node cut off while its process kept serving its own 
   Job job;
   store_node_cut_off(job, 20.0);
   const Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
-  CHECK(d.verdict.cause == std::optional<std::string>("network"));
-  CHECK(d.verdict.initiating_rank == 0);
-  CHECK(d.verdict.initiating_host == "node0");
   // How long they waited is known now: the host's store traffic ran until 20 s.
-  CHECK(d.verdict.confidence == "medium");
+  check_network_verdict(d, "medium");
   const std::string& s = d.verdict.summary;
   CHECK(has(s, "the store host's node node0 was cut off from ranks 1-3"));
   CHECK(has(s, "the store's process there, rank 0 (node0 pid 100), kept running and serving its own node"));
@@ -411,11 +416,7 @@ TEST_CASE("the store host's node cut off until the clients' kernels gave their c
   Job job;
   store_node_cut_off_until_the_kernels_gave_up(job);
   const Diagnosis d = job.diagnose_it();
-  CHECK(d.verdict.cls == FailureClass::StoreUnresponsive);
-  CHECK(d.verdict.cause == std::optional<std::string>("network"));
-  CHECK(d.verdict.initiating_rank == 0);
-  CHECK(d.verdict.initiating_host == "node0");
-  CHECK(d.verdict.confidence == "high");
+  check_network_verdict(d, "high");
   CHECK(has(d.verdict.summary, "the store host's node node0 was cut off from ranks 1-3: their store connections to it "
                                "timed out (ETIMEDOUT from"));
   CHECK(has(d.verdict.summary, "the store's process there, rank 0 (node0 pid 100), kept running"));
