@@ -440,3 +440,18 @@ TEST_CASE("clients on the store host's own node whose connections timed out are 
   const Diagnosis d = job.diagnose_it();
   CHECK_FALSE((d.verdict.cls == FailureClass::StoreUnresponsive && d.verdict.cause == std::optional<std::string>("network")));
 }
+
+TEST_CASE("a store receive that timed out (the kernel gave the connection up) is no connect timeout in the logs",
+          "[rules][hangs][logs]") {
+  // The lines of e2e.torch2.13.store_node_dropped_timed_out's clients (2.13 printed garbage
+  // for the addresses). Before: connect_timeout, "connects to fdff:...:38562 timed out".
+  Job job;
+  for (int r : {1, 2, 3}) {
+    const std::string file = "rank" + std::to_string(r) + ".log";
+    job.log_line("[rank" + std::to_string(r) + "]:[W1204 20:44:30.000158886 TCPStore.cpp:138] [c10d] "
+                 "recvValueWithTimeout failed on SocketImpl(fd=4, addr=[180:adfb:ff7f:0:6707:e796:9c55:0]:36035, "
+                 "remote=[fdff:ffff:9c55:0:f0bc:e696:9c55:0]:38562): Connection timed out", r, file);
+    job.log_line("torch.distributed.DistNetworkError: Connection timed out", r, file);
+  }
+  CHECK(job.diagnose_it().verdict.cls != FailureClass::ConnectTimeout);
+}
