@@ -283,6 +283,21 @@ SCENARIOS = {
               f"keeps serving its own client; after ~{CANCEL_AFTER_S} s every rank gets SIGTERM (T=30 min: "
               f"no timeout fires). The analyzer must name the store host's node cut off by the network, "
               f"not a frozen process"),
+    # The same cut left alone until node1's kernel gives the store connections up (tcp_retries2=5
+    # in node1's namespace: ~13 s instead of the default ~15 min), before any store timeout.
+    "store_node_dropped_timed_out": dict(
+        cls="store_unresponsive", rank=0, cause="network", log_cls=ANY_FAILURE, log_ranks="any",
+        timeout=1800,
+        words=dict(summary=("the store host's node node0 was cut off from ranks 1-3",
+                            "their store connections to it timed out (ETIMEDOUT",
+                            "the store's process there, rank 0 (node0 ", "kept running"),
+                   next_step=("check the network path", f"ping {REJECT_NET}.1"),
+                   nowhere=("stopped (SIGSTOP", "connects to")),
+        fault=f"as store_node_dropped, with net.ipv4.tcp_retries2=5 on node1: the kernel there gives "
+              f"the unacknowledged store connections up after ~13 s and ranks 1-3 fail with "
+              f"`Connection timed out` (2.13 DistNetworkError) on their store receive; rank 0 keeps "
+              f"serving its own client until the harness ends it. The analyzer must name the store "
+              f"host's node cut off, not a connect timeout"),
     # Issue 28: after the rendezvous, at the first collective. `stalled`: the ranks whose rows
     # must say they never entered it (never "late": they reached the store in time).
     "collective_stall": dict(
@@ -1484,22 +1499,40 @@ def drop_link(prefix, dev):
     sh(*prefix, "iptables", "-I", "OUTPUT", "-o", dev, "-j", "DROP")
 
 
+def store_node_cut(h, run, ins, inn, errors):
+    """Rank 0 on node0 (ins), ranks 1-3 on node1 (inn), each a host name of its own, in the
+    store loop; once every rank runs it, node0 drops every packet on its link. Returns the
+    ranks' processes and when the drop began (time.time_ns)."""
+    store = f"{REJECT_NET}.1"
+    loop = {"E2E_MODE": "store_loop", "E2E_LOOP_S": "120"}
+    ps = []
+    for r in range(WORLD):
+        node, prefix, dev = ("node0", ins, "rzs0") if r == 0 else ("node1", inn, "rzn0")
+        ps.append(h.launch(run, r, master_addr=store, prefix=prefix + node_view_prefix(hostname=node),
+                           env=dict(loop, GLOO_SOCKET_IFNAME=dev)))
+    if not h.wait_for_line(ps, "e2e: store loop running", 30):
+        errors.append("not every rank reached the store loop within 30 s")
+    time.sleep(0.5)
+    drop_link(ins, "rzs0")
+    run.notes.append(f"namespace {run.netns[0]}: " + sh(*ins, "iptables", "-S").strip().replace("\n", "; "))
+    return ps, time.time_ns()
+
+
+def expect_store_served_after(files, dropped_ns, errors, run):
+    """Rank 0's store kept receiving (its own client's requests, the replies) 2 s after the drop."""
+    heads = [f["header"] for f in files if rank_of(f) == 0 and f["header"].get("last_store_recv_ns")]
+    served = max((hd["clock_realtime_ns"] + hd["last_store_recv_ns"] - hd["clock_monotonic_ns"] for hd in heads),
+                 default=None)
+    run.notes.append(f"rank 0's last store receive: {[hd.get('last_store_recv_time') for hd in heads]}")
+    expect(served is not None and served >= dropped_ns + 2_000_000_000,
+           f"rank 0's store did not receive 2 s after the drop: last at {served}, dropped at {dropped_ns}", errors)
+
+
 def sc_store_node_dropped(h, run):
     errors = []
     store = f"{REJECT_NET}.1"
-    loop = {"E2E_MODE": "store_loop", "E2E_LOOP_S": "120"}
     with rejecting_netns_pair(run, action=None) as (ins, inn):
-        ps = []
-        for r in range(WORLD):
-            node, prefix, dev = ("node0", ins, "rzs0") if r == 0 else ("node1", inn, "rzn0")
-            ps.append(h.launch(run, r, master_addr=store, prefix=prefix + node_view_prefix(hostname=node),
-                               env=dict(loop, GLOO_SOCKET_IFNAME=dev)))
-        if not h.wait_for_line(ps, "e2e: store loop running", 30):
-            errors.append("not every rank reached the store loop within 30 s")
-        time.sleep(0.5)
-        drop_link(ins, "rzs0")
-        dropped_ns = time.time_ns()
-        run.notes.append(f"namespace {run.netns[0]}: " + sh(*ins, "iptables", "-S").strip().replace("\n", "; "))
+        ps, dropped_ns = store_node_cut(h, run, ins, inn, errors)
         time.sleep(CANCEL_AFTER_S)
         expect(all(p.poll() is None for p in ps), "a rank ended while node0 dropped its packets", errors)
         # The clients' requests sit unacknowledged in their send queues (the store never saw them).
@@ -1521,13 +1554,32 @@ def sc_store_node_dropped(h, run):
         return errors
     waiting = store_waiters(files, (1, 2, 3))
     expect(waiting == [1, 2, 3], f"clients waiting on the store when ended: {waiting}, expected 1-3", errors)
-    # Rank 0's store kept receiving (its own client's requests, the replies) after the drop.
-    heads = [f["header"] for f in files if rank_of(f) == 0 and f["header"].get("last_store_recv_ns")]
-    served = max((hd["clock_realtime_ns"] + hd["last_store_recv_ns"] - hd["clock_monotonic_ns"] for hd in heads),
-                 default=None)
-    run.notes.append(f"rank 0's last store receive: {[hd.get('last_store_recv_time') for hd in heads]}")
-    expect(served is not None and served >= dropped_ns + 2_000_000_000,
-           f"rank 0's store did not receive 2 s after the drop: last at {served}, dropped at {dropped_ns}", errors)
+    expect_store_served_after(files, dropped_ns, errors, run)
+    return errors
+
+
+def sc_store_node_dropped_timed_out(h, run):
+    errors = []
+    with rejecting_netns_pair(run, action=None) as (ins, inn):
+        sh(*inn, "sysctl", "-q", "-w", "net.ipv4.tcp_retries2=5")
+        ps, dropped_ns = store_node_cut(h, run, ins, inn, errors)
+        h.wait_for_exit(ps[1:], 60)
+        expect(ps[0].poll() is None, "rank 0 ended while node0 dropped its packets", errors)
+        h.terminate(ps[:1])
+        h.wait_all(run)
+    run.notes.append(f"ranks 1-3 ended {(time.time_ns() - dropped_ns) / 1e9:.1f} s after the drop (at most)")
+    for r in (1, 2, 3):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_text(run, f"rank{r}", "Connection timed out", errors)
+    expect_exit(run, "rank0", -signal.SIGTERM, errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    for r in (1, 2, 3):
+        expect(any(ev.get("errno_name") == "ETIMEDOUT" and "store" in (ev.get("flags") or [])
+                   for _, ev in events(files, rank=r)), f"rank {r}: no ETIMEDOUT on a store socket", errors)
+    expect_store_served_after(files, dropped_ns, errors, run)
     return errors
 
 
