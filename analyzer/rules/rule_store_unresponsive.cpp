@@ -79,13 +79,14 @@ std::optional<Candidate> store_connections_timed_out(const Context& c) {
         all = false;
         break;
       }
-      if (!first || e->wall_ns < first->wall_ns) first = e;
+      // When the call failed, not when it began: 1.13's recv blocks until the kernel gives up.
+      if (!first || end_ns(*e) < end_ns(*first)) first = e;
       clients.push_back(f->proc->rank);
       lines.push_back(f->proc->label() + "'s store connection to " + format_sockaddr(e->peer()).value_or("the store") +
-                      " timed out at " + rel(c, e->wall_ns) + " (ETIMEDOUT on a " + kind_name(e->kind) +
+                      " timed out at " + rel(c, end_ns(*e)) + " (ETIMEDOUT on a " + kind_name(e->kind) +
                       ": its kernel gave the unacknowledged connection up); it " + ending_words(c, *f));
     }
-    if (!all || !first || *served < first->wall_ns) continue;
+    if (!all || !first || *served < end_ns(*first)) continue;
     Candidate out;
     Verdict& v = out.verdict;
     v.cls = FailureClass::StoreUnresponsive;
@@ -99,7 +100,7 @@ std::optional<Candidate> store_connections_timed_out(const Context& c) {
                             "its own node (its store sockets still received until {}): not a frozen store, whose "
                             "kernel would have acknowledged them, nor a dead one",
                             host->proc->host, clients.size() == 1 ? "rank" : "ranks", rank_list(clients),
-                            rel(c, first->wall_ns), host->proc->label(), rel(c, *served));
+                            rel(c, end_ns(*first)), host->proc->label(), rel(c, *served));
     v.next_step = network_next_step(host->proc->host, address_of(*first));
     Finding fd;
     fd.cls = FailureClass::StoreUnresponsive;
@@ -108,7 +109,7 @@ std::optional<Candidate> store_connections_timed_out(const Context& c) {
     fd.evidence.insert(fd.evidence.end(), lines.begin(), lines.end());
     out.findings.push_back(fd);
     out.discriminators.set("waiting_ranks", RankSet{clients});
-    out.discriminators.set("store_served_own_node", Seconds{seconds(first->wall_ns, *served)});
+    out.discriminators.set("store_served_own_node", Seconds{seconds(end_ns(*first), *served)});
     return out;
   }
   return std::nullopt;
