@@ -63,7 +63,7 @@ bool open_trace() {
   rdzv_process_fill(&facts, 0);
   rdzv_identity_fill(&facts.ident, rdzv_env_self, nullptr);
   rdzv_ports_export(&g_store_ports, facts.store_ports);
-  facts.features |= RDZV_FEAT_SNAPSHOTS | RDZV_FEAT_STORE_IO | RDZV_FEAT_INFLIGHT;
+  facts.features |= RDZV_FEAT_SNAPSHOTS | RDZV_FEAT_STORE_IO | RDZV_FEAT_INFLIGHT | RDZV_FEAT_STORE_RECV;
   facts.source = RDZV_SOURCE_SHIM;
 
   char host[128];

@@ -205,6 +205,7 @@ void apply_offset(std::vector<Process>& ps, ClockEstimate& e) {
     for (Event& ev : p.inflight) ev.wall_ns = sat_sub(ev.wall_ns, e.offset_ns);
     p.launched_ns = sat_sub(p.launched_ns, e.offset_ns);
     if (p.exit_ns) p.exit_ns = sat_sub(*p.exit_ns, e.offset_ns);
+    if (p.last_store_recv_ns) p.last_store_recv_ns = sat_sub(*p.last_store_recv_ns, e.offset_ns);
   }
 }
 

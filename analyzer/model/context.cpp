@@ -328,6 +328,7 @@ void Context::find_time_span() {
     for (const Event& e : p.events) later(end_ns(e));
     for (const Event& e : p.inflight) later(e.wall_ns);
     if (p.exit_ns) later(*p.exit_ns);
+    if (p.last_store_recv_ns) later(*p.last_store_recv_ns);
   }
 }
 

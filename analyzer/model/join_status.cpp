@@ -265,6 +265,10 @@ std::string wait_headline(const JoinStatus& s) {
   std::vector<int> waiting;
   for (const ProcessFacts* f : w.waiting) waiting.push_back(f->proc->rank);
   const double waited = std::max(0.0, seconds(w.first_wait_ns, w.until_ns));
+  if (w.on == WaitFor::On::StoreHost && w.network)
+    return fmt::format("{} wait for the store host, {}: no reply for {:.0f} s, while its process runs and its store "
+                       "still served its own node at {}: the network between them and its node",
+                       ranks_words(waiting), w.host->proc->label(), waited, time_of_day(w.host_served_ns));
   if (w.on == WaitFor::On::StoreHost)
     return fmt::format("{} wait for the store host, {}: no reply for {:.0f} s, and its process has shown nothing "
                        "since {}",

@@ -314,6 +314,10 @@ FileRead read_trace_file(const std::string& file) {
     const std::int64_t wall = wall_ns(h, s.start_ns);
     if (near(static_cast<std::uint64_t>(wall), h.clock_realtime_ns)) out.inflight.push_back(decode_inflight(wall, s));
   }
+  if ((h.features & RDZV_FEAT_STORE_RECV) && h.last_store_recv_ns) {
+    const std::int64_t wall = wall_ns(h, h.last_store_recv_ns);
+    if (near(static_cast<std::uint64_t>(wall), h.clock_realtime_ns)) out.last_store_recv_ns = wall;
+  }
   out.records = trace.records.size();
   out.torn = trace.torn;
   out.invalid = trace.invalid;
@@ -409,6 +413,8 @@ TraceInputs assemble_traces(const std::vector<std::string>& files, std::vector<F
     else p.events.insert(p.events.end(), r.events.begin(), r.events.end());
     r.events = {};
     p.inflight.insert(p.inflight.end(), r.inflight.begin(), r.inflight.end());
+    if (r.last_store_recv_ns && (!p.last_store_recv_ns || *r.last_store_recv_ns > *p.last_store_recv_ns))
+      p.last_store_recv_ns = r.last_store_recv_ns;
   }
   report_listing_errors_before(files.size());
   mark_store_sockets(by_key);

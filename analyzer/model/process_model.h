@@ -64,6 +64,10 @@ struct Process {
   // it was waiting in when it was killed (or still is). A store socket's send/recv is given
   // the peer and SO_RCVTIMEO/SO_SNDTIMEO of its descriptor's events. By start time.
   std::vector<Event> inflight;
+  // The latest receive on one of its store sockets that returned bytes, on the wall clock
+  // (RDZV_FEAT_STORE_RECV): its store traffic still moved then, past what its records show
+  // (they stop after each socket's first calls). nullopt when unknown or none.
+  std::optional<std::int64_t> last_store_recv_ns;
   bool cut_short = false;  // a file of it was truncated: what it did after the cut is unknown
 
   // How it ended: exit record, or nothing (killed by a signal, or still running).
@@ -118,6 +122,7 @@ struct FileRead {
   std::uint32_t exec_generation = 0;
   std::vector<Event> events;       // on the wall clock, plausible times only
   std::vector<Event> inflight;     // calls in flight, likewise
+  std::optional<std::int64_t> last_store_recv_ns;  // RDZV_FEAT_STORE_RECV, likewise
   std::uint64_t torn = 0, invalid = 0, implausible = 0, dropped = 0, lost = 0, records = 0;
   std::optional<Error> damage;     // the file was cut: what it holds before the cut is kept
 };

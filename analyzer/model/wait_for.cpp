@@ -63,13 +63,16 @@ std::optional<WaitFor> find_missing_ranks(const Context& c, std::optional<std::i
 }
 
 // The latest sign of life of a process: its last event's end, a call of its in flight
-// beginning (each was written by the running process).
+// beginning, its latest receive on a store socket that returned bytes (each was written by
+// the running process).
 std::int64_t last_sign_of_life(const Process& p) {
   std::int64_t last = p.launched_ns;
   for (const Event& e : p.events) last = std::max(last, end_ns(e));
   for (const Event& e : p.inflight) last = std::max(last, e.wall_ns);
+  if (p.last_store_recv_ns) last = std::max(last, *p.last_store_recv_ns);
   return last;
 }
+
 
 // Every rank other than `host` waits for a reply on its connection to host's store.
 bool all_others_wait_on(const Context& c, const ProcessFacts& host, WaitFor& s) {
@@ -96,7 +99,15 @@ std::optional<WaitFor> find_store_host(const Context& c, std::optional<std::int6
     s.host = host;
     if (!all_others_wait_on(c, *host, s)) continue;
     s.host_last_seen_ns = last_sign_of_life(*host->proc);
-    if (s.host_last_seen_ns >= s.last_wait_ns + kReplyNs) continue;  // it ran long after they asked
+    const std::optional<std::int64_t> served = host->proc->last_store_recv_ns;
+    if (served && *served >= s.last_wait_ns + kStoreSilentNs && s.waiting_on_other_hosts()) {
+      // Its store still served (its own client, on its node) long after every other rank
+      // had asked and got nothing: the store ran; their requests or its replies were lost.
+      s.network = true;
+      s.host_served_ns = *served;
+    } else if (s.host_last_seen_ns >= s.last_wait_ns + kReplyNs) {
+      continue;  // it ran long after they asked: another story
+    }
     if (now_ns) {
       s.until_ns = *now_ns;
     } else {
@@ -113,6 +124,13 @@ std::optional<WaitFor> find_store_host(const Context& c, std::optional<std::int6
 }
 
 }  // namespace
+
+bool WaitFor::waiting_on_other_hosts() const {
+  if (!host) return false;
+  for (const ProcessFacts* f : waiting)
+    if (f->proc->host == host->proc->host) return false;
+  return true;
+}
 
 std::vector<int> WaitFor::awaited_ranks() const {
   std::vector<int> out;

@@ -9,7 +9,11 @@
 // waiting ranks wait for those (WaitFor::On::MissingRanks). Every TCPStore request is one
 // message and one reply, answered within milliseconds: when every rank but the store host waits
 // for a reply on its connection to that host, and the host's process shows nothing since they
-// asked and has not ended, they wait for the store host (WaitFor::On::StoreHost).
+// asked and has not ended, they wait for the store host (WaitFor::On::StoreHost). When the
+// host's process instead kept receiving on its store sockets (its server reading its own
+// client's requests, its client reading the replies) seconds after the others asked, and the
+// others are on other hosts, the store ran and served its own node while no request of
+// theirs was answered: what stands between them and it is the network (`network`).
 #pragma once
 
 #include <cstdint>
@@ -37,9 +41,15 @@ struct WaitFor {
   std::vector<const ProcessFacts*> own_story;
   std::int64_t first_arrival_ns = 0;  // the earliest arrival at the store among the waiting
 
-  // StoreHost: the host, and its last sign of life (an event's end, a call of its beginning).
+  // StoreHost: the host, and its last sign of life (an event's end, a call of its beginning,
+  // a receive on its store sockets that returned bytes).
   const ProcessFacts* host = nullptr;
   std::int64_t host_last_seen_ns = 0;
+  // StoreHost, `network`: the host's process kept receiving on its store sockets until
+  // host_served_ns, kStoreSilentNs or more after the last of the others asked, and every one
+  // of them is on another host: the store served its own node, the others got nothing.
+  bool network = false;
+  std::int64_t host_served_ns = 0;
 
   std::int64_t first_wait_ns = 0;  // the earliest of the waiting ranks' waits began
   std::int64_t last_wait_ns = 0;   // the latest of them began
@@ -51,6 +61,8 @@ struct WaitFor {
 
   // The ranks waited for, by rank: the missing and absent ones, or the store host's.
   std::vector<int> awaited_ranks() const;
+  // StoreHost: every waiting rank runs on another host than the store host (by host name).
+  bool waiting_on_other_hosts() const;
 };
 
 // A reply the store owed for this long is not a slow store: TCPStore answers in milliseconds.

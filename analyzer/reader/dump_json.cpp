@@ -157,6 +157,10 @@ json header_json(const Trace& trace) {
       {"identity", identity_json(h.ident)},
       {"origin", origin_json(h)},
       {"torch_version", (h.features & RDZV_FEAT_TORCH_VERSION) ? json(bounded_string(h.torch_version)) : json(nullptr)},
+      // RDZV_FEAT_STORE_RECV: when a receive on a store socket last returned bytes (null: unknown or none)
+      {"last_store_recv_ns", (h.features & RDZV_FEAT_STORE_RECV) && h.last_store_recv_ns ? json(h.last_store_recv_ns) : json(nullptr)},
+      {"last_store_recv_time", (h.features & RDZV_FEAT_STORE_RECV) && h.last_store_recv_ns
+                                   ? json(iso8601_utc(wall_ns(h, h.last_store_recv_ns))) : json(nullptr)},
   };
 }
 

@@ -114,6 +114,7 @@ constexpr Named<unsigned> kFeatures[] = {
     {RDZV_FEAT_ORIGIN, "origin"},
     {RDZV_FEAT_INFLIGHT, "inflight"},
     {RDZV_FEAT_TORCH_VERSION, "torch_version"},
+    {RDZV_FEAT_STORE_RECV, "store_recv"},
 };
 
 constexpr Named<rdzv_snapshot_reason> kReasons[] = {

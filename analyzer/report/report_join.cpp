@@ -66,6 +66,8 @@ ojson wait_for_json(const JoinStatus& s) {
                {"since", iso8601_utc(w.first_wait_ns)},
                {"seconds", std::max(0.0, seconds(w.first_wait_ns, w.until_ns))},
                {"store_host_last_seen", host ? ojson(iso8601_utc(w.host_last_seen_ns)) : ojson(nullptr)},
+               // the store served its own node while they waited: the network between them (wait_for.h)
+               {"network", host && w.network},
                {"headline", wait_headline(s)}};
 }
 

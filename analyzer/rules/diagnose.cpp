@@ -474,6 +474,16 @@ void note_after_startup(const Context& c, Diagnosis& d) {
   // (CollectivePhase::first_failed): not a rank that only went silent before them, whose last
   // record is no failure.
   if (d.evidence.phase && c.collective) first = {{c.collective->first_failed, c.collective->first_failure_ns}};
+  // A store host that stopped answering after the rendezvous: no rank failed; every other
+  // rank was ended while it waited for the store's reply. Naming the last of them to leave a
+  // record "first" (a wait is no record) would send the reader to a rank with nothing to say.
+  if (completed && d.verdict.cls == FailureClass::StoreUnresponsive) {
+    d.evidence.rendezvous_completed_ns = *completed;
+    d.verdict.summary = "the rendezvous completed at " + rel(c, *completed) +
+                        " (every rank reached the store and its peers); after it: " + d.verdict.summary;
+    d.verdict.next_step = "not a start-up failure: " + d.verdict.next_step;
+    return;
+  }
   if (!completed || !first) return;
   const Process& p = *first->first->proc;
   // A rank that vanished was alive at its last record and gone by the time another process

@@ -3,8 +3,10 @@
 // that owns the unreachable endpoint, and what it was doing then is the lead; unless the
 // endpoint was reachable from other hosts: then the path from the failing host(s) is to
 // blame, and the earliest rank that timed out there initiated it.
+#include <algorithm>
 #include <cerrno>
 #include <set>
+#include <string_view>
 
 #include "reader/names.h"
 #include "rules.h"
@@ -78,11 +80,27 @@ TimedOut timed_out_connects(const Context& c, Candidate& out) {
   return t;
 }
 
+// Where a bare "Connection timed out" was an established store connection's, not a connect's:
+// the file's c10d line of a store send/recv that failed with it (2.x: `recvValueWithTimeout
+// failed on SocketImpl(...): Connection timed out`, the kernel giving up an unacknowledged
+// connection), or the rank's traces showing ETIMEDOUT on its store I/O and no connect that
+// timed out.
+bool store_io_timed_out(const Context& c, const LogEvent& line) {
+  constexpr std::string_view kStoreIo = " failed on SocketImpl", kTimedOut = "Connection timed out";
+  if (line.text.find(kStoreIo) != std::string::npos) return true;
+  for (const LogEvent* io : c.logs.of({LogFamily::SendRecvFailed}))
+    if (io->file == line.file && io->text.find(kTimedOut) != std::string::npos) return true;
+  const ProcessFacts* f = line.rank >= 0 ? c.rank(line.rank) : nullptr;
+  if (!f || !f->connect_timeouts.empty()) return false;
+  return std::any_of(f->io_failures.begin(), f->io_failures.end(), [](const Event* e) { return e->err == ETIMEDOUT; });
+}
+
 // Log lines of connects that timed out (a connect failure counts only with errno 110).
 std::vector<const LogEvent*> timed_out_lines(const Context& c) {
   auto hits = c.logs.of({LogFamily::ConnectFailed, LogFamily::ConnectionTimedOutErrno, LogFamily::ServerTimedOutRetry});
-  std::erase_if(hits, [](const LogEvent* e) {
-    return e->family == LogFamily::ConnectFailed && (!e->err || *e->err != ETIMEDOUT);
+  std::erase_if(hits, [&](const LogEvent* e) {
+    if (e->family == LogFamily::ConnectFailed) return !e->err || *e->err != ETIMEDOUT;
+    return !e->has(LogFamily::ServerTimedOutRetry) && store_io_timed_out(c, *e);
   });
   return hits;
 }

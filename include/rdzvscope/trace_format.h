@@ -61,6 +61,8 @@ typedef int64_t rdzv_s64;
  * order, once the string is written), by the shim, when the process had loaded PyTorch by
  * its first store connect, store bind or exit; attach leaves it unset. */
 #define RDZV_FEAT_TORCH_VERSION (1u << 6)
+/* header.last_store_recv_ns is maintained (files before it: zeros). */
+#define RDZV_FEAT_STORE_RECV (1u << 7)
 
 enum rdzv_source { RDZV_SOURCE_SHIM = 1, RDZV_SOURCE_BPF = 2 };
 
@@ -355,7 +357,12 @@ struct rdzv_file_header {
   /* RDZV_FEAT_TORCH_VERSION: torch.__version__ of the PyTorch this process loaded
    * ("2.13.0+cpu", "1.13.0a0"), NUL-terminated; zeros where unknown. */
   char torch_version[RDZV_TORCH_VERSION_MAX];
-  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120 - RDZV_TORCH_VERSION_MAX - RDZV_INFLIGHT_SLOTS * 80];
+  /* RDZV_FEAT_STORE_RECV: CLOCK_MONOTONIC start of the latest receive on one of this process's
+   * store sockets that returned bytes (relaxed stores, coarse past a socket's detail limit):
+   * that its store traffic still moved, when no record says so any more (a store host still
+   * serving its own client, beyond the first calls of each socket). 0 = none yet. */
+  rdzv_u64 last_store_recv_ns;
+  rdzv_u8 reserved[RDZV_HEADER_SIZE - 1160 - 120 - RDZV_TORCH_VERSION_MAX - 8 - RDZV_INFLIGHT_SLOTS * 80];
   /* Taken from the end of the header: what is added after `origin` comes out of `reserved`. */
   struct rdzv_inflight inflight[RDZV_INFLIGHT_SLOTS]; /* RDZV_FEAT_INFLIGHT */
 };
@@ -408,6 +415,7 @@ static_assert(sizeof(struct rdzv_inflight) == 80, "inflight slot layout");
 static_assert(__builtin_offsetof(struct rdzv_file_header, inflight) ==
                   RDZV_HEADER_SIZE - RDZV_INFLIGHT_SLOTS * 80, "inflight slots end the header");
 static_assert(__builtin_offsetof(struct rdzv_file_header, torch_version) == 1280, "torch_version after origin");
+static_assert(__builtin_offsetof(struct rdzv_file_header, last_store_recv_ns) == 1312, "last_store_recv_ns after torch_version");
 static_assert(sizeof(struct rdzv_file_header) == RDZV_HEADER_SIZE, "header size");
 #elif !defined(__bpf__) && !defined(__BPF__)
 _Static_assert(sizeof(struct rdzv_record) == RDZV_RECORD_SIZE, "record size");

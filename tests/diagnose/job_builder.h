@@ -281,6 +281,14 @@ class Proc {
     }
     return *this;
   }
+  // The header's last receive on a store socket that returned bytes (RDZV_FEAT_STORE_RECV), at
+  // t: past each socket's first calls no record says the store still moved, this does.
+  Proc& store_recv_at(double t) {
+    rdzv_file_header& h = b_.header();
+    h.features |= RDZV_FEAT_STORE_RECV;
+    h.last_store_recv_ns = kClockMonotonicNs + static_cast<std::uint64_t>(t * 1e9);
+    return *this;
+  }
   Proc& add(const rdzv_record& r) {
     b_.add(r);
     return *this;

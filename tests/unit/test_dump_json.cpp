@@ -86,6 +86,18 @@ TEST_CASE("header line: the PyTorch version the shim recorded", "[json]") {
   CHECK(d.header["features"] == json::array({"torch_version"}));
 }
 
+TEST_CASE("header line: the latest store receive the shim recorded", "[json]") {
+  TraceBuilder b(16);
+  b.header().features = RDZV_FEAT_STORE_RECV;
+  b.header().last_store_recv_ns = b.header().clock_monotonic_ns + 2'500'000'000ull;
+  b.add(make_record(RDZV_EV_PROC_START, RDZV_OP_INIT));
+  auto d = dump(b);
+  CHECK(d.header["last_store_recv_ns"] == b.header().last_store_recv_ns);
+  CHECK(d.header["last_store_recv_time"] ==
+        iso8601_utc(static_cast<std::int64_t>(b.header().clock_realtime_ns) + 2'500'000'000ll));
+  CHECK(d.header["features"] == json::array({"store_recv"}));
+}
+
 TEST_CASE("header line: every field of the contract", "[json]") {
   TraceBuilder b(16);
   b.header().features = RDZV_FEAT_PROC_START | RDZV_FEAT_STORE_IO;
@@ -133,7 +145,9 @@ TEST_CASE("header line: every field of the contract", "[json]") {
   CHECK(id.size() == 11);
   CHECK(h["origin"].is_null());  // no RDZV_FEAT_ORIGIN
   CHECK(h["torch_version"].is_null());  // no RDZV_FEAT_TORCH_VERSION
-  CHECK(h.size() == 23);
+  CHECK(h["last_store_recv_ns"].is_null());  // no RDZV_FEAT_STORE_RECV
+  CHECK(h["last_store_recv_time"].is_null());
+  CHECK(h.size() == 25);
   // "type" comes first on the line, for people reading dumps.
   CHECK(json_line(header_json(Trace{})).rfind("{\"type\":\"header\"", 0) == 0);
 }

@@ -44,7 +44,7 @@ STALE_LOOPBACK = "127.0.1.1"   # name_elsewhere_refused: a stale line to a loopb
 SILENT_DNS = "127.0.0.153"  # resolver_silent: a DNS server that never answers
 LATE_RANK_DELAY_S = 5       # healthy_late_rank: rank 4's lateness
 LATE_RANK_TIMEOUT_S = 8     # ... and the timeout it stays within
-CANCEL_AFTER_S = 8          # cancelled_waiting, store_unresponsive: how long the job hangs
+CANCEL_AFTER_S = 8          # cancelled_waiting, store_unresponsive, store_node_dropped: how long the job hangs
 # collective_stall*: how long the stalled rank sleeps after init_process_group (T=2 s: the
 # others give up about 2 s after entering their all_reduce, well before it wakes).
 COLLECTIVE_STALL_S = 4
@@ -264,6 +264,40 @@ SCENARIOS = {
               f"stopped (SIGSTOP: a frozen node); ranks 1-3 wait for the store's reply; after "
               f"~{CANCEL_AFTER_S} s the clients are SIGKILLed, then rank 0 (T=30 min: no timeout "
               f"fires). The analyzer must name the store host that stopped answering, not a dead one"),
+    # The store host's node drops every packet on its link after every rank joined (a node cut
+    # off: a firewall, a link down); its process keeps running and serving its own client over
+    # loopback. 2.x only: 1.13 waits the same way (recv instead of poll), the verdict the same.
+    "store_node_dropped": dict(
+        # Logs alone: nothing but c10d's failed reverse lookups (the namespaces have no resolver).
+        cls="store_unresponsive", rank=0, cause="network", log_cls=("healthy", "unknown", "name_resolution"),
+        log_ranks="any",
+        timeout=1800,
+        words=dict(summary=("the store host's node node0 was cut off from ranks 1-3",
+                            "the store's process there, rank 0 (node0 ", "kept running and serving its own node"),
+                   next_step=("check the network path", f"node0 ({REJECT_NET}.1)", f"ping {REJECT_NET}.1"),
+                   nowhere=("stopped (SIGSTOP", "showed nothing", "failed without a rendezvous error")),
+        fault=f"rank 0 (the store host) runs on node0, ranks 1-3 on node1 (two network namespaces and "
+              f"host names); every rank joins and runs store set/get in a loop; then node0 drops every "
+              f"packet on its link, both directions (iptables DROP; its loopback works): ranks 1-3 wait "
+              f"for the store's reply, their requests retransmitted and never acknowledged, while rank 0 "
+              f"keeps serving its own client; after ~{CANCEL_AFTER_S} s every rank gets SIGTERM (T=30 min: "
+              f"no timeout fires). The analyzer must name the store host's node cut off by the network, "
+              f"not a frozen process"),
+    # The same cut left alone until node1's kernel gives the store connections up (tcp_retries2=5
+    # in node1's namespace: ~13 s instead of the default ~15 min), before any store timeout.
+    "store_node_dropped_timed_out": dict(
+        cls="store_unresponsive", rank=0, cause="network", log_cls=ANY_FAILURE, log_ranks="any",
+        timeout=1800,
+        words=dict(summary=("the store host's node node0 was cut off from ranks 1-3",
+                            "their store connections to it timed out (ETIMEDOUT",
+                            "the store's process there, rank 0 (node0 ", "kept running"),
+                   next_step=("check the network path", f"ping {REJECT_NET}.1"),
+                   nowhere=("stopped (SIGSTOP", "connects to")),
+        fault=f"as store_node_dropped, with net.ipv4.tcp_retries2=5 on node1: the kernel there gives "
+              f"the unacknowledged store connections up after ~13 s and ranks 1-3 fail with "
+              f"`Connection timed out` (2.13 DistNetworkError) on their store receive; rank 0 keeps "
+              f"serving its own client until the harness ends it. The analyzer must name the store "
+              f"host's node cut off, not a connect timeout"),
     # Issue 28: after the rendezvous, at the first collective. `stalled`: the ranks whose rows
     # must say they never entered it (never "late": they reached the store in time).
     "collective_stall": dict(
@@ -1290,6 +1324,7 @@ def watch_while_hung(h, run, on, awaited, waiting, errors):
     check_waiting(w, samples, errors)
     expect_waiting_on(w, on, awaited, waiting, errors)
     run.notes.append(f"watch while it hung: {(w.get('waiting_on') or {}).get('headline')}")
+    return w
 
 
 def sc_rank_oom_killed(h, run):
@@ -1312,6 +1347,25 @@ def sc_rank_oom_killed(h, run):
     return errors
 
 
+def cancelled_traces(h, run, errors):
+    """After a cancel (SIGTERM to every rank): each rank ended by it, none printed an error;
+    the traces of every rank (None untraced)."""
+    for r in range(WORLD):
+        expect_exit(run, f"rank{r}", -signal.SIGTERM, errors)
+        expect(not any(t in run.by_label(f"rank{r}").text() for t in ("FAILED", "Traceback")),
+               f"rank{r} printed an error", errors)
+    files = h.dump(run)
+    if files is not None:
+        expect_traces(files, range(WORLD), errors)
+    return files
+
+
+def store_waiters(files, ranks):
+    """Those of `ranks` with a store recv or poll in flight (2.x waits for a reply in poll, 1.13 in recv)."""
+    return [r for r in ranks if any(c.get("kind") in ("recv", "poll") and "store" in c.get("flags", [])
+                                    for f in files if rank_of(f) == r for c in f.get("inflight", []))]
+
+
 def sc_cancelled_waiting(h, run):
     ps = [h.launch(run, r, env={"E2E_DELAY_S": str(CANCEL_AFTER_S * 10)} if r == 3 else None)
           for r in range(WORLD)]
@@ -1324,14 +1378,9 @@ def sc_cancelled_waiting(h, run):
     watch_while_hung(h, run, "missing_ranks", [3], [1, 2], errors)
     h.terminate(ps)
     h.wait_all(run)
-    for r in range(WORLD):
-        expect_exit(run, f"rank{r}", -signal.SIGTERM, errors)
-        expect(not any(t in run.by_label(f"rank{r}").text() for t in ("FAILED", "Traceback")),
-               f"rank{r} printed an error", errors)
-    files = h.dump(run)
+    files = cancelled_traces(h, run, errors)
     if files is None:
         return errors
-    expect_traces(files, range(WORLD), errors)
     # Ranks 1 and 2 wait on the store for rank 3's key; rank 0, the store host, checks the
     # arrivals between sleeps (2.x) or serves (1.13): in flight or not, depending on the moment.
     waiting = [r for r in (1, 2) if any(f.get("inflight") for f in files if rank_of(f) == r)]
@@ -1438,10 +1487,99 @@ def sc_store_unresponsive(h, run):
         return errors
     expect_traces(files, range(WORLD), errors)
     # 2.x waits for the reply in poll (the store timeout), 1.13 in recv.
-    waiting = [r for r in (1, 2, 3) if any(c.get("kind") in ("recv", "poll") and "store" in c.get("flags", [])
-                                           for f in files if rank_of(f) == r
-                                           for c in f.get("inflight", []))]
+    waiting = store_waiters(files, (1, 2, 3))
     expect(len(waiting) == 3, f"clients waiting on the store when killed: {waiting}, expected 1-3", errors)
+    return errors
+
+
+def drop_link(prefix, dev):
+    """The namespace of `prefix` drops every packet in and out of its interface `dev` (its
+    loopback untouched): its node is cut off from the others."""
+    sh(*prefix, "iptables", "-I", "INPUT", "-i", dev, "-j", "DROP")
+    sh(*prefix, "iptables", "-I", "OUTPUT", "-o", dev, "-j", "DROP")
+
+
+def store_node_cut(h, run, ins, inn, errors):
+    """Rank 0 on node0 (ins), ranks 1-3 on node1 (inn), each a host name of its own, in the
+    store loop; once every rank runs it, node0 drops every packet on its link. Returns the
+    ranks' processes and when the drop began (time.time_ns)."""
+    store = f"{REJECT_NET}.1"
+    loop = {"E2E_MODE": "store_loop", "E2E_LOOP_S": "120"}
+    ps = []
+    for r in range(WORLD):
+        node, prefix, dev = ("node0", ins, "rzs0") if r == 0 else ("node1", inn, "rzn0")
+        ps.append(h.launch(run, r, master_addr=store, prefix=prefix + node_view_prefix(hostname=node),
+                           env=dict(loop, GLOO_SOCKET_IFNAME=dev)))
+    if not h.wait_for_line(ps, "e2e: store loop running", 30):
+        errors.append("not every rank reached the store loop within 30 s")
+    time.sleep(0.5)
+    drop_link(ins, "rzs0")
+    run.notes.append(f"namespace {run.netns[0]}: " + sh(*ins, "iptables", "-S").strip().replace("\n", "; "))
+    return ps, time.time_ns()
+
+
+def expect_store_served_after(files, dropped_ns, errors, run):
+    """Rank 0's store kept receiving (its own client's requests, the replies) 2 s after the drop."""
+    heads = [f["header"] for f in files if rank_of(f) == 0 and f["header"].get("last_store_recv_ns")]
+    served = max((hd["clock_realtime_ns"] + hd["last_store_recv_ns"] - hd["clock_monotonic_ns"] for hd in heads),
+                 default=None)
+    run.notes.append(f"rank 0's last store receive: {[hd.get('last_store_recv_time') for hd in heads]}")
+    expect(served is not None and served >= dropped_ns + 2_000_000_000,
+           f"rank 0's store did not receive 2 s after the drop: last at {served}, dropped at {dropped_ns}", errors)
+
+
+def sc_store_node_dropped(h, run):
+    errors = []
+    store = f"{REJECT_NET}.1"
+    with rejecting_netns_pair(run, action=None) as (ins, inn):
+        ps, dropped_ns = store_node_cut(h, run, ins, inn, errors)
+        time.sleep(CANCEL_AFTER_S)
+        expect(all(p.poll() is None for p in ps), "a rank ended while node0 dropped its packets", errors)
+        # The clients' requests sit unacknowledged in their send queues (the store never saw them).
+        unacked = sh(*inn, "ss", "-tnH", "state", "established", "dst", store, "dport", str(run.port))
+        run.notes.append("node1's store connections: " + "; ".join(" ".join(l.split()) for l in unacked.splitlines()))
+        expect(any(int(l.split()[1]) > 0 for l in unacked.splitlines() if len(l.split()) > 1),
+               f"no store connection on node1 with unacknowledged bytes: {unacked!r}", errors)
+        # While it hangs, watch names the store host, and the network.
+        w = watch_while_hung(h, run, "store_host", [0], [1, 2, 3], errors)
+        if w is not None:
+            expect((w.get("waiting_on") or {}).get("network") is True,
+                   f"watch does not say the network: {w.get('waiting_on')}", errors)
+        h.terminate(ps)
+        h.wait_all(run)
+    for ns in run.netns:
+        expect(not os.path.exists(f"/run/netns/{ns}"), f"namespace {ns} still exists", errors)
+    files = cancelled_traces(h, run, errors)
+    if files is None:
+        return errors
+    waiting = store_waiters(files, (1, 2, 3))
+    expect(waiting == [1, 2, 3], f"clients waiting on the store when ended: {waiting}, expected 1-3", errors)
+    expect_store_served_after(files, dropped_ns, errors, run)
+    return errors
+
+
+def sc_store_node_dropped_timed_out(h, run):
+    errors = []
+    with rejecting_netns_pair(run, action=None) as (ins, inn):
+        sh(*inn, "sysctl", "-q", "-w", "net.ipv4.tcp_retries2=5")
+        ps, dropped_ns = store_node_cut(h, run, ins, inn, errors)
+        h.wait_for_exit(ps[1:], 60)
+        expect(ps[0].poll() is None, "rank 0 ended while node0 dropped its packets", errors)
+        h.terminate(ps[:1])
+        h.wait_all(run)
+    run.notes.append(f"ranks 1-3 ended {(time.time_ns() - dropped_ns) / 1e9:.1f} s after the drop (at most)")
+    for r in (1, 2, 3):
+        expect_exit(run, f"rank{r}", 1, errors)
+        expect_text(run, f"rank{r}", "Connection timed out", errors)
+    expect_exit(run, "rank0", -signal.SIGTERM, errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    for r in (1, 2, 3):
+        expect(any(ev.get("errno_name") == "ETIMEDOUT" and "store" in (ev.get("flags") or [])
+                   for _, ev in events(files, rank=r)), f"rank {r}: no ETIMEDOUT on a store socket", errors)
+    expect_store_served_after(files, dropped_ns, errors, run)
     return errors
 
 
