@@ -330,6 +330,34 @@ TEST_CASE("a rank that waited for the address key of a rank beyond its header's 
   CHECK(rank1_waited_for_key_of(3).verdict.cls != FailureClass::ConfigMismatch);
 }
 
+// As torchrun's merged output: one agent, its 4 workers, and no line carries a rank. Rank 1
+// (its script passed world_size=5) waited on the store for rank `awaited`'s address key until
+// its timeout; the others timed out in gloo at the same time; the agent failed after them.
+Diagnosis unranked_wait_for_key_of(int awaited) {
+  Job job;
+  job.proc(-1, 999).cmdline("/usr/bin/python3 /usr/bin/torchrun --nproc-per-node 4 train.py").exit(3.6, 1);
+  std::vector<Proc*> ps;
+  joined_in_a_mesh(job, ps, {0, 2, 3});
+  for (int r = 0; r < 4; ++r) ps[static_cast<std::size_t>(r)]->parent(999).exit(3.3, 1);
+  job.log_line("torch.distributed.DistStoreError: wait timeout after 2000ms, keys: /default_pg/0//cpu//0/" +
+               std::to_string(awaited));
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+               "2000ms for recv operation to complete");
+  return job.diagnose_it();
+}
+
+TEST_CASE("a wait for a key beyond every rank's WORLD_SIZE on a line without a rank: the unknown says what would "
+          "name the rank (matrix world_size under torchrun: the agent's merged log)") {
+  const Diagnosis d = unranked_wait_for_key_of(4);
+  INFO(d.verdict.summary);
+  REQUIRE(d.verdict.cls == FailureClass::Unknown);
+  CHECK_THAT(d.verdict.summary, Catch::Contains("waited for rank 4's address key (job.log:1), beyond the 4 ranks of "
+                                                "WORLD_SIZE"));
+  CHECK_THAT(d.verdict.summary, Catch::Contains("torchrun --log-dir"));
+  // A key inside the world: nothing to say about it.
+  CHECK_THAT(unranked_wait_for_key_of(3).verdict.summary, !Catch::Contains("address key"));
+}
+
 TEST_CASE("collective spans: the rank that never entered, and the ranks that waited with their own deadline") {
   Job job;
   rank2_stalls(job);
