@@ -49,7 +49,7 @@ RankRow row_for(const Context& c, const ProcessFacts& f) {
     r.first_error = describe(*f.first_error);
   } else if (f.failed()) {
     for (const auto& e : c.logs.events)
-      if (e.rank == f.proc->rank) {
+      if (e.rank == f.proc->rank && e.family != LogFamily::ReverseLookupFailed) {  // a warning, no error
         r.first_error = std::string(rdzv::logs::family_name(e.family)) + " (log)";
         break;
       }

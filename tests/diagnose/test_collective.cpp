@@ -96,17 +96,43 @@ TEST_CASE("straggler_timeout at the first collective names the rank that never e
   for (const Finding& f : d.findings) CHECK(f.cls != FailureClass::RankDied);
 }
 
-TEST_CASE("a rank that died after init_process_group, before the first collective, is dead, not a straggler") {
-  Job job;
+namespace {
+
+// Rank 2 dies of an exception right after init_process_group; the others read the end of
+// their pairs with it and fail.
+void rank2_died_after_init(Job& job) {
   std::vector<Proc*> ps;
   joined_with_pairs(job, ps, {0, 1, 3});
-  ps[2]->exit(1.25, 1);  // an exception right after init_process_group
+  ps[2]->exit(1.25, 1);
   for (int r : {0, 1, 3})
     ps[static_cast<std::size_t>(r)]->pair_io(RDZV_EV_RECV, 1.32, 20, 0, 0, RDZV_F_ZERO_READ).exit(1.4 + 0.01 * r, 1);
+}
+
+}  // namespace
+
+TEST_CASE("a rank that died after init_process_group, before the first collective, is dead, not a straggler") {
+  Job job;
+  rank2_died_after_init(job);
   const Diagnosis d = job.diagnose_it();
   INFO(d.verdict.summary);
   CHECK(d.verdict.cls != FailureClass::StragglerTimeout);
   CHECK(d.verdict.initiating_rank == 2);
+}
+
+TEST_CASE("c10d's warning that a client socket's host name cannot be retrieved is no error a rank died of "
+          "(matrix crash.node: every rank of a network without reverse zones prints it at its connect)") {
+  Job job;
+  rank2_died_after_init(job);
+  for (int r = 0; r < 4; ++r)
+    job.log_line("[W1204 21:01:55.103071751 socket.cpp:207] [c10d] The hostname of the client socket cannot be "
+                 "retrieved. err=-3",
+                 r, "rank" + std::to_string(r) + ".log");
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls != FailureClass::Unknown);
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK_THAT(d.verdict.summary, Catch::Contains("died"));
+  for (const RankRow& r : d.ranks) CHECK(r.first_error.find("reverse_lookup") == std::string::npos);
 }
 
 TEST_CASE("traces without the pairs' I/O (an older shim): no collective fact, no straggler at the first collective, "
