@@ -57,9 +57,12 @@ bool Context::died_on_its_own(const ProcessFacts& f) const {
   if (f.proc->rank < 0) return true;
   if (failed_waiting_in_collective(f)) return false;
   // A rendezvous error, or an error of gloo's or NCCL's own connections, that its own log
-  // lines show: it died of that, not on its own.
+  // lines show: it died of that, not on its own. Not c10d's warning that the client socket's
+  // host name cannot be retrieved: socket.cpp prints it after a connect that succeeded (the
+  // name is only for its log), on every rank of a network without reverse zones, and nothing
+  // fails of it.
   for (const LogEvent& l : logs.events)
-    if (l.rank == f.proc->rank) return false;
+    if (l.rank == f.proc->rank && l.family != LogFamily::ReverseLookupFailed) return false;
   for (const LogEvent& l : logs.other_errors)
     if (l.rank == f.proc->rank && l.family != LogFamily::ErrorLine) return false;
   return true;

@@ -49,7 +49,7 @@ RankRow row_for(const Context& c, const ProcessFacts& f) {
     r.first_error = describe(*f.first_error);
   } else if (f.failed()) {
     for (const auto& e : c.logs.events)
-      if (e.rank == f.proc->rank) {
+      if (e.rank == f.proc->rank && e.family != LogFamily::ReverseLookupFailed) {  // a warning, no error
         r.first_error = std::string(rdzv::logs::family_name(e.family)) + " (log)";
         break;
       }
@@ -377,6 +377,26 @@ std::string other_error_words(const std::vector<LogEvent>& errors) {
   }
 }
 
+// A log line of a store wait for rank N's address key, N at or beyond the WORLD_SIZE in every
+// traced rank's environment, that no rank prefix or per-rank file attributes: some process
+// was given a larger world_size by its script (gloo's init reads the keys of ranks 0 to
+// world_size - 1), but the line cannot say which (torchrun's merged output, issue 32 item 3).
+// What would settle it: per-rank files or rank-prefixed lines.
+std::string unattributed_wait_beyond_world(const Context& c) {
+  int world = 0;
+  for (const ProcessFacts* f : c.ranks()) world = std::max(world, f->proc->header.ident.world_size);
+  if (world <= 0) return {};
+  for (const auto* lines : {&c.logs.events, &c.logs.other_errors})
+    for (const LogEvent& e : *lines)
+      if (e.rank < 0 && e.awaited_rank && *e.awaited_rank >= world)
+        return "a process waited for rank " + std::to_string(*e.awaited_rank) + "'s address key (" + e.file + ":" +
+               std::to_string(e.line) + "), beyond the " + std::to_string(world) +
+               " ranks of WORLD_SIZE in every traced rank's environment: one was given a larger world_size by its "
+               "script, but the line carries no rank; per-rank logs (torchrun --log-dir DIR, one file per rank) or "
+               "rank-prefixed lines (torchrun --tee 3, or a logging format with the rank) name it";
+  return {};
+}
+
 // No class fits: say what is missing to tell, and how to get it.
 Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& failed) {
   const LogFacts& logs = c.logs;
@@ -387,6 +407,7 @@ Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& fail
     missing.push_back("no c10d/TCPStore line in the logs");
   if (failed.any)
     missing.push_back("rank(s) " + rank_list(failed.ranks) + " failed without a rendezvous error in their traces");
+  if (const std::string w = unattributed_wait_beyond_world(c); !w.empty()) missing.push_back(w);
   if (!c.absent_ranks.empty())
     missing.push_back(absent_ranks_words(c) +
                       " have no trace (not started, started without rdzvscope, or their directories not given)");

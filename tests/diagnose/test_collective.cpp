@@ -108,17 +108,43 @@ TEST_CASE("straggler_timeout at the first collective names the rank that never e
   for (const Finding& f : d.findings) CHECK(f.cls != FailureClass::RankDied);
 }
 
-TEST_CASE("a rank that died after init_process_group, before the first collective, is dead, not a straggler") {
-  Job job;
+namespace {
+
+// Rank 2 dies of an exception right after init_process_group; the others read the end of
+// their pairs with it and fail.
+void rank2_died_after_init(Job& job) {
   std::vector<Proc*> ps;
   joined_with_pairs(job, ps, {0, 1, 3});
-  ps[2]->exit(1.25, 1);  // an exception right after init_process_group
+  ps[2]->exit(1.25, 1);
   for (int r : {0, 1, 3})
     ps[static_cast<std::size_t>(r)]->pair_io(RDZV_EV_RECV, 1.32, 20, 0, 0, RDZV_F_ZERO_READ).exit(1.4 + 0.01 * r, 1);
+}
+
+}  // namespace
+
+TEST_CASE("a rank that died after init_process_group, before the first collective, is dead, not a straggler") {
+  Job job;
+  rank2_died_after_init(job);
   const Diagnosis d = job.diagnose_it();
   INFO(d.verdict.summary);
   CHECK(d.verdict.cls != FailureClass::StragglerTimeout);
   CHECK(d.verdict.initiating_rank == 2);
+}
+
+TEST_CASE("c10d's warning that a client socket's host name cannot be retrieved is no error a rank died of "
+          "(matrix crash.node: every rank of a network without reverse zones prints it at its connect)") {
+  Job job;
+  rank2_died_after_init(job);
+  for (int r = 0; r < 4; ++r)
+    job.log_line("[W1204 21:01:55.103071751 socket.cpp:207] [c10d] The hostname of the client socket cannot be "
+                 "retrieved. err=-3",
+                 r, "rank" + std::to_string(r) + ".log");
+  const Diagnosis d = job.diagnose_it();
+  INFO(d.verdict.summary);
+  CHECK(d.verdict.cls != FailureClass::Unknown);
+  CHECK(d.verdict.initiating_rank == 2);
+  CHECK_THAT(d.verdict.summary, Catch::Contains("died"));
+  for (const RankRow& r : d.ranks) CHECK(r.first_error.find("reverse_lookup") == std::string::npos);
 }
 
 TEST_CASE("traces without the pairs' I/O (an older shim): no collective fact, no straggler at the first collective, "
@@ -340,6 +366,34 @@ TEST_CASE("a rank that waited for the address key of a rank beyond its header's 
   CHECK(d.verdict.summary.find("WORLD_SIZE=5 or more") != std::string::npos);
   // A wait for a key inside the world says nothing of it: rank 3's key.
   CHECK(rank1_waited_for_key_of(3).verdict.cls != FailureClass::ConfigMismatch);
+}
+
+// As torchrun's merged output: one agent, its 4 workers, and no line carries a rank. Rank 1
+// (its script passed world_size=5) waited on the store for rank `awaited`'s address key until
+// its timeout; the others timed out in gloo at the same time; the agent failed after them.
+Diagnosis unranked_wait_for_key_of(int awaited) {
+  Job job;
+  job.proc(-1, 999).cmdline("/usr/bin/python3 /usr/bin/torchrun --nproc-per-node 4 train.py").exit(3.6, 1);
+  std::vector<Proc*> ps;
+  joined_in_a_mesh(job, ps, {0, 2, 3});
+  for (int r = 0; r < 4; ++r) ps[static_cast<std::size_t>(r)]->parent(999).exit(3.3, 1);
+  job.log_line("torch.distributed.DistStoreError: wait timeout after 2000ms, keys: /default_pg/0//cpu//0/" +
+               std::to_string(awaited));
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+               "2000ms for recv operation to complete");
+  return job.diagnose_it();
+}
+
+TEST_CASE("a wait for a key beyond every rank's WORLD_SIZE on a line without a rank: the unknown says what would "
+          "name the rank (matrix world_size under torchrun: the agent's merged log)") {
+  const Diagnosis d = unranked_wait_for_key_of(4);
+  INFO(d.verdict.summary);
+  REQUIRE(d.verdict.cls == FailureClass::Unknown);
+  CHECK_THAT(d.verdict.summary, Catch::Contains("waited for rank 4's address key (job.log:1), beyond the 4 ranks of "
+                                                "WORLD_SIZE"));
+  CHECK_THAT(d.verdict.summary, Catch::Contains("torchrun --log-dir"));
+  // A key inside the world: nothing to say about it.
+  CHECK_THAT(unranked_wait_for_key_of(3).verdict.summary, !Catch::Contains("address key"));
 }
 
 TEST_CASE("collective spans: the rank that never entered, and the ranks that waited with their own deadline") {

@@ -59,7 +59,9 @@ from rdzvtest.checks import Fail, log  # noqa: E402
 from rdzvtest.retries import note_retry  # noqa: E402
 from rdzvtest.cli import AnalyzerMissing  # noqa: E402
 from rdzvtest.e2e import (REJECT_NET, WORLD, Harness, Run, launch_torchrun, node_view_prefix,  # noqa: E402
-                          other_port, port_stolen, rejecting_netns_pair, sh, write_hosts_file)
+                          other_port, port_stolen, rejecting_netns_pair, sh, silent_resolver,
+                          three_agents_one_odd, two_jobs_one_port, two_torchrun_jobs_one_port,
+                          write_hosts_file)
 from rdzvtest.launch import become_subreaper, kill_descendants, reap_orphans  # noqa: E402
 from rdzvtest.ports import free_port  # noqa: E402
 
@@ -84,6 +86,10 @@ NAME = "rdzv-master"     # MASTER_ADDR of the hosts-file faults
 # EHOSTUNREACH); one of the store's namespace whose SYNs are dropped (a host that never answers).
 STORE_ADDR, NO_HOST, SILENT = f"{REJECT_NET}.1", f"{REJECT_NET}.3", f"{REJECT_NET}.4"
 NODE_NAMES = ("node0", "node1")   # their host names: the store's namespace, the target's
+# The faults that set up networks or lookups of their own; the others' node target is a plain
+# two-node network (rejecting_netns_pair without a rule).
+OWN_NETWORK = ("name_elsewhere", "name_elsewhere_nohost", "master_addr", "reject", "drop", "reset_mid_traffic",
+               "resolver_silent", "name_unresolved")
 
 
 # ------------------------------------------------------------------------------------ faults
@@ -100,29 +106,39 @@ class Fault:
     why: str
     targets: tuple = ("worker", "highest")
     phases: tuple = ("before_connect",)
-    launchers: tuple = ("hand", "torchrun-c10d")
+    launchers: tuple = ("hand", "torchrun-c10d", "torchrun-static")
     left_out: dict = field(default_factory=dict)
     dead: bool = False
     root: bool = False        # needs network or mount namespaces
     pending: str = None       # not yet runnable: why
     accept_store: dict = field(default_factory=dict)
+    accept_launcher: dict = field(default_factory=dict)   # launcher -> {phase: verdicts}, where they differ
+    no_rank: bool = False     # the fault is a job's or an agent's: the verdict must name no rank
 
 
 NOT_A_WORKER_UNDER_TORCHRUN = ("under torchrun the store host is the agent, not a worker: the store's faults there "
                                "are store_killed and port_held")
-ONE_NODE_HERE = ("a whole node is a network namespace of its own here (the network faults); this fault's "
-                 "node variant needs per-node launchers (not yet written)")
+# Under torchrun the matrix runs one agent with 4 workers: a node of 2 of them would be a second
+# agent (a 2-node job), not written for these faults.
+NODE_UNDER_TORCHRUN = ("under torchrun a whole node is an agent of a multi-node job: the matrix runs one agent "
+                       "(its 4 workers) for this fault")
+# The faults of an iptables rule on the store's node against the target's.
+RULE_ON_THE_STORES_NODE = {("store", "*", "*"): "the store host's own client is local: no rule between them",
+                           ("*", "*", "torchrun-*"): "per-node namespaces for torchrun agents: not yet"}
+NODE_TIE = ("ranks 2 and 3 with the odd setting against ranks 0 and 1: two against two, no majority says which "
+            "side is the odd one")
 
 FAULTS = {f.name: f for f in (
     Fault("late", f"the target sleeps {LATE_S} s after `import torch`, before init_process_group (T={T_S} s)",
           accept={"before_connect": ("straggler_timeout",)},
           why="the others connected and gave up waiting for it; it arrived after them (or was stopped "
               "first): the late rank is the initiating one",
+          targets=("worker", "highest", "node"),
           left_out={("store", "*", "*"): "a late store host is the fault store_late",
-                    ("node", "*", "*"): ONE_NODE_HERE}),
+                    ("node", "*", "torchrun-*"): NODE_UNDER_TORCHRUN}),
     Fault("crash", "the target raises an exception (exit 1, traceback in its log)",
-          targets=("store", "worker", "highest"), phases=("before_connect", "store_traffic", "first_collective"),
-          dead=True,
+          targets=("store", "worker", "highest", "node"),
+          phases=("before_connect", "store_traffic", "first_collective"), dead=True,
           accept={"before_connect": ("straggler_timeout", "rank_died"),
                   "store_traffic": ("broken_pipe/peer_died", "rank_died"),
                   "first_collective": ("broken_pipe/peer_died", "rank_died")},
@@ -136,8 +152,9 @@ FAULTS = {f.name: f for f in (
               "that died without a rendezvous error of its own (broken_pipe, cause peer_died), or their "
               "launcher stops them (rank_died)",
           left_out={("store", "*", "torchrun-*"): NOT_A_WORKER_UNDER_TORCHRUN,
-                    ("node", "*", "*"): ONE_NODE_HERE}),
+                    ("node", "*", "torchrun-*"): NODE_UNDER_TORCHRUN}),
     Fault("exit0", "the target's process ends with status 0, its work not done",
+          targets=("worker", "highest", "node"),
           phases=("before_connect", "store_traffic", "first_collective"), dead=True,
           accept={"before_connect": ("straggler_timeout",),
                   "store_traffic": ("broken_pipe/peer_died",),
@@ -146,9 +163,9 @@ FAULTS = {f.name: f for f in (
               "their connections to it (after init_process_group)",
           left_out={("store", "*", "*"): "rank 0 gone before it listens is the store never starting "
                                          "(never_started.store); after init it is store_killed's case",
-                    ("node", "*", "*"): ONE_NODE_HERE}),
+                    ("node", "*", "torchrun-*"): NODE_UNDER_TORCHRUN}),
     Fault("sigkill", "the target is SIGKILLed (the OOM killer, say)",
-          phases=("before_connect", "store_traffic", "first_collective"), dead=True,
+          targets=("worker", "highest", "node"), phases=("before_connect", "store_traffic", "first_collective"), dead=True,
           accept={"before_connect": ("straggler_timeout", "rank_died"),
                   "store_traffic": ("broken_pipe/peer_died", "rank_died"),
                   "first_collective": ("broken_pipe/peer_died", "rank_died")},
@@ -156,7 +173,7 @@ FAULTS = {f.name: f for f in (
               "launcher stops them); after init_process_group its peers' connections to it break (EOF, "
               "ECONNRESET) and it left no error: the first to die initiated it",
           left_out={("store", "*", "*"): "the store host SIGKILLed is the fault store_killed",
-                    ("node", "*", "*"): ONE_NODE_HERE}),
+                    ("node", "*", "torchrun-*"): NODE_UNDER_TORCHRUN}),
     Fault("store_killed", "the store host is SIGKILLed (under torchrun: the agent, which hosts it)",
           targets=("store",), phases=("store_traffic", "first_collective"), dead=True,
           accept={"store_traffic": ("broken_pipe/peer_died",), "first_collective": ("broken_pipe/peer_died",)},
@@ -166,43 +183,42 @@ FAULTS = {f.name: f for f in (
                     ("*", "first_collective", "torchrun-*"): "the workers' all_reduce does not touch "
                                                              "the agent's store: nothing fails"}),
     Fault("sigstop", "the target stops itself (SIGSTOP: frozen, killed by the runner at the end)",
-          phases=("first_collective",),
+          targets=("worker", "highest", "node"), phases=("first_collective",),
           accept={"first_collective": ("straggler_timeout",)},
           why="a frozen rank never answers its peers at the first collective, which time out waiting for "
               "it: the one they waited for is the initiating rank",
           left_out={("store", "*", "*"): "a frozen store host is the subject of the hangs issue "
                                          "(not yet in the matrix)",
-                    ("node", "*", "*"): ONE_NODE_HERE,
+                    ("node", "*", "torchrun-*"): NODE_UNDER_TORCHRUN,
                     ("*", "before_connect", "*"): "frozen before its first connect is a late rank (late)",
                     ("*", "store_traffic", "*"): "frozen in the store loop is seen by its peers at their "
                                                  "next barrier: first_collective's case"}),
     Fault("stall", f"the target sleeps after init_process_group, before its first all_reduce (T={T_S} s)",
-          targets=("store", "worker", "highest"), phases=("first_collective",),
+          targets=("store", "worker", "highest", "node"), phases=("first_collective",),
           accept={"first_collective": ("straggler_timeout",)},
           why="the others enter the all_reduce and time out waiting for the stalled rank: it is the "
               "initiating rank",
           left_out={("store", "*", "torchrun-*"): NOT_A_WORKER_UNDER_TORCHRUN,
-                    ("node", "*", "*"): ONE_NODE_HERE,
+                    ("node", "*", "torchrun-*"): NODE_UNDER_TORCHRUN,
                     ("*", "before_connect", "*"): "a stall before the first connect is a late rank (late)",
                     ("*", "store_traffic", "*"): "a stall in the store loop is not yet written"}),
     Fault("never_started", "the target is never launched (WORLD_SIZE=4 on the others)",
-          targets=("store", "worker", "highest"), launchers=("hand",),
+          targets=("store", "worker", "highest", "node"), launchers=("hand",),
           accept={"before_connect": ("straggler_timeout",)},
           accept_store={"before_connect": ("store_not_ready",)},
           why="the others wait for a rank of which no trace exists: the lowest absent rank initiated it "
               "(straggler_timeout); the store host never started leaves nothing listening "
               "(store_not_ready; with no trace of it, the verdict may name no rank)",
-          left_out={("node", "*", "*"): ONE_NODE_HERE,
-                    ("*", "*", "torchrun-*"): "torchrun starts every worker of its node; a worker that "
+          left_out={("*", "*", "torchrun-*"): "torchrun starts every worker of its node; a worker that "
                                               "never starts is a node that never joins (per-node agents, "
                                               "not yet)"}),
     Fault("name_unresolved", f"MASTER_ADDR={NAME} everywhere; the target's hosts file (a mount namespace "
                              f"of its own) lacks the name the others' maps to 127.0.0.1",
-          targets=("store", "worker", "highest"), launchers=("hand",), root=True,
+          targets=("store", "worker", "highest", "node"), launchers=("hand",), root=True,
           accept={"before_connect": ("name_resolution",)},
-          why="the rank whose lookups of the store's name fail is the initiating rank",
-          left_out={("node", "*", "*"): ONE_NODE_HERE,
-                    ("*", "*", "torchrun-*"): "torchrun's workers share their agent's mount namespace: "
+          why="the rank whose lookups of the store's name fail is the initiating rank (for a node: both "
+              "ranks' hosts files lack it)",
+          left_out={("*", "*", "torchrun-*"): "torchrun's workers share their agent's mount namespace: "
                                               "a per-worker hosts file cannot be given"}),
     Fault("name_elsewhere", f"MASTER_ADDR={NAME} everywhere; the target's node (a network namespace and "
                             f"host name of its own, joined to the store's by a veth pair) has a hosts file "
@@ -239,8 +255,7 @@ FAULTS = {f.name: f for f in (
           targets=("worker", "highest", "node"), launchers=("hand",), root=True,
           accept={"before_connect": ("store_unreachable/refused",)},
           why="the store listens and others reach it while the target is refused for its whole wait",
-          left_out={("store", "*", "*"): "the store host's own client is local: no rule between them",
-                    ("*", "*", "torchrun-*"): "per-node namespaces for torchrun agents: not yet"}),
+          left_out=RULE_ON_THE_STORES_NODE),
     Fault("drop", "the store's node drops the target node's SYNs to the store port (iptables DROP)",
           targets=("worker", "highest", "node"), launchers=("hand",), root=True,
           accept={"before_connect": ("connect_timeout", "store_unreachable")},
@@ -248,8 +263,7 @@ FAULTS = {f.name: f for f in (
               "store_unreachable. The rank: the target's, or the store host's (rank 0): the rule sits on "
               "the store's node, and with two nodes a store host that drops the SYNs of one node looks "
               "like one that drops every outside SYN (only its own node got through)",
-          left_out={("store", "*", "*"): "the store host's own client is local: no rule between them",
-                    ("*", "*", "torchrun-*"): "per-node namespaces for torchrun agents: not yet"}),
+          left_out=RULE_ON_THE_STORES_NODE),
     Fault("store_late", f"the store host (rank 0) is launched T+2 s after the others imported torch "
                         f"(T={T_S} s): they give up connecting before it listens",
           targets=("store",), launchers=("hand",),
@@ -271,26 +285,56 @@ FAULTS = {f.name: f for f in (
           why="the ranks disagree on MASTER_PORT: the odd one (fewer) initiated it, even when it is the "
               "store host (its clients are refused where the majority's port is)",
           left_out={("store", "*", "torchrun-*"): NOT_A_WORKER_UNDER_TORCHRUN,
-                    ("node", "*", "*"): ONE_NODE_HERE}),
+                    ("node", "*", "*"): NODE_TIE}),
     Fault("world_size", "the target's WORLD_SIZE is 5, the others' 4; under torchrun it is set inside "
                         "the worker (as a script that passes its own world_size), the header shows torchrun's",
           targets=("store", "worker", "highest"),
           accept={"before_connect": ("config_mismatch/WORLD_SIZE",)},
           why="the ranks disagree on WORLD_SIZE: the odd one initiated it",
           left_out={("store", "*", "torchrun-*"): NOT_A_WORKER_UNDER_TORCHRUN,
-                    ("node", "*", "*"): ONE_NODE_HERE}),
-    # Not yet runnable: listed with why.
-    Fault("resolver_silent", "the target's resolver reads queries and never answers", accept={}, why="",
-          pending="needs a UDP server on loopback that drops queries and a resolv.conf bind-mounted for "
-                  "one rank: not yet written"),
-    Fault("reset_mid_traffic", "a connection reset in the middle of store traffic", accept={}, why="",
-          pending="needs a proxy that resets an established store connection (rdzvtest.e2e's ClosingProxy "
-                  "closes with a FIN before the first answer): not yet written"),
-    Fault("rdzv_id", "one torchrun agent with another --rdzv-id", accept={}, why="",
-          pending="needs one agent per node (three-agent jobs: e2e torchrun_c10d.rdzv_id_mismatch); not yet"),
-    Fault("two_jobs", "two jobs on one store port", accept={}, why="",
-          pending="two 4-rank jobs at once is 8 torch processes on 2 cores: not yet (e2e rdzv_collision "
-                  "runs two 2-rank jobs)"),
+                    ("node", "*", "*"): NODE_TIE}),
+    Fault("resolver_silent", f"MASTER_ADDR={NAME} everywhere, every rank in a network namespace of the run's; "
+                             f"the target's resolv.conf (a mount namespace of its own) names only a DNS server "
+                             f"on loopback there that reads each query and drops it (timeout:2 attempts:2), "
+                             f"its hosts file lacks the name; the others' hosts file maps it to 127.0.0.1",
+          targets=("store", "worker", "highest", "node"), launchers=("hand",), root=True,
+          accept={"before_connect": ("name_resolution/resolver_not_answering",)},
+          why="the target's lookups of the store's name end in EAI_AGAIN after the resolver's whole timeout: "
+              "its resolver never answered, a different repair from a name that does not exist "
+              "(name_resolution, cause resolver_not_answering); the rank whose lookups failed initiated it",
+          left_out={("*", "*", "torchrun-*"): "torchrun's workers share their agent's mount namespace: "
+                                              "a per-worker resolv.conf cannot be given"}),
+    Fault("reset_mid_traffic", "the store's node (a network namespace of its own, the target on another) starts "
+                               "to reset the target's TCP to the store port (iptables REJECT with tcp-reset) "
+                               "once the target's store loop runs: its established store connection gets a "
+                               "RST at its next send, while the store stays up for the others",
+          targets=("worker", "highest", "node"), phases=("store_traffic",), launchers=("hand",), root=True,
+          accept={"store_traffic": ("broken_pipe/tcpstore_bug_suspected",)},
+          why="a reset on an established store connection while the store host lives: broken_pipe with the "
+              "store up (its cause tcpstore_bug_suspected is the class's name for a reset that no death "
+              "explains), first seen by the target, which initiated it; never peer_died (nobody died before it), "
+              "and on 2.8 or later the words must not blame the 2.7 bug",
+          left_out=RULE_ON_THE_STORES_NODE),
+    Fault("rdzv_id", "three c10d agents (--nnodes 3, one worker each) on one endpoint, the target node's agent "
+                     "with another --rdzv-id: no rendezvous completes, every agent ends at its join timeout",
+          targets=("node",), launchers=("torchrun-c10d",), no_rank=True,
+          accept={"before_connect": ("config_mismatch/rdzv-id",)},
+          why="the agents disagree on the rendezvous id and wait in rendezvous apart from each other: the "
+              "settings mismatch names the odd agent (no worker started: no rank)",
+          left_out={("*", "*", "hand"): "ranks started by hand have no rendezvous id (the run id is only a label)",
+                    ("*", "*", "torchrun-static"): "the static backend has no rendezvous id to disagree on"}),
+    Fault("two_jobs", "two jobs on one store port at once: by hand two 2-rank jobs (run ids e2e-job-a, "
+                      "e2e-job-b), under torchrun two agents of 2 workers (--rdzv-id apart)",
+          targets=("store",), launchers=("hand", "torchrun-static"), no_rank=True,
+          accept={"before_connect": ("rdzv_collision",)},
+          accept_launcher={"torchrun-static": {"before_connect": ("port_conflict",)}},
+          why="by hand one job's rank 0 hosts the store, the other's cannot bind, and the other job's ranks "
+              "join the first job's store: two jobs' processes in one rendezvous (rdzv_collision, no rank: the "
+              "fault is the job's); under torchrun static the second agent cannot host the store (port_conflict, "
+              "the agent: no rank)",
+          left_out={("*", "*", "torchrun-c10d"): "under c10d the second agent joins the first one's store as a "
+                                                 "client and the run ids keep the keys apart: both jobs complete "
+                                                 "(e2e torchrun_c10d.rdzv_collision), nothing to diagnose"}),
 )}
 
 # Cells known to be wrong with today's analyzer (glob patterns over cell names), with why; a
@@ -357,11 +401,13 @@ class Cell:
     @property
     def ranks(self):
         """The faulty ranks; None for the torchrun agent."""
-        if self.target == "store" and self.torchrun:
+        if self.fault.no_rank or (self.target == "store" and self.torchrun):
             return None
         return TARGETS[self.target]
 
     def accepted(self):
+        if self.phase in self.fault.accept_launcher.get(self.launcher, {}):
+            return self.fault.accept_launcher[self.launcher][self.phase]
         if self.target == "store" and self.phase in self.fault.accept_store:
             return self.fault.accept_store[self.phase]
         return self.fault.accept.get(self.phase, ())
@@ -386,8 +432,6 @@ def left_out_reason(fault, target, phase, launcher, torch, pythons, is_root):
         return "not yet runnable: " + fault.pending
     if launcher.startswith("torchrun") and torch == "1.13":
         return "PyTorch 1.13's torchrun does not start under this Python 3.11: by hand only"
-    if launcher == "torchrun-static":
-        return "not yet runnable: the matrix runs torchrun with the c10d backend only so far"
     for (t, p, la), why in fault.left_out.items():
         if matches(t, target) and matches(p, phase) and matches(la, launcher):
             return why
@@ -399,7 +443,7 @@ def left_out_reason(fault, target, phase, launcher, torch, pythons, is_root):
         return f"launcher {launcher} not written for this fault"
     if torch not in pythons:
         return f"no --python with PyTorch {torch} given"
-    if fault.root and not is_root:
+    if (fault.root or target == "node") and not is_root:
         return "needs root (network or mount namespaces)"
     return None
 
@@ -435,6 +479,8 @@ def print_faults():
             continue
         acc = "; ".join(f"{p}: " + ", ".join(f"`{a}`" for a in v) for p, v in f.accept.items())
         acc += "".join(f"; store host, {p}: " + ", ".join(f"`{a}`" for a in v) for p, v in f.accept_store.items())
+        acc += "".join(f"; {la}, {p}: " + ", ".join(f"`{a}`" for a in v)
+                       for la, by_phase in f.accept_launcher.items() for p, v in by_phase.items())
         where = f"{'/'.join(f.targets)}; {', '.join(f.phases)}; {', '.join(f.launchers)}" + (" (root)" if f.root else "")
         log(f"| `{f.name}`: {f.what} | {where} | {acc} | {f.why} |")
 
@@ -564,6 +610,42 @@ class Matrix:
         elif f == "world_size":
             for r in targets:
                 launch[r]["world"] = WORLD + 1
+        if f == "two_jobs":
+            two_jobs_one_port(h, run)
+            return []
+        if f == "resolver_silent":
+            with silent_resolver(h, run, targets) as (prefix, setup_errors, dns):
+                for r in launch:
+                    launch[r].update(master_addr=NAME, prefix=prefix(r))
+                errors = self.start_and_settle(h, run, launch)
+            return setup_errors + errors
+        if f == "reset_mid_traffic" or (cell.target == "node" and f not in OWN_NETWORK):
+            # Two nodes, no rule: the store's network namespace (node0, ranks 0 and 1 unless a
+            # target) and the target's (node1).
+            with rejecting_netns_pair(run, action=None) as (ins, inn):
+                for r in launch:
+                    odd = r in targets
+                    # gloo takes the address of its host name, which neither node resolves (it
+                    # fell back to loopback, and the pairs across the nodes were refused): the
+                    # interface of each node's end of the veth pair instead.
+                    launch[r]["env"]["GLOO_SOCKET_IFNAME"] = "rzn0" if odd else "rzs0"
+                    launch[r].update(master_addr=STORE_ADDR,
+                                     prefix=(inn if odd else ins) + node_view_prefix(None, NODE_NAMES[odd]))
+                if f != "reset_mid_traffic":
+                    return self.start_and_settle(h, run, launch)
+                for r, kw in sorted(launch.items()):
+                    h.launch(run, r, **kw)
+                # Once every target's store loop runs, the store's node starts to reset their TCP
+                # to the store port: their established connections get a RST at the next send.
+                if h.wait_for_line([run.by_label(f"rank{r}") for r in targets], "e2e: store loop running", 40):
+                    time.sleep(0.3)
+                    sh(*ins, "iptables", "-I", "INPUT", "-p", "tcp", "-s", f"{REJECT_NET}.2", "--dport",
+                       str(run.port), "-j", "REJECT", "--reject-with", "tcp-reset")
+                    run.notes.append(f"{time.monotonic() - run.t0:.1f}s: the store's node resets TCP from "
+                                     f"{REJECT_NET}.2 to port {run.port}")
+                else:
+                    errors.append("the targets' store loops did not start within 40 s")
+                return errors + self.settle(h, run)
         if f == "name_unresolved":
             good = write_hosts_file(os.path.join(run.dir, "hosts.good"), [("127.0.0.1", NAME)])
             bad = write_hosts_file(os.path.join(run.dir, "hosts.bad"), [])
@@ -651,6 +733,15 @@ class Matrix:
             for r in rank_env:
                 rank_env[r]["WORLD_SIZE"] = str(WORLD + 1)
         errors = []
+        if f == "rdzv_id":
+            return three_agents_one_odd(h, run, rdzv_id=f"e2e-{run.name}-other")
+        if f == "two_jobs":
+            agents, errors = two_torchrun_jobs_one_port(h, run)
+            rcs = sorted(p.rc for p in agents)
+            run.notes.append(f"agents exited {[p.rc for p in agents]}")
+            if not (rcs[0] == 0 and rcs[1] not in (0, None)):
+                errors.append(f"the agents exited {rcs}, expected 0 and a failure (the second cannot bind)")
+            return errors
         holder = None
         if f == "port_held":
             holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -732,7 +823,9 @@ class Matrix:
                     errors.append(f"rank {r} never printed `{want}`")
             if f == "late" and f"sleeping {LATE_S}s" not in text:
                 errors.append(f"rank {r} did not sleep {LATE_S} s")
-            if f == "name_unresolved" and "gai error" not in text:
+            if f == "reset_mid_traffic" and "e2e: FAILED" not in text:
+                errors.append(f"rank {r} did not fail after the reset")
+            if f in ("name_unresolved", "resolver_silent") and "gai error" not in text:
                 errors.append(f"rank {r}'s log has no `gai error`")
         if f == "store_killed" and cell.torchrun and run.procs[0].rc != -signal.SIGKILL:
             errors.append(f"the agent exited {run.procs[0].rc}, not by SIGKILL")

@@ -1159,7 +1159,13 @@ def resolver_view_prefix(hosts_file, resolv_conf):
             " && ".join(binds + ['exec "$@"']), "sh")
 
 
-def sc_resolver_silent(h, run):
+@contextlib.contextmanager
+def silent_resolver(h, run, odd_ranks):
+    """Every rank in a network namespace of the run's own (lone_netns) with MASTER_ADDR
+    RDZV_NAME: the ranks in odd_ranks see a hosts file without the name and a resolv.conf whose
+    only server (SILENT_DNS there) reads each query and drops it; the others' hosts file maps
+    the name to 127.0.0.1. Yields (prefix of rank r -> tuple, errors, the DNS server's process);
+    the server is always stopped, and the count of queries it dropped is in run.notes."""
     known = write_hosts_file(os.path.join(run.dir, "hosts.known"), [("127.0.0.1", RDZV_NAME)])
     unknown = write_hosts_file(os.path.join(run.dir, "hosts.unknown"), [])
     resolv = os.path.join(run.dir, "resolv.silent")
@@ -1174,15 +1180,20 @@ def sc_resolver_silent(h, run):
             while "listening" not in dns.text() and dns.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             expect("listening" in dns.text(), f"the silent DNS server did not start: {dns.text()[-300:]}", errors)
-            for r in range(WORLD):
-                prefix = inns + (resolver_view_prefix(unknown, resolv) if r == 1 else node_view_prefix(known))
-                h.launch(run, r, master_addr=RDZV_NAME, prefix=prefix)
-            h.wait_all(run)
+            yield (lambda r: inns + (resolver_view_prefix(unknown, resolv) if r in odd_ranks
+                                     else node_view_prefix(known))), errors, dns
         finally:
             h.terminate([dns])
-    queries = dns.text().count("dropped")
-    run.notes.append(f"the silent DNS server dropped {queries} queries")
-    expect(queries >= 1, "the silent DNS server received no query", errors)
+            queries = dns.text().count("dropped")
+            run.notes.append(f"the silent DNS server dropped {queries} queries")
+            expect(queries >= 1, "the silent DNS server received no query", errors)
+
+
+def sc_resolver_silent(h, run):
+    with silent_resolver(h, run, (1,)) as (prefix, errors, dns):
+        for r in range(WORLD):
+            h.launch(run, r, master_addr=RDZV_NAME, prefix=prefix(r))
+        h.wait_all(run)
     for r in range(WORLD):
         expect_exit(run, f"rank{r}", 1, errors)
     expect_text(run, "rank1", ["gai error: -3", "The client socket has timed out"], errors)
@@ -1227,7 +1238,10 @@ def sc_healthy_late_rank(h, run):
     return errors
 
 
-def sc_rdzv_collision(h, run):
+def two_jobs_one_port(h, run):
+    """Two 2-rank jobs by hand (run ids e2e-job-a and e2e-job-b) on one MASTER_PORT at once,
+    each rank looping on the store; waits until they ended (the last one left gets 6 s, then
+    SIGTERM, as a scheduler would)."""
     jobs = (("a", "e2e-job-a", "1001"), ("b", "e2e-job-b", "1002"))
     for job, run_id, slurm in jobs:
         for r in (0, 1):
@@ -1251,6 +1265,10 @@ def sc_rdzv_collision(h, run):
                      + "; SIGTERMed by the harness: " + (", ".join(p.label for p in left) or "none"))
     h.terminate(left)
     h.wait_all(run)
+
+
+def sc_rdzv_collision(h, run):
+    two_jobs_one_port(h, run)
     errors = []
     rcs = {p.label: p.rc for p in run.procs}
     expect(any(rc != 0 for rc in rcs.values()), f"every process of both jobs succeeded: {rcs}",
@@ -2133,6 +2151,27 @@ def tr_rdzv_collision(h, run):
     Job a starts first and its workers loop on the store until job b has ended: a hosts the
     endpoint, and b's agent never outlives it (when it did, b's agent, still polling the store
     of a's agent after a had finished, failed: 3 runs in CI, by chance)."""
+    agents, errors = two_torchrun_jobs_one_port(h, run)
+    a, b = agents
+    rcs = sorted(p.rc for p in agents)
+    run.notes.append(f"agents exited {[p.rc for p in agents]}")
+    if run.launch == "torchrun-c10d":
+        expect(rcs == [0, 0], f"the agents exited {rcs}, expected both 0", errors)
+    else:
+        expect(rcs[0] == 0 and rcs[1] not in (0, None), f"the agents exited {rcs}, expected 0 and a failure", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    losers = {f["header"]["pid"] for f, ev in events(files, "bind")
+              if port_of(ev.get("local")) == run.port and ev.get("errno_name") == "EADDRINUSE"}
+    expect(len(losers) == 1, f"processes with an EADDRINUSE bind on the endpoint port: {sorted(losers)}, "
+                             f"expected one agent", errors)
+    return errors
+
+
+def two_torchrun_jobs_one_port(h, run):
+    """Job a's agent (2 workers, --rdzv-id e2e-job-a) first, its workers looping on the store
+    until job b (the same, e2e-job-b, on the same port) has ended. Returns ([a, b], errors)."""
     b_ended = os.path.join(run.dir, "job-b-ended")
     a = launch_torchrun(h, run, label="agent-a", rdzv_id="e2e-job-a", nproc=2,
                         env={"E2E_MODE": "store_loop", "E2E_LOOP_S": "90", "E2E_LOOP_UNTIL": b_ended})
@@ -2148,20 +2187,7 @@ def tr_rdzv_collision(h, run):
     # Two jobs, one after the other (a outlives b): twice one job's bound. With one bound, a was
     # killed while its workers were still leaving, when b took 16 s on a loaded machine.
     h.wait_all(run, 2 * JOB_BOUND_S)
-    rcs = sorted(p.rc for p in agents)
-    run.notes.append(f"agents exited {[p.rc for p in agents]}")
-    if run.launch == "torchrun-c10d":
-        expect(rcs == [0, 0], f"the agents exited {rcs}, expected both 0", errors)
-    else:
-        expect(rcs[0] == 0 and rcs[1] not in (0, None), f"the agents exited {rcs}, expected 0 and a failure", errors)
-    files = h.dump(run)
-    if files is None:
-        return errors
-    losers = {f["header"]["pid"] for f, ev in events(files, "bind")
-              if port_of(ev.get("local")) == run.port and ev.get("errno_name") == "EADDRINUSE"}
-    expect(len(losers) == 1, f"processes with an EADDRINUSE bind on the endpoint port: {sorted(losers)}, "
-                             f"expected one agent", errors)
-    return errors
+    return agents, errors
 
 
 def tr_name_resolution_one(h, run):
