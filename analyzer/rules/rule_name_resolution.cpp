@@ -313,6 +313,17 @@ std::optional<Candidate> reverse_lookups_alone(const Context& c) {
   return out;
 }
 
+// c10d prints a failed lookup of one address family ("The IPv6 network addresses of (H, P) cannot
+// be retrieved") as a warning and tries again, the other family too, until its timeout: such
+// warnings with no line that ended a wait (a timeout, an exception) and no other error show a
+// lookup that failed for a while, not a rendezvous that failed.
+bool lookup_warnings_alone(const LogFacts& logs) {
+  const bool only_gai = std::all_of(logs.events.begin(), logs.events.end(), [](const LogEvent& e) {
+    return e.family == LogFamily::GaiError || e.family == LogFamily::ReverseLookupFailed;
+  });
+  return only_gai && logs.other_errors.empty() && logs.deaths.empty() && logs.worker_failures.empty();
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_name_resolution(const Context& c) {
@@ -335,6 +346,13 @@ std::optional<Candidate> rule_name_resolution(const Context& c) {
   out.verdict.cls = FailureClass::NameResolution;
   const Failure fail = !hits.empty() ? from_traces(c, hits, out) : from_logs(log_hits, out);
   word_verdict(fail, resolved, !hits.empty(), out.verdict);
+  if (hits.empty() && lookup_warnings_alone(c.logs)) {
+    out.verdict.confidence = "low";
+    out.verdict.summary += "; but the logs hold only c10d's warnings of failed lookups and no error that ended the "
+                           "wait: c10d retries the lookup (and the other address family) until its timeout, so the "
+                           "job either hung retrying or went on once the name existed (a pod's DNS name appears "
+                           "when the pod is up); the job's end, or a later line of this log, tells which";
+  }
   out.evidence.unresolved_name = fail.name;
   out.discriminators.set("host_name", fail.name);
   out.discriminators.set("failed_on_ranks", RankSet{fail.ranks});

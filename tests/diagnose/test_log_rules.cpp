@@ -433,6 +433,26 @@ TEST_CASE("logs: a connect/validate try that ended in the lookup's own words is 
   }
 }
 
+TEST_CASE("logs: c10d's lookup warnings alone, with no error that ended a wait, are a lookup that failed a while") {
+  const char* kIpv6Gai = "[W socket.cpp:558] [c10d] The IPv6 network addresses of (pytorch-workers-0-0.pytorch-workers, "
+                         "3389) cannot be retrieved (gai error: -2 - Name or service not known).";
+  Job job;
+  job.log_line(kIpv6Gai);
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::NameResolution);
+  CHECK(d.verdict.confidence == "low");
+  CHECK(d.verdict.summary.find("hung retrying or went on") != std::string::npos);
+  SECTION("with the timeout that ended the wait it is the failure (medium)") {
+    Job ended;
+    ended.log_line(kIpv6Gai);
+    ended.log_line("[E socket.cpp:860] [c10d] The client socket has timed out after 30s while trying to connect to "
+                   "(pytorch-workers-0-0.pytorch-workers, 3389).");
+    Diagnosis e = ended.diagnose_it();
+    CHECK(e.verdict.cls == FailureClass::NameResolution);
+    CHECK(e.verdict.confidence == "medium");
+  }
+}
+
 TEST_CASE("logs: the store's listen failed on every address with no errno shown: a taken port, low") {
   Job job;
   job.log_line("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
