@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "inflight.h"
 #include "proc_info.h"
 #include "rdzv.h"
 #include "rdzv.skel.h"
@@ -82,6 +83,73 @@ struct Recorder {
   std::map<int, std::unique_ptr<TraceFile>> files;
   std::set<int> failed;  // pids whose file could not be created (said once)
   std::map<int, SnapshotPolicy> snapshots;
+  // The iterator of the calls in flight (rdzv_calls_in_flight), attached apart from the
+  // skeleton's links; null when it could not be (the files then have no calls in flight).
+  bpf_link* inflight_iter = nullptr;
+  // The calls found blocked at attach that the kernel rebuilds at their exit: their slots.
+  std::map<int, std::map<std::uint32_t, SlotCall>> found_calls;
+
+  CallContext call_context() const {
+    CallContext ctx;
+    ctx.store_sock_of = [this](int pid, int fd, store_sock* out) {
+      const std::uint64_t key = (static_cast<std::uint64_t>(pid) << 32) | static_cast<std::uint32_t>(fd);
+      return bpf_map__lookup_elem(skel->maps.store_socks, &key, sizeof key, out, sizeof *out, 0) == 0;
+    };
+    ctx.connect_pending = [this](int pid) {
+      std::uint64_t key = 0, next = 0;
+      for (const void* prev = nullptr;
+           bpf_map__get_next_key(skel->maps.store_socks, prev, &next, sizeof next) == 0; prev = &key) {
+        key = next;
+        store_sock ss{};
+        if (static_cast<int>(key >> 32) == pid &&
+            bpf_map__lookup_elem(skel->maps.store_socks, &key, sizeof key, &ss, sizeof ss, 0) == 0 && ss.pending)
+          return true;
+      }
+      return false;
+    };
+    ctx.found_call = [this](int pid, std::uint32_t tid) -> std::optional<SlotCall> {
+      auto p = found_calls.find(pid);
+      if (p == found_calls.end()) return std::nullopt;
+      auto t = p->second.find(tid);
+      if (t == p->second.end()) return std::nullopt;
+      return t->second;
+    };
+    ctx.read_memory = read_memory;
+    return ctx;
+  }
+
+  // One pass of the iterator: each file's slots made equal to the calls its threads are in.
+  void sync_inflight() {
+    if (!inflight_iter) return;
+    const int fd = bpf_iter_create(bpf_link__fd(inflight_iter));
+    if (fd < 0) return;
+    std::string raw;
+    char buf[8192];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) raw.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    std::map<int, std::vector<SlotCall>> calls;
+    std::map<int, std::set<std::uint32_t>> alive;
+    const CallContext ctx = call_context();
+    for (std::size_t at = 0; at + sizeof(rdzv_bpf_inflight) <= raw.size(); at += sizeof(rdzv_bpf_inflight)) {
+      rdzv_bpf_inflight in;
+      std::memcpy(&in, raw.data() + at, sizeof in);
+      const int pid = static_cast<int>(in.tgid);
+      alive[pid].insert(in.tid);
+      if (in.from == RDZV_BPF_FROM_NONE) continue;
+      if (auto s = slot_of(in, ctx)) calls[pid].push_back(*s);
+    }
+    for (auto& [pid, f] : files) f->sync_inflight(calls[pid], alive[pid]);
+  }
+
+  // The kernel's notice that a thread was killed in its call (RDZV_BPF_EV_DIED_IN_CALL).
+  void died_in_call(TraceFile* f, int pid, const rdzv_record& rec) {
+    rdzv_bpf_inflight in{};
+    in.tgid = static_cast<std::uint32_t>(pid);
+    in.tid = rec.tid;
+    in.from = (!rec.kind || (rec.flags & RDZV_F_PREEXISTING)) ? RDZV_BPF_FROM_FOUND : RDZV_BPF_FROM_ENTER;
+    in.c.rec = rec;
+    f->died_in_call(rec.tid, slot_of(in, call_context()));
+  }
 
   TraceFile* file_for(int pid) {
     auto it = files.find(pid);
@@ -140,6 +208,10 @@ int on_event(void* ctx, void* data, size_t size) {
   const auto* ev = static_cast<const rdzv_bpf_event*>(data);
   const int pid = static_cast<int>(ev->tgid);
   TraceFile* f = rec->file_for(pid);
+  if (ev->what == RDZV_BPF_EV_DIED_IN_CALL) {
+    if (f) rec->died_in_call(f, pid, ev->rec);
+    return 0;
+  }
   if (ev->rec.kind == RDZV_EV_EXEC) {
     learn_ports(rec->skel, pid, rec->opt->ports);
     // A file made before the exec (a vfork child's first calls) has the launcher's identity.
@@ -147,11 +219,36 @@ int on_event(void* ctx, void* data, size_t size) {
   }
   if (!f) return 0;
   f->append(ev->rec);
+  f->call_returned(ev->rec);
   if (auto reason = rec->snapshots[pid].after(ev->rec, mono_ns())) {
     rdzv_record snap;
     if (read_snapshot(pid, f->start_realtime_ns(), *reason, &snap)) f->append(snap);
   }
   return 0;
+}
+
+// The slot of a call found blocked at attach that the kernel rebuilds at its exit (a receive
+// on a found store socket, a poll on one), dated when it was found, flag preexisting, as its
+// record will be.
+void found_call_slot(Recorder& rec, int pid, const BlockedCall& b, const std::vector<FoundSocket>& found,
+                     std::uint64_t now_ns) {
+  SlotCall s;
+  s.tid = static_cast<std::uint32_t>(b.tid);
+  s.fd = b.call_fd;
+  s.start_ns = now_ns;
+  s.flags = RDZV_F_STORE | RDZV_F_PREEXISTING;
+  switch (b.nr) {
+    case 0: case 19: s.kind = RDZV_EV_RECV; s.op = RDZV_OP_READ; break;  // read, readv
+    case 45: s.kind = RDZV_EV_RECV; s.op = RDZV_OP_RECVFROM; break;
+    case 47: s.kind = RDZV_EV_RECV; s.op = RDZV_OP_RECVMSG; break;
+    case 7: s.kind = RDZV_EV_POLL; s.op = RDZV_OP_POLL; s.timeout_ms = b.call_timeout_ms; break;
+    default: return;  // sends: never published
+  }
+  const auto sock = std::find_if(found.begin(), found.end(), [&](const FoundSocket& x) { return x.fd == s.fd; });
+  if (sock == found.end()) return;
+  s.peer = sock->peer;
+  if (s.kind == RDZV_EV_POLL && sock->tcp_state == 2) s.flags |= RDZV_F_NONBLOCK;  // SYN_SENT
+  rec.found_calls[pid][s.tid] = s;
 }
 
 // Every process, for --all: their store sockets opened before attach are seeded too.
@@ -193,6 +290,7 @@ void seed_process(Recorder& rec, int pid, const std::vector<std::uint16_t>& port
   // the thread have moved on to a call recorded from its enter, that call's entry (in the
   // thread's storage) is taken first at its exit, and this one is dropped at a later exit.
   for (const BlockedCall& b : blocked_calls(pid, found)) {
+    if (b.wait_fd < 0) found_call_slot(rec, pid, b, found, now_ns);
     call c{};
     c.id = static_cast<std::uint64_t>(b.nr);
     c.late = 1;
@@ -302,6 +400,9 @@ std::string open_and_load(const AttachOptions& opt, const std::vector<std::uint1
   skel->reset(rdzv_bpf::open());
   if (!*skel) return "no BPF support here: cannot open the BPF object: " + g_last_libbpf_error;
   configure(skel->get(), opt, ports);
+  // Attached by the loader itself (Recorder::inflight_iter), so that it outlives the probes'
+  // links for the last pass when attach stops.
+  bpf_program__set_autoattach((*skel)->progs.rdzv_calls_in_flight, false);
   if (int err = rdzv_bpf::load(skel->get()); err != 0)
     return "no BPF support here: loading the probes failed (" + std::string(std::strerror(-err)) +
            "): " + g_last_libbpf_error;
@@ -373,6 +474,7 @@ void poll_until_stopped(ring_buffer* rb, Recorder& recorder, const AttachOptions
     if (mono_ns() - last_lost_update > 500'000'000ull) {
       const std::uint64_t lost = recorder.lost();
       for (auto& [pid, f] : recorder.files) f->set_lost(lost);
+      recorder.sync_inflight();  // watch sees the calls in flight live
       last_lost_update = mono_ns();
     }
     if (on_progress && mono_ns() - last_progress >= 1'000'000'000ull) {
@@ -420,6 +522,10 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   std::vector<bpf_link*> links;
   if (std::string err = attach_getaddrinfo(skel.get(), opt, pids, &links); !err.empty())
     return fail(std::move(err));
+  recorder.inflight_iter = bpf_program__attach_iter(skel->progs.rdzv_calls_in_flight, nullptr);
+  if (!recorder.inflight_iter && opt.log)
+    opt.log->warn("cannot attach the iterator of calls in flight: the traces will show none ({})",
+                  g_last_libbpf_error);
 
   // Store sockets opened before attach: without them a hung rank's connections stay unseen.
   const std::uint64_t found_ns = mono_ns();
@@ -436,12 +542,16 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   if (on_ready) on_ready(result, opt);
 
   poll_until_stopped(rb, recorder, opt, stop, on_progress, &result);
-  // Stop the probes first, then drain what they left in the ring buffer: nothing is lost
-  // between the last poll and the exit.
+  // The calls in progress as attach stops, while the probes still run; then stop the probes
+  // and drain what they left in the ring buffer (nothing is lost between the last poll and the
+  // exit): a call that returned meanwhile empties its slot, a thread killed in one keeps it.
+  recorder.sync_inflight();
   destroy_links(links);
   rdzv_bpf::detach(skel.get());
   ring_buffer__consume(rb);
   ring_buffer__free(rb);
+  for (auto& [pid, f] : recorder.files) f->finish_inflight();
+  if (recorder.inflight_iter) bpf_link__destroy(recorder.inflight_iter);
   summarize(recorder, &result);
   return result;
 }

@@ -115,6 +115,22 @@ int BPF_PROG(rdzv_sys_enter, struct pt_regs *regs, long id) {
   return 0;
 }
 
+/* The current thread is being killed: a fatal signal (SIGKILL, or any signal whose default
+ * action ends the process, SIGTERM included) puts SIGKILL in every thread's pending set
+ * before it wakes them (complete_signal). */
+static __always_inline bool killed_now(void) {
+  struct task_struct *task = bpf_get_current_task_btf();
+  return BPF_CORE_READ(task, pending.signal.sig[0]) & (1ull << (9 - 1));
+}
+
+/* The thread dies in the call c: it never returns to the program, so no record (the shim
+ * writes none either, its process being gone); the loader is told, and keeps the call in
+ * flight in the process's file (bpf/inflight.cpp). */
+static __always_inline void died_in_call(struct call *c, __u32 tgid, __u32 tid) {
+  c->rec.tid = tid; /* a found call's entry has nothing else (rdzv.h: struct call) */
+  emit_event(tgid, &c->rec, RDZV_BPF_EV_DIED_IN_CALL, false);
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -130,6 +146,13 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
      * ended before the entry was made: the thread has moved on. */
     if (late_entry) forget_call(c, tid, true);
     return 0;
+  }
+  /* Interrupted (EINTR, or a restart that will not happen) and killed: the call is over for
+   * the kernel, not for the program, which never sees it return. Only an interrupted call
+   * pays for the test. */
+  if ((ret == -EINTR || (ret <= -ERESTARTSYS && ret >= -ERESTART_RESTARTBLOCK)) && killed_now()) {
+    died_in_call(c, tgid, tid);
+    goto out;
   }
   if (c->late && !c->rec.kind) { /* the loader's entry for a call already blocked at attach */
     late_io_exit(regs, id, tgid, tid, ret);
@@ -474,6 +497,53 @@ int rdzv_identify_found(struct bpf_iter__task_file *ctx) {
   return 0;
 }
 
+/* Run by the loader (bpf_iter) on each drain and when attach stops: every call a target's
+ * thread is in, as the kernel side holds it (rdzv.h: struct rdzv_bpf_inflight), for the
+ * in-flight slots of the process's file (bpf/inflight.cpp). Nothing is added to the probes'
+ * path: the iterator reads what they keep anyway. */
+SEC("iter/task")
+int rdzv_calls_in_flight(struct bpf_iter__task *ctx) {
+  struct seq_file *seq = ctx->meta->seq;
+  struct task_struct *task = ctx->task;
+  if (!task) return 0;
+  __u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
+  if (!(trace_all ? tgid != self_tgid : known_target(tgid))) return 0;
+  struct rdzv_bpf_inflight out = {};
+  out.tgid = tgid;
+  out.tid = tid;
+  bool any = false;
+  struct call *c = bpf_task_storage_get(&thread_calls, task, 0, 0);
+  if (c && c->in_call) {
+    __builtin_memcpy(&out.c, c, sizeof(out.c));
+    out.from = RDZV_BPF_FROM_ENTER;
+    bpf_seq_write(seq, &out, sizeof(out));
+    any = true;
+  }
+  if (late_calls_made) {
+    c = bpf_map_lookup_elem(&late_calls, &tid);
+    if (c) {
+      __builtin_memcpy(&out.c, c, sizeof(out.c));
+      out.from = RDZV_BPF_FROM_FOUND;
+      bpf_seq_write(seq, &out, sizeof(out));
+      any = true;
+    }
+  }
+  struct gai_call *g = bpf_map_lookup_elem(&gai_calls, &tid);
+  if (g) {
+    __builtin_memset(&out.c, 0, sizeof(out.c));
+    __builtin_memcpy(&out.c.rec, &g->rec, sizeof(out.c.rec));
+    out.from = RDZV_BPF_FROM_LOOKUP;
+    bpf_seq_write(seq, &out, sizeof(out));
+    any = true;
+  }
+  if (!any) { /* alive, in no call: a slot it had is over */
+    __builtin_memset(&out.c, 0, sizeof(out.c));
+    out.from = RDZV_BPF_FROM_NONE;
+    bpf_seq_write(seq, &out, sizeof(out));
+  }
+  return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(rdzv_exit, struct task_struct *task) {
   __u32 tgid = BPF_CORE_READ(task, tgid);
@@ -495,6 +565,7 @@ int BPF_PROG(rdzv_exit, struct task_struct *task) {
   r->u.proc.child_pid = -1;
   /* wait(2) encoding: the signal number when killed, else the exit code. */
   r->u.proc.status = (code & 0x7f) ? (code & 0x7f) : ((code >> 8) & 0xff);
+  if (code & 0x7f) r->flags |= RDZV_F_SIGNALED; /* the signal, not an exit status */
   emit(tgid, r);
   bpf_map_delete_elem(&targets, &tgid);
   return 0;

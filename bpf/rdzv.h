@@ -25,9 +25,15 @@ static inline rdzv_u64 rdzv_target_mask(rdzv_u32 tgid) { return (rdzv_u64)1 << (
 
 struct rdzv_bpf_event {
   rdzv_u32 tgid; /* the process whose file gets the record */
-  rdzv_u32 reserved;
+  rdzv_u32 what; /* RDZV_BPF_EV_* */
   struct rdzv_record rec;
 };
+/* A record for the process's file. */
+#define RDZV_BPF_EV_RECORD 0
+/* Not a record: the thread rec.tid died in the call `rec` (as far as it is known; for a call
+ * found blocked at attach, rec.kind is 0), killed by a signal while the call was in progress.
+ * The loader keeps that call in flight in the file for good (bpf/inflight.cpp). */
+#define RDZV_BPF_EV_DIED_IN_CALL 1
 
 /* A syscall between its enter and its exit, per thread (thread_calls): the record as far as
  * it is known. Also written by the loader (late_calls), with `late` set and nothing else but
@@ -43,6 +49,23 @@ struct call {
   rdzv_u32 in_call;  /* the thread's storage holds a call between its enter and its exit */
   rdzv_u32 reserved;
   struct rdzv_record rec;
+};
+
+/* One call in progress, as the iterator rdzv_calls_in_flight writes it for the loader: the
+ * thread's call between its enter and its exit (RDZV_BPF_FROM_ENTER), the loader's entry for
+ * a call it found blocked at attach (RDZV_BPF_FROM_FOUND), or a getaddrinfo between its
+ * uprobe and its uretprobe (RDZV_BPF_FROM_LOOKUP: its record in c.rec). */
+#define RDZV_BPF_FROM_ENTER 0
+#define RDZV_BPF_FROM_FOUND 1
+#define RDZV_BPF_FROM_LOOKUP 2
+/* A thread of a target in none of those: it is alive (c is zero). */
+#define RDZV_BPF_FROM_NONE 3
+struct rdzv_bpf_inflight {
+  rdzv_u32 tgid;
+  rdzv_u32 tid;
+  rdzv_u32 from; /* RDZV_BPF_FROM_* */
+  rdzv_u32 reserved;
+  struct call c;
 };
 
 /* A store socket (the store_socks map, keyed by tgid << 32 | fd), as the shim's fd table knows

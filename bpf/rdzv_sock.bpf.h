@@ -44,15 +44,15 @@ static __always_inline void count_lost(void) {
 }
 
 /* `urgent`: wake the loader now (it must act before the process goes on, e.g. read the
- * environment of an exec'd image). */
-static __always_inline void emit_wake(__u32 tgid, const struct rdzv_record *rec, bool urgent) {
+ * environment of an exec'd image). `what`: RDZV_BPF_EV_* (rdzv.h). */
+static __always_inline void emit_event(__u32 tgid, const struct rdzv_record *rec, __u32 what, bool urgent) {
   struct rdzv_bpf_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
   if (!ev) {
     count_lost();
     return;
   }
   ev->tgid = tgid;
-  ev->reserved = 0;
+  ev->what = what;
   __builtin_memcpy(&ev->rec, rec, sizeof(*rec));
   ev->rec.seal = 0;
   /* A wakeup per event costs the loader a context switch per event (7x the cost of a send
@@ -60,6 +60,10 @@ static __always_inline void emit_wake(__u32 tgid, const struct rdzv_record *rec,
    * interval by itself (loader.cpp). */
   __u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
   bpf_ringbuf_submit(ev, urgent || pending > RDZV_BPF_RINGBUF_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void emit_wake(__u32 tgid, const struct rdzv_record *rec, bool urgent) {
+  emit_event(tgid, rec, RDZV_BPF_EV_RECORD, urgent);
 }
 
 static __always_inline void emit(__u32 tgid, const struct rdzv_record *rec) { emit_wake(tgid, rec, false); }

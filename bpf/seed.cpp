@@ -119,14 +119,6 @@ std::vector<FoundSocket> find_store_sockets(int pid, const std::vector<std::uint
   return out;
 }
 
-namespace {
-
-// x86_64 syscall numbers of the waits found from outside.
-constexpr long kPoll = 7, kSelect = 23, kEpollWait = 232, kPselect6 = 270, kPpoll = 271, kEpollPwait = 281,
-               kEpollPwait2 = 441;
-
-// `len` bytes of `pid`'s memory at `addr` ("" when they cannot be read: the call ended, the
-// address is bad).
 std::string read_memory(int pid, std::uint64_t addr, std::size_t len) {
   if (!addr || !len) return {};
   std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/mem").c_str(), "rb");
@@ -136,6 +128,12 @@ std::string read_memory(int pid, std::uint64_t addr, std::size_t len) {
   std::fclose(f);
   return ok ? buf : std::string();
 }
+
+namespace {
+
+// x86_64 syscall numbers of the waits found from outside.
+constexpr long kPoll = 7, kSelect = 23, kEpollWait = 232, kPselect6 = 270, kPpoll = 271, kEpollPwait = 281,
+               kEpollPwait2 = 441;
 
 bool is_found(const std::vector<FoundSocket>& found, long fd) {
   return std::any_of(found.begin(), found.end(), [&](const FoundSocket& s) { return s.fd == fd; });
@@ -242,7 +240,14 @@ std::vector<BlockedCall> blocked_calls(int pid, const std::vector<FoundSocket>& 
       continue;
     }
     if (std::find(std::begin(kRebuilt), std::end(kRebuilt), nr) == std::end(kRebuilt)) continue;
-    if (nr == kPoll || is_found(found, static_cast<long>(a[0]))) out.push_back({static_cast<int>(tid), nr});
+    if (nr == kPoll || is_found(found, static_cast<long>(a[0]))) {
+      BlockedCall b{static_cast<int>(tid), nr};
+      // What it is in flight on (bpf/inflight.cpp): the descriptor, or a poll's store socket
+      // and its timeout (an int; -1 waits for ever).
+      b.call_fd = nr == kPoll ? ppoll_store_fd(pid, a[0], a[1], found) : static_cast<int>(a[0]);
+      if (nr == kPoll) b.call_timeout_ms = static_cast<std::int32_t>(a[2]);
+      out.push_back(b);
+    }
   }
   return out;
 }

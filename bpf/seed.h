@@ -14,6 +14,10 @@
 
 namespace rdzvscope::bpf {
 
+// `len` bytes of `pid`'s memory at `addr` ("" when they cannot be read: the call ended, the
+// address is bad).
+std::string read_memory(int pid, std::uint64_t addr, std::size_t len);
+
 // The entries of a directory whose names are numbers (/proc, /proc/PID/fd, /proc/PID/task).
 std::vector<long> numbered_entries(const std::string& dir);
 
@@ -49,6 +53,10 @@ struct BlockedCall {
   int wait_fd = -1;              // a wait's found store socket; -1 for the others
   std::int64_t timeout_ms = -1;  // a wait's timeout, read before it ends; -1 unknown or none
   bool glibc_select = false;     // pselect6 without a signal mask: glibc's select(), named so
+  // The others (rebuilt at their exit): the descriptor of the call (a poll's first found store
+  // socket, -1 when it waits on none) and a poll's timeout.
+  int call_fd = -1;
+  std::int64_t call_timeout_ms = -1;
 };
 std::vector<BlockedCall> blocked_calls(int pid, const std::vector<FoundSocket>& found);
 

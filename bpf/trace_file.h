@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "inflight.h"
 #include "rdzvscope/recorder_core.h"
 #include "rdzvscope/trace_format.h"
 
@@ -36,6 +37,21 @@ class TraceFile {
   void set_lost(std::uint64_t lost);
   void close();
 
+  // The header's in-flight slots (inflight.h): each pass of the iterator, a record that ends a
+  // published call, a thread killed in its call, attach's end.
+  void sync_inflight(const std::vector<SlotCall>& calls, const std::set<std::uint32_t>& alive) {
+    if (trace_.header) inflight_.sync(trace_.header, calls, alive);
+  }
+  void call_returned(const rdzv_record& r) {
+    if (trace_.header) inflight_.returned(trace_.header, r);
+  }
+  void died_in_call(std::uint32_t tid, const std::optional<SlotCall>& call) {
+    if (trace_.header) inflight_.died(trace_.header, tid, call);
+  }
+  void finish_inflight() {
+    if (trace_.header) inflight_.finish(trace_.header);
+  }
+
   const std::string& path() const { return path_; }
   std::uint64_t events() const { return events_; }
   int pid() const { return pid_; }
@@ -45,6 +61,7 @@ class TraceFile {
 
  private:
   rdzv_trace trace_{};
+  InflightSlots inflight_;
   std::uint64_t events_ = 0;
   int pid_ = -1;
   std::string path_;

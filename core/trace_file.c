@@ -250,6 +250,39 @@ struct rdzv_inflight *rdzv_inflight_claim_other(struct rdzv_file_header *h, rdzv
   return NULL;
 }
 
+struct rdzv_inflight *rdzv_inflight_begin_socket(struct rdzv_file_header *h, rdzv_u32 tid, rdzv_u8 kind,
+                                                 rdzv_u8 op, rdzv_u16 flags, rdzv_s32 fd, rdzv_u64 start_ns,
+                                                 rdzv_s64 timeout_ms, const struct rdzv_sockaddr *peer) {
+  struct rdzv_inflight *s = rdzv_inflight_claim(h, tid);
+  if (!s) return NULL;
+  rdzv_inflight_fill(s, kind, op, flags, fd, start_ns);
+  memset(&s->u, 0, sizeof s->u);
+  if (timeout_ms >= 0) {
+    s->timeout_ms = timeout_ms;
+    s->has |= RDZV_INFLIGHT_HAS_TIMEOUT;
+  }
+  if (peer && peer->family) {
+    s->u.peer = *peer;
+    s->has |= RDZV_INFLIGHT_HAS_PEER;
+  }
+  rdzv_inflight_publish(s);
+  return s;
+}
+
+struct rdzv_inflight *rdzv_inflight_begin_lookup(struct rdzv_file_header *h, rdzv_u32 tid, rdzv_u8 op,
+                                                 rdzv_u16 flags, const char *host, rdzv_u64 start_ns) {
+  struct rdzv_inflight *s = rdzv_inflight_claim(h, tid);
+  if (!s) return NULL;
+  rdzv_inflight_fill(s, RDZV_EV_RESOLVE, op, flags, -1, start_ns);
+  memset(&s->u, 0, sizeof s->u);
+  if (host) {
+    if (rdzv_copy_cut(s->u.host, sizeof s->u.host, host)) s->flags |= RDZV_F_TRUNCATED;
+    s->has |= RDZV_INFLIGHT_HAS_HOST;
+  }
+  rdzv_inflight_publish(s);
+  return s;
+}
+
 /* ---------------------------------------------------------------- snapshots */
 
 int rdzv_failure_snapshot_due(rdzv_u64 *last_ns, rdzv_u64 now_ns) {

@@ -1,11 +1,9 @@
 #include "inflight.h"
 
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "guard.h"
-#include "text.h"
 
 namespace rdzv {
 
@@ -24,23 +22,15 @@ void inflight_forget_after_fork() {
   t_inflight_tid = 0;
 }
 
+// The slot is filled by the recorder core, as attach's loader fills its own.
 rdzv_inflight* inflight_begin_socket(uint8_t kind, uint8_t op, uint16_t flags, int fd,
                                      uint64_t start_ns, int64_t timeout_ms,
                                      const rdzv_sockaddr* peer) {
-  rdzv_inflight* s = inflight_claim();
-  if (!s) return nullptr;
-  inflight_fill(s, kind, op, flags, fd, start_ns);
-  memset(&s->u, 0, sizeof s->u);
-  if (timeout_ms >= 0) {
-    s->timeout_ms = timeout_ms;
-    s->has |= RDZV_INFLIGHT_HAS_TIMEOUT;
-  }
-  if (peer && peer->family) {
-    s->u.peer = *peer;
-    s->has |= RDZV_INFLIGHT_HAS_PEER;
-  }
-  rdzv_inflight_publish(s);
-  return s;
+  rdzv_file_header* h = __atomic_load_n(&g_inflight_header, __ATOMIC_ACQUIRE);
+  if (!h) return nullptr;
+  uint32_t tid = t_inflight_tid;
+  if (!tid) tid = inflight_tid_slow();
+  return rdzv_inflight_begin_socket(h, tid, kind, op, flags, fd, start_ns, timeout_ms, peer);
 }
 
 rdzv_inflight* inflight_begin_lookup(uint8_t op, const char* host, uint64_t start_ns) {
@@ -48,16 +38,11 @@ rdzv_inflight* inflight_begin_lookup(uint8_t op, const char* host, uint64_t star
     Guard guard;  // creating the file makes calls of its own
     if (!ensure_trace_open()) return nullptr;
   }
-  rdzv_inflight* s = inflight_claim();
-  if (!s) return nullptr;
-  inflight_fill(s, RDZV_EV_RESOLVE, op, 0, -1, start_ns);
-  memset(&s->u, 0, sizeof s->u);
-  if (host) {
-    if (copy_cut(s->u.host, sizeof s->u.host, host)) s->flags |= RDZV_F_TRUNCATED;
-    s->has |= RDZV_INFLIGHT_HAS_HOST;
-  }
-  rdzv_inflight_publish(s);
-  return s;
+  rdzv_file_header* h = __atomic_load_n(&g_inflight_header, __ATOMIC_ACQUIRE);
+  if (!h) return nullptr;
+  uint32_t tid = t_inflight_tid;
+  if (!tid) tid = inflight_tid_slow();
+  return rdzv_inflight_begin_lookup(h, tid, op, 0, host, start_ns);
 }
 
 }  // namespace rdzv

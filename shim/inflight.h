@@ -33,16 +33,12 @@ __attribute__((always_inline)) inline rdzv_inflight* inflight_claim() {
   return rdzv_inflight_claim(h, tid);
 }
 
-// The fields every call writes; `has` says that none of the others is (the caller adds them).
+// The fields every call writes (the recorder core's rdzv_inflight_fill); `has` says that none
+// of the others is (the caller adds them).
 __attribute__((always_inline)) inline void inflight_fill(rdzv_inflight* s, uint8_t kind,
                                                          uint8_t op, uint16_t flags, int fd,
                                                          uint64_t start_ns) {
-  s->kind = kind;
-  s->op = op;
-  s->flags = flags;
-  s->fd = fd;
-  s->has = 0;
-  s->start_ns = start_ns;
+  rdzv_inflight_fill(s, kind, op, flags, fd, start_ns);
 }
 
 // RDZV_FEAT_STORE_RECV: a receive on a store socket that began at start_ns returned bytes. One

@@ -145,9 +145,24 @@ void complete_inflight(Process& p) {
   }
 }
 
+// attach saw the process killed by a signal (a PROC_EXIT with RDZV_F_SIGNALED): the TCP states
+// its sockets go through after it are the kernel closing a dead process's files and its peers'
+// FINs reaching them, not what it lived through (the shim, gone with it, writes nothing more).
+void drop_teardown(Process& p) {
+  const auto killed = std::find_if(p.events.begin(), p.events.end(), [](const Event& e) {
+    return e.kind == RDZV_EV_PROC_EXIT && e.has(RDZV_F_SIGNALED);
+  });
+  if (killed == p.events.end()) return;
+  const std::int64_t at = killed->wall_ns;
+  p.events.erase(std::remove_if(p.events.begin(), p.events.end(),
+                                [at](const Event& e) { return e.kind == RDZV_EV_TCP_STATE && e.wall_ns > at; }),
+                 p.events.end());
+}
+
 void finish(Process& p) {
   std::stable_sort(p.events.begin(), p.events.end(),
                    [](const Event& a, const Event& b) { return a.wall_ns < b.wall_ns; });
+  drop_teardown(p);
   std::stable_sort(p.inflight.begin(), p.inflight.end(),
                    [](const Event& a, const Event& b) { return a.wall_ns < b.wall_ns; });
   complete_inflight(p);
@@ -175,6 +190,11 @@ void finish(Process& p) {
   for (const Event& e : p.events) {
     if (e.kind == RDZV_EV_LISTEN && e.ret == 0 && e.on_store_socket() && p.role != Role::Agent)
       p.role = Role::StoreServer;
+    // attach's record of a death by a signal (RDZV_F_SIGNALED) is no exit: the process ended
+    // as one the shim traced ends, with nothing more written, and is judged alike (vanished,
+    // unless its parent's reap says more). Read as an exit, a SIGTERM'd rank that waited was
+    // a rank that "exited with status 15" on its own.
+    if (e.kind == RDZV_EV_PROC_EXIT && e.has(RDZV_F_SIGNALED)) continue;
     if (e.kind == RDZV_EV_PROC_EXIT && !p.exit_ns) {
       p.exit_ns = e.wall_ns;
       if (!e.has(RDZV_F_STATUS_UNKNOWN)) p.exit_status = e.process().status;

@@ -79,6 +79,9 @@ struct ProcessFacts {
   bool failed() const;  // exited non-zero, or vanished (killed, or still hung)
   // When the process reached the store: its first store connect attempt, else nullopt.
   std::optional<std::int64_t> arrival_ns() const { return first_store_attempt_ns; }
+  // When it is known to have reached the store: its first attempt, else (a connection attach
+  // found already made, which is no attempt of then) when it was seen connected.
+  std::optional<std::int64_t> at_store_ns() const { return first_store_attempt_ns ? first_store_attempt_ns : connected_ns; }
 };
 
 std::vector<ProcessFacts> derive_facts(const std::vector<Process>& processes);

@@ -16,7 +16,7 @@ constexpr std::int64_t kReplyNs = 100'000'000;
 // A rank that reached the store and is (or was, when it ended) waiting on it, with no error of
 // its own and no timeout of its wait seen.
 bool waits_without_error(const ProcessFacts& f) {
-  return f.store_wait && f.arrival_ns() && !f.first_error && f.wait_timeouts.empty();
+  return f.store_wait && f.at_store_ns() && !f.first_error && f.wait_timeouts.empty();
 }
 
 // It exited, or a signal nobody traced sent ended it, as its parent saw: it did not wait to be
@@ -26,7 +26,7 @@ bool ended_on_its_own(const Context& c, const ProcessFacts& f) {
   return !e.stopped() && e.how != Ending::How::Vanished;
 }
 
-bool reached_store(const ProcessFacts& f) { return f.arrival_ns() || f.listen_ns; }
+bool reached_store(const ProcessFacts& f) { return f.at_store_ns() || f.listen_ns; }
 
 std::optional<WaitFor> find_missing_ranks(const Context& c, std::optional<std::int64_t> now_ns) {
   WaitFor w;
@@ -37,15 +37,15 @@ std::optional<WaitFor> find_missing_ranks(const Context& c, std::optional<std::i
     else if (!reached_store(*f)) w.missing.push_back(f);
     // Reached the store, no error, in no wait of its own: the store host serving, a rank
     // between two of its checks. Neither waiting nor waited for.
-    else if (f->arrival_ns() && !f->first_error && !ended) continue;
+    else if (f->at_store_ns() && !f->first_error && !ended) continue;
     else w.own_story.push_back(f);
   }
   w.absent = c.absent_ranks;
   if (w.waiting.empty() || (w.missing.empty() && w.absent.empty())) return std::nullopt;
-  w.first_arrival_ns = *w.waiting.front()->arrival_ns();
+  w.first_arrival_ns = *w.waiting.front()->at_store_ns();
   w.first_wait_ns = w.last_wait_ns = w.waiting.front()->store_wait->wall_ns;
   for (const ProcessFacts* f : w.waiting) {
-    w.first_arrival_ns = std::min(w.first_arrival_ns, *f->arrival_ns());
+    w.first_arrival_ns = std::min(w.first_arrival_ns, *f->at_store_ns());
     w.first_wait_ns = std::min(w.first_wait_ns, f->store_wait->wall_ns);
     w.last_wait_ns = std::max(w.last_wait_ns, f->store_wait->wall_ns);
   }
@@ -62,12 +62,20 @@ std::optional<WaitFor> find_missing_ranks(const Context& c, std::optional<std::i
   return w;
 }
 
+// Records attach's kernel side writes for a process that need not run for them: its sockets'
+// TCP states, errors and resets (the peers' FINs reach a stopped store host's sockets), and its
+// death by a signal. No sign that it ran.
+bool written_without_it(const Event& e) {
+  return e.kind == RDZV_EV_TCP_STATE || (e.kind == RDZV_EV_PROC_EXIT && e.has(RDZV_F_SIGNALED));
+}
+
 // The latest sign of life of a process: its last event's end, a call of its in flight
 // beginning, its latest receive on a store socket that returned bytes (each was written by
-// the running process).
+// the running process, or by attach for a call it made).
 std::int64_t last_sign_of_life(const Process& p) {
   std::int64_t last = p.launched_ns;
-  for (const Event& e : p.events) last = std::max(last, end_ns(e));
+  for (const Event& e : p.events)
+    if (!written_without_it(e)) last = std::max(last, end_ns(e));
   for (const Event& e : p.inflight) last = std::max(last, e.wall_ns);
   if (p.last_store_recv_ns) last = std::max(last, *p.last_store_recv_ns);
   return last;

@@ -103,7 +103,7 @@ constexpr Named<unsigned> kFlags[] = {
     {RDZV_F_REVERSE, "reverse"},     {RDZV_F_SOCK_ERROR, "sock_error"},
     {RDZV_F_RESET_RECEIVED, "reset_received"}, {RDZV_F_RESET_SENT, "reset_sent"},
     {RDZV_F_PREEXISTING, "preexisting"},       {RDZV_F_INJECTED, "injected"},
-    {RDZV_F_PEER, "peer"},
+    {RDZV_F_PEER, "peer"},                     {RDZV_F_SIGNALED, "signaled"},
 };
 
 constexpr Named<unsigned> kFeatures[] = {

@@ -52,7 +52,7 @@ std::string missing_words(const Context& c, const ProcessFacts& f) {
 }
 
 std::string waiting_rank_words(const Context& c, const ProcessFacts& f) {
-  return f.proc->label() + " reached the store at " + rel(c, *f.arrival_ns()) + " and " + ending_words(c, f);
+  return f.proc->label() + " reached the store at " + rel(c, *f.at_store_ns()) + " and " + ending_words(c, f);
 }
 
 }  // namespace

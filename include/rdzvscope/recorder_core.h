@@ -445,6 +445,50 @@ static inline struct rdzv_inflight *rdzv_inflight_claim(struct rdzv_file_header 
   return rdzv_inflight_claim_other(h, tid);
 }
 
+/* The fields every published call writes; `has` says that none of the others is (the caller
+ * adds them, or uses rdzv_inflight_begin_socket / _lookup). */
+static inline void rdzv_inflight_fill(struct rdzv_inflight *s, rdzv_u8 kind, rdzv_u8 op, rdzv_u16 flags,
+                                      rdzv_s32 fd, rdzv_u64 start_ns) {
+  s->kind = kind;
+  s->op = op;
+  s->flags = flags;
+  s->fd = fd;
+  s->has = 0;
+  s->start_ns = start_ns;
+}
+
+/* Which calls are published in flight, by the record they will write (kind, flags as the
+ * record has them: RDZV_F_STORE, RDZV_F_NONBLOCK) and their own timeout (-1 none): a receive,
+ * a connect or an accept on a blocking store socket; a wait (poll, ppoll, select, pselect,
+ * epoll) on a store socket or a connect in progress, with a timeout other than 0; every
+ * resolver call. Never a send (a TCPStore request is a few bytes the kernel takes whether or
+ * not the server runs). The shim's hooks apply it inline, each for its own calls; attach's
+ * loader applies it to the calls the kernel side holds between their enter and their exit. */
+static inline int rdzv_inflight_publishes(rdzv_u8 kind, rdzv_u16 flags, rdzv_s64 timeout_ms) {
+  switch (kind) {
+    case RDZV_EV_RECV:
+    case RDZV_EV_CONNECT:
+    case RDZV_EV_ACCEPT:
+      return (flags & RDZV_F_STORE) && !(flags & RDZV_F_NONBLOCK);
+    case RDZV_EV_POLL:
+      return (flags & (RDZV_F_STORE | RDZV_F_NONBLOCK)) && timeout_ms != 0;
+    case RDZV_EV_RESOLVE:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/* Claim, fill and publish in one, for the calls that are not hot (core/trace_file.c): a socket
+ * call with its own timeout (-1: none) and peer (NULL or family 0: not known), or a resolver
+ * call with the name asked for (cut to RDZV_INFLIGHT_HOST_MAX - 1 bytes, flag truncated). NULL
+ * when every slot is taken. */
+struct rdzv_inflight *rdzv_inflight_begin_socket(struct rdzv_file_header *h, rdzv_u32 tid, rdzv_u8 kind,
+                                                 rdzv_u8 op, rdzv_u16 flags, rdzv_s32 fd, rdzv_u64 start_ns,
+                                                 rdzv_s64 timeout_ms, const struct rdzv_sockaddr *peer);
+struct rdzv_inflight *rdzv_inflight_begin_lookup(struct rdzv_file_header *h, rdzv_u32 tid, rdzv_u8 op,
+                                                 rdzv_u16 flags, const char *host, rdzv_u64 start_ns);
+
 /* The slot's fields are filled: the call is published as in flight (seal last, release). */
 static inline void rdzv_inflight_publish(struct rdzv_inflight *s) {
   __atomic_store_n(&s->seal, rdzv_inflight_seal(s->start_ns), __ATOMIC_RELEASE);

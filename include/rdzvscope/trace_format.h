@@ -153,6 +153,10 @@ enum rdzv_snapshot_reason {
  * process group's own connections: gloo's pairs). Its first RDZV_PEER_DETAIL_EVENTS calls and
  * its failures are recorded (recorder_core.h). */
 #define RDZV_F_PEER (1u << 14)
+/* attach: a PROC_EXIT whose status is the signal that ended the process (the kernel's exit
+ * code said so), not an exit status. The shim never writes one: a process killed by a signal
+ * writes nothing more. */
+#define RDZV_F_SIGNALED (1u << 15)
 
 /* Address as the socket API saw it; port in host byte order. AF_INET uses addr[0..3]. */
 struct rdzv_sockaddr {

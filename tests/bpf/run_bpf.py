@@ -83,20 +83,11 @@ def finish_target(p):
 
 
 def start_attach(args):
-    a = subprocess.Popen([OPTS.rdzvscope, "attach"] + args, stderr=subprocess.PIPE, text=True)
-    line = a.stderr.readline()
-    if "recording" not in line:
-        a.wait(timeout=10)
-        raise Fail("attach did not start (exit %s): %s%s" % (a.returncode, line, a.stderr.read()))
-    return a
+    return cli.start_attach(OPTS.rdzvscope, args)
 
 
 def stop_attach(a, sig=signal.SIGINT):
-    a.send_signal(sig)
-    rest = a.stderr.read()
-    rc = a.wait(timeout=20)
-    check(rc == 0, "attach exited %d: %s" % (rc, rest))
-    return rest
+    return cli.stop_attach(a, sig)
 
 
 def dump(out_dir):

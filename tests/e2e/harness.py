@@ -24,11 +24,13 @@ Until `rdzvscope analyze` exists, step 1 still runs and the test then FAILS with
 not available" (exit 1): a scenario is never reported as passed without a diagnosis.
 
     harness.py --rdzvscope build/bin/rdzvscope SCENARIO [--launch MODE] [--python PY]
-               [--work DIR] [--keep] [--untraced]
+               [--work DIR] [--keep] [--untraced] [--attach]
     harness.py --list [--launch MODE]
 
 --untraced is the traces-absent variant: the ranks run without `rdzvscope run`, the fault is
 checked from exit codes and logs only, and only step 3 (log-only analysis) is asserted.
+--attach traces the ranks with `rdzvscope attach --pid` instead of the shim (root; the
+scenarios that say when to start it: store_unresponsive, cancelled_waiting).
 
 Standard library only; runs under any python3 >= 3.8 (the ranks run under --python, default
 /usr/bin/python3, the interpreter that has torch). The connect_timeout scenario needs root,
@@ -173,6 +175,9 @@ def main():
     ap.add_argument("--untraced", action="store_true",
                     help="the traces-absent variant: ranks run without `rdzvscope run`, and only "
                          "the log-only analysis is asserted")
+    ap.add_argument("--attach", action="store_true",
+                    help="ranks run without `rdzvscope run` and are traced by `rdzvscope attach "
+                         "--pid` (root), from where the scenario starts it; analyzed as traced")
     args = ap.parse_args()
 
     specs = MODES[args.launch][0]
@@ -194,7 +199,7 @@ def main():
         work = tempfile.mkdtemp(prefix=f"rdzvscope-e2e-{args.scenario}-")
     h = Harness(os.path.abspath(args.rdzvscope), args.python, work, args.keep,
                 traced=not args.untraced, legacy_store=args.legacy_store,
-                pid_namespaces=args.pid_namespaces)
+                pid_namespaces=args.pid_namespaces, attach=args.attach)
     name = args.scenario
     t_start = time.monotonic()
     if args.launch != "hand" and h.torch_major < 2:

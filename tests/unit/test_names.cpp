@@ -57,7 +57,9 @@ TEST_CASE("flags and features list their set bits by name", "[names]") {
   CHECK(flag_names(RDZV_F_STORE | RDZV_F_PREEXISTING) == std::vector<std::string>{"store", "preexisting"});
   CHECK(flag_names(RDZV_F_STORE | RDZV_F_INJECTED) == std::vector<std::string>{"store", "injected"});
   CHECK(flag_names(RDZV_F_STORE | RDZV_F_PEER) == std::vector<std::string>{"store", "peer"});
-  CHECK(flag_names(RDZV_F_REVERSE | (1u << 15)) == std::vector<std::string>{"reverse", "bit15"});
+  CHECK(flag_names(RDZV_F_REVERSE | RDZV_F_SIGNALED) == std::vector<std::string>{"reverse", "signaled"});
+  // Every bit of the 16-bit field has a name now: a wider value names the rest by number.
+  CHECK(flag_names(RDZV_F_REVERSE | (1u << 16)) == std::vector<std::string>{"reverse", "bit16"});
   CHECK(feature_names(0xf) ==
         std::vector<std::string>{"proc_start", "snapshots", "store_io", "lost_counter"});
   CHECK(feature_names(RDZV_FEAT_STORE_IO) == std::vector<std::string>{"store_io"});

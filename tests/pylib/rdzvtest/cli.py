@@ -93,3 +93,26 @@ def parse_dump(text):
 def dump(rdzvscope, path, timeout=DUMP_TIMEOUT_S, expect_rc=0):
     """`rdzvscope dump PATH`, parsed (parse_dump)."""
     return parse_dump(dump_text(rdzvscope, path, timeout, expect_rc))
+
+
+def start_attach(rdzvscope, args):
+    """`rdzvscope attach ARGS` in the background, returned once it says it is recording (its
+    first stderr line); a Fail with what it said when it did not start."""
+    a = subprocess.Popen([rdzvscope, "attach"] + list(args), stderr=subprocess.PIPE, text=True)
+    line = a.stderr.readline()
+    if "recording" not in line:
+        a.wait(timeout=10)
+        raise Fail("attach did not start (exit %s): %s%s" % (a.returncode, line, a.stderr.read()))
+    return a
+
+
+def stop_attach(a, sig=None, timeout=20):
+    """Stops attach (SIGINT, or `sig`), which writes what is left and its summary; returns the
+    rest of its stderr. A Fail when it exits other than 0."""
+    import signal
+    a.send_signal(sig or signal.SIGINT)
+    rest = a.stderr.read()
+    rc = a.wait(timeout=timeout)
+    if rc != 0:
+        raise Fail("attach exited %d: %s" % (rc, rest))
+    return rest

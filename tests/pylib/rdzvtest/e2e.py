@@ -27,7 +27,7 @@ import threading
 import time
 
 from rdzvtest import scenarios, trace_patch
-from rdzvtest import cgroup, checks
+from rdzvtest import cgroup, checks, cli
 from rdzvtest.checks import Fail, expect, log, nonzero
 from rdzvtest.launch import RANK_SCRIPT, Launcher, job_env, start, torch_version, torchrun_cmd
 from rdzvtest.ports import free_port
@@ -433,12 +433,15 @@ PID_NAMESPACE = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
 
 class Harness(Launcher):
     """Runs scenarios with the PyTorch of `python`; traced=False: ranks without `rdzvscope run`
-    (the --untraced variants); legacy_store: USE_LIBUV=0 (PyTorch 2.x); pid_namespaces: every
+    (the --untraced variants); attach: ranks without `rdzvscope run`, traced by `rdzvscope
+    attach --pid` from the moment the scenario says (record), into the run's trace directory,
+    and analyzed as a traced run; legacy_store: USE_LIBUV=0 (PyTorch 2.x); pid_namespaces: every
     process the scenario starts runs in a PID namespace of its own (PID_NAMESPACE)."""
 
     def __init__(self, rdzvscope, python, work, keep=False, traced=True, legacy_store=False,
-                 pid_namespaces=False):
+                 pid_namespaces=False, attach=False):
         super().__init__(rdzvscope, traced)
+        self.attach = attach
         self.legacy_store = legacy_store
         self.pid_namespaces = pid_namespaces
         self.torch_version = torch_version(python)
@@ -464,7 +467,7 @@ class Harness(Launcher):
         cmd = list(prefix)
         if self.pid_namespaces:
             cmd += PID_NAMESPACE
-        if traced and self.traced:
+        if traced and self.traced and not self.attach:
             cmd += [self.rdzvscope, "run", "--out", run.trace_dir]
             if ports:
                 cmd += ["--ports", ",".join(str(p) for p in ports)]
@@ -478,6 +481,21 @@ class Harness(Launcher):
 
     def wait_all(self, run, bound_s=JOB_BOUND_S):
         super().wait_all(run, bound_s)
+        if getattr(run, "attach", None):   # the job is over: attach writes what is left
+            run.notes.append("attach: " + cli.stop_attach(run.attach).strip())
+            run.attach = None
+
+    def record(self, run, procs):
+        """Under attach: `rdzvscope attach --pid` on `procs` from now on (the ranks run, maybe
+        hang already), once its first pass over the calls in flight is made. Else nothing:
+        the shim records from the start."""
+        if not self.attach:
+            return
+        args = ["--out", run.trace_dir]
+        for p in procs:
+            args += ["--pid", str(p.pid)]
+        run.attach = cli.start_attach(self.rdzvscope, args)
+        time.sleep(1.5)   # attach passes over the calls in flight twice a second
 
 
 # --------------------------------------------------------------------------- checks
@@ -1391,6 +1409,7 @@ def sc_cancelled_waiting(h, run):
     if not h.wait_for_line(ps, "e2e: torch imported", 30):
         errors.append("not every rank imported torch within 30 s")
     time.sleep(CANCEL_AFTER_S)
+    h.record(run, ps)   # under attach: started on a job that hangs already
     expect(all(p.poll() is None for p in ps), "a rank ended before the cancel", errors)
     # While it hangs, watch names rank 3 as the one the ranks on the store wait for.
     watch_while_hung(h, run, "missing_ranks", [3], [1, 2], errors)
@@ -1487,6 +1506,7 @@ def sc_store_unresponsive(h, run):
     errors = []
     if not h.wait_for_line(ps, "e2e: store loop running", 30):
         errors.append("not every rank reached the store loop within 30 s")
+    h.record(run, ps)   # under attach: its store connections were made before
     time.sleep(0.5)
     os.kill(ps[0].pid, signal.SIGSTOP)
     time.sleep(CANCEL_AFTER_S)
