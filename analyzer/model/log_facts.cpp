@@ -19,6 +19,11 @@ std::vector<const LogEvent*> LogFacts::of(std::initializer_list<LogFamily> famil
   return out;
 }
 
+bool LogFacts::any_rendezvous_error() const {
+  return std::any_of(events.begin(), events.end(),
+                     [](const LogEvent& e) { return e.family != LogFamily::ReverseLookupFailed; });
+}
+
 namespace {
 
 // "VALUE" of "KEY=VALUE" in a watchdog line (OpType=ALLREDUCE, SeqNum=12), "" when absent.

@@ -85,6 +85,9 @@ struct LogFacts {
   // and did not cause it. nullptr when there is none.
   const LogEvent* connect_before(const LogEvent& e) const;
   bool any(std::initializer_list<LogFamily> families) const { return !of(families).empty(); }
+  // A line that says something of the rendezvous or of a collective's wait: any event but a
+  // reverse lookup's warning, which a resolver without reverse zones prints beside any job.
+  bool any_rendezvous_error() const;
 };
 
 // The work a collective timeout line names (NCCL's watchdog: "WorkNCCL(SeqNum=12,

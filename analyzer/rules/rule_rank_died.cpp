@@ -116,13 +116,6 @@ std::optional<Candidate> from_traces(const Context& c, const Context::Death& d) 
   return out;
 }
 
-// The log lines that say something of the rendezvous (not a reverse lookup's warning, which a
-// resolver without reverse zones prints beside any job).
-bool logs_show_a_rendezvous_error(const LogFacts& logs) {
-  return std::any_of(logs.events.begin(), logs.events.end(),
-                     [](const LogEvent& e) { return e.family != LogFamily::ReverseLookupFailed; });
-}
-
 // The root cause's exception line, read as a log line: one that no rendezvous family matches
 // (only an exception, or nothing c10d says) is an error of the worker's own.
 bool root_died_of_its_own_error(const LogFacts::WorkerFailure& root) {
@@ -151,7 +144,7 @@ std::optional<Candidate> from_logs(const Context& c) {
   const bool own_error = root_died_of_its_own_error(*root);
   // With traces the traces order the deaths (from_traces); the summary is read as before.
   const bool died_of_its_own = !c.has_traces() && (killed_on_its_own || own_error);
-  if (!died_of_its_own && logs_show_a_rendezvous_error(c.logs)) return std::nullopt;
+  if (!died_of_its_own && c.logs.any_rendezvous_error()) return std::nullopt;
   if (std::any_of(c.facts.begin(), c.facts.end(), [](const ProcessFacts& f) { return f.first_error != nullptr; }))
     return std::nullopt;
   // torchrun's agent stops the other workers with SIGTERM (SIGKILL only when SIGTERM did not end
@@ -216,7 +209,7 @@ std::optional<Candidate> from_logs(const Context& c) {
               std::to_string(root->rank) + " as the first observed failure: " + summary_failure_words(*root) + crash +
               rest + (died_of_its_own && killed_on_its_own ? "; a signal torchrun does not send first: it died on its own, the others' errors "
                                           "and ends are consequences"
-                      : !logs_show_a_rendezvous_error(c.logs)
+                      : !c.logs.any_rendezvous_error()
                           ? "; the logs hold no rendezvous error: it died on its own, the others' ends are consequences"
                           : "; its own error is no rendezvous error: it died of it, the others' store and collective "
                             "errors are consequences");

@@ -182,13 +182,6 @@ bool says_peer_went_away(const LogEvent& e) {
   return e.family == LogFamily::ErrorLine && says({"ncclRemoteError", "remote process exit"});
 }
 
-// The logs' lines of the rendezvous and of collectives' waits, but a reverse lookup's warning,
-// which a resolver without reverse zones prints beside any job.
-bool logs_hold_a_wait_or_store_error(const LogFacts& logs) {
-  return std::any_of(logs.events.begin(), logs.events.end(),
-                     [](const LogEvent& e) { return e.family != LogFamily::ReverseLookupFailed; });
-}
-
 // The survivors' side of a death, where the dead process printed nothing: gloo and NCCL close
 // a rank's peer connections only when the process at the other end ends (its exit closes its
 // sockets; the kernel resets what is still in flight) or when that process gave up first on a
@@ -197,7 +190,7 @@ bool logs_hold_a_wait_or_store_error(const LogFacts& logs) {
 // other end most likely died: rank_died, low, with no rank (the line names an address, not a
 // rank), and a peer that timed out first as the runner-up. The first such line, or nullptr.
 const LogEvent* peer_went_away_without_a_timeout(const LogFacts& logs) {
-  if (logs_hold_a_wait_or_store_error(logs)) return nullptr;
+  if (logs.any_rendezvous_error()) return nullptr;
   const LogEvent* first = nullptr;
   for (const LogEvent& e : logs.other_errors)
     if (says_peer_went_away(e) && (!first || e.file < first->file || (e.file == first->file && e.line < first->line)))
