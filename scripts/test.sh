@@ -11,7 +11,8 @@
 # Then a second build, clang with ASan+UBSan (build-asan; GCC where clang is missing): the
 # product and the Catch2 programs, where the unit tests and the CLI tests (ctest names unit.*,
 # cli.*, preflight.unit.*: the CLI tests run the sanitized rdzvscope end to end) run again, and
-# the libFuzzer targets, which then fuzz for a bounded number of inputs (scripts/fuzz.sh).
+# the libFuzzer targets, which fuzz for a bounded number of inputs (scripts/fuzz.sh) in the
+# background once the builds are done; their stored inputs are replayed after ctest.
 # RDZVSCOPE_SKIP_SANITIZE=1 skips that build (and the fuzzing), RDZVSCOPE_SKIP_FUZZ=1 the
 # fuzzing. Then the shim's stress test under ThreadSanitizer (build-tsan; RDZVSCOPE_SKIP_TSAN=1
 # skips). Last, GCC Release (and clang, when the sanitizer build was not clang) and
@@ -85,6 +86,8 @@ command -v clang++ >/dev/null && have_clang=1
 run_sanitize=0; [ "${RDZVSCOPE_SKIP_SANITIZE:-0}" != 1 ] && run_sanitize=1
 run_tsan=0; [ "${RDZVSCOPE_SKIP_TSAN:-0}" != 1 ] && run_tsan=1
 run_matrix=0; [ "${RDZVSCOPE_SKIP_MATRIX:-0}" != 1 ] && run_matrix=1
+run_fuzz=0
+[ "${RDZVSCOPE_SKIP_FUZZ:-0}" != 1 ] && [ $run_sanitize = 1 ] && [ $have_clang = 1 ] && run_fuzz=1
 
 sanitizer_build() {
   local san_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDZVSCOPE_SANITIZE=address,undefined
@@ -121,11 +124,30 @@ matrix_builds() {
   MATRIX_BUILDS=$matrix bash scripts/build-matrix.sh
 }
 
+# The libFuzzer targets of the sanitizer build, each for a bounded number of inputs from a
+# fixed seed (deterministic, so that CI runs exactly what passed before); any finding fails
+# the run. RDZVSCOPE_FUZZ_SECONDS=N fuzzes for N seconds from a random seed instead.
+# fuzz_analyzer: 15,000 inputs took 148 s of CI's 2 cores, the readers 13-17 s; it runs 5,000.
+# Each target also stops after FUZZ_MAX_SECONDS: inputs with a huge WORLD_SIZE cost the analyzer
+# seconds each (5,000 of its inputs took 37 s in one CI run and 156 s, 4,746 done, in another).
+# It runs after the builds, at nice 19 beside ctest's waiting jobs (it was 107-159 s after
+# ctest), so its cap is wider than the 60 s it had when it ran alone.
+fuzz_targets() {
+  export FUZZ_DIR=$SAN_DIR FUZZ_CONFIGURE=0
+  if [ -n "${RDZVSCOPE_FUZZ_SECONDS:-}" ]; then
+    bash scripts/fuzz.sh "$RDZVSCOPE_FUZZ_SECONDS"
+  else
+    FUZZ_RUNS=${RDZVSCOPE_FUZZ_RUNS:-15000} FUZZ_RUNS_fuzz_analyzer=${RDZVSCOPE_FUZZ_ANALYZER_RUNS:-5000} \
+      FUZZ_MAX_SECONDS=${RDZVSCOPE_FUZZ_MAX_SECONDS:-150} bash scripts/fuzz.sh
+  fi
+}
+
 other_builds() {
   local t=$SECONDS
   [ $run_sanitize = 0 ] || { sanitizer_build; echo "test: sanitizer build: $((SECONDS - t)) s"; t=$SECONDS; }
   [ $run_tsan = 0 ] || { tsan_build; echo "test: TSan build: $((SECONDS - t)) s"; t=$SECONDS; }
-  [ $run_matrix = 0 ] || { matrix_builds; echo "test: build matrix: $((SECONDS - t)) s"; }
+  [ $run_matrix = 0 ] || { matrix_builds; echo "test: build matrix: $((SECONDS - t)) s"; t=$SECONDS; }
+  [ $run_fuzz = 0 ] || { fuzz_targets; echo "test: fuzzing: $((SECONDS - t)) s"; }
 }
 
 # The other builds compile while ctest runs, at the lowest CPU priority. Most of ctest's time
@@ -139,8 +161,8 @@ if [ "${RDZVSCOPE_SERIAL_BUILDS:-0}" != 1 ]; then
   echo "test: the sanitizer, TSan and release builds compile in the background (nice 19; log $OTHER_LOG)"
   # Its own process group (setsid), so that a failing ctest, which ends this script, ends the
   # builds with it.
-  setsid nice -n 19 bash -c "$(declare -f sanitizer_build tsan_build matrix_builds other_builds)
-      $(declare -p SAN_DIR TSAN_DIR BUILD_DIR have_clang run_sanitize run_tsan run_matrix); set -euo pipefail
+  setsid nice -n 19 bash -c "$(declare -f sanitizer_build tsan_build matrix_builds fuzz_targets other_builds)
+      $(declare -p SAN_DIR TSAN_DIR BUILD_DIR have_clang run_sanitize run_tsan run_matrix run_fuzz); set -euo pipefail
       other_builds" >"$OTHER_LOG" 2>&1 &
   other_pid=$!
   trap 'kill -- -"$other_pid" 2>/dev/null || true; report_stages' EXIT
@@ -160,7 +182,7 @@ if [ -n "$other_pid" ]; then
   fi
   other_pid=
   trap report_stages EXIT
-  grep -E '^(test|build-matrix):' "$OTHER_LOG" || true
+  grep -E '^(test|build-matrix|fuzz):|^  fuzz_' "$OTHER_LOG" || true
 else
   other_builds
 fi
@@ -171,22 +193,10 @@ if [ $run_sanitize = 1 ]; then
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$SAN_DIR" -R '^(unit|cli|preflight\.unit)\.' --output-on-failure -j2
 fi
 
-if [ "${RDZVSCOPE_SKIP_FUZZ:-0}" != 1 ] && [ "${RDZVSCOPE_SKIP_SANITIZE:-0}" != 1 ] && [ $have_clang = 1 ]; then
-  # The libFuzzer targets of the sanitizer build: replay the stored crash inputs and the seeds
-  # (ctest -L fuzz), then fuzz each target for a bounded number of inputs from a fixed seed
-  # (deterministic, so that CI runs exactly what passed before); any finding fails the run.
-  # RDZVSCOPE_FUZZ_SECONDS=N fuzzes for N seconds from a random seed instead.
-  stage fuzz
-  export FUZZ_DIR=$SAN_DIR FUZZ_CONFIGURE=0
-  if [ -n "${RDZVSCOPE_FUZZ_SECONDS:-}" ]; then
-    bash scripts/fuzz.sh "$RDZVSCOPE_FUZZ_SECONDS"
-  else
-    # fuzz_analyzer: 15,000 inputs took 148 s of CI's 2 cores, the readers 13-17 s. Each target
-    # stops after 60 s too: inputs with a huge WORLD_SIZE cost the analyzer seconds each, and
-    # 5,000 of its inputs took 37 s in one CI run and 156 s (4,746 done) in another.
-    FUZZ_RUNS=${RDZVSCOPE_FUZZ_RUNS:-15000} FUZZ_RUNS_fuzz_analyzer=${RDZVSCOPE_FUZZ_ANALYZER_RUNS:-5000} \
-      FUZZ_MAX_SECONDS=${RDZVSCOPE_FUZZ_MAX_SECONDS:-60} bash scripts/fuzz.sh
-  fi
+if [ $run_fuzz = 1 ]; then
+  # The fuzzing itself ran with the background builds (fuzz_targets); the stored crash inputs
+  # and the seeds are replayed here.
+  stage fuzz-replay
   echo "test: ctest --test-dir $SAN_DIR -L fuzz --output-on-failure"
   ctest --test-dir "$SAN_DIR" -L fuzz --output-on-failure
 fi
