@@ -190,7 +190,7 @@ std::optional<LaunchSettingLine> failure_summary_field_in(sv body) {
   // A line cut short after "local_rank" (a paste that lost the rest) is still that line.
   if (const size_t p = body.find("failed (exitcode: "); p != npos && contains(body.substr(p), ") local_rank"))
     return LaunchSettingLine{"first_failure", body.substr(p + 8)};
-  static constexpr sv kNames[] = {"rank", "exitcode", "error_file", "traceback"};
+  static constexpr sv kNames[] = {"rank", "exitcode", "error_file", "traceback", "time"};
   for (sv name : kNames) {
     if (!m.starts_with(name)) continue;
     sv rest = m.substr(name.size());
@@ -207,6 +207,8 @@ std::optional<LaunchSettingLine> failure_summary_field_in(sv body) {
     if (name == "exitcode" && !(contains(value, "(pid: ") && !value.empty() && (is_digit(value[0]) || value[0] == '-')))
       return std::nullopt;
     if (name == "traceback" && spaces == 0) return std::nullopt;
+    // "time      : 2024-03-01_12:00:05": when torchrun saw the failure, in whole seconds.
+    if (name == "time" && !(value.size() >= 19 && is_digit(value[0]) && value[10] == '_')) return std::nullopt;
     return LaunchSettingLine{name, value};
   }
   return std::nullopt;
@@ -801,7 +803,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::WorkerFailure,
      .name = "worker_failure",
      .scope = Scope::Setting,
-     .anchors = {"Root Cause", "exitcode", "error_file", "traceback :", "local_rank:"},
+     .anchors = {"Root Cause", "exitcode", "error_file", "traceback :", "local_rank:", "time      :"},
      .matches = states_failure_summary_field,
      .values = find_failure_summary_field,
      .versions = "torchrun (torchelastic), 1.10 on; seen on 2.13",

@@ -42,7 +42,7 @@ struct FamilyRow {
                           // name.data() ends in '\0'
   Scope scope = Scope::Ranked;
   // Every line the row matches holds one of these (each at least 4 bytes: prefilter.h).
-  std::array<std::string_view, 5> anchors{};
+  std::array<std::string_view, 6> anchors{};
   bool (*matches)(std::string_view body) = nullptr;
   // LogEvent::reason: the text after the first of these keys that the line holds.
   std::array<std::string_view, 2> reason_after = {"with error: "};

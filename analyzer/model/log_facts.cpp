@@ -294,12 +294,15 @@ void put_failures_together(LogFacts& facts) {
   struct Source {
     std::string file, origin;
     bool root_pending = false;
+    // A "time" field comes above its failure's "rank" line: held for the next failure.
+    std::string time;
+    std::uint64_t time_line = 0;
   };
   std::vector<Source> sources;
   auto source_of = [&](const LogEvent& e) -> Source& {
     for (Source& s : sources)
       if (s.file == e.file && s.origin == e.origin) return s;
-    sources.push_back({e.file, e.origin, false});
+    sources.push_back({e.file, e.origin, false, {}, 0});
     return sources.back();
   };
   std::vector<std::pair<std::size_t, std::uint64_t>> traceback_at;  // failure, line of its traceback field
@@ -315,6 +318,11 @@ void put_failures_together(LogFacts& facts) {
       src.root_pending = true;
       continue;
     }
+    if (e.setting == "time") {
+      src.time = e.setting_value;
+      src.time_line = e.line;
+      continue;
+    }
     if (e.setting == "rank") {
       LogFacts::WorkerFailure f;
       f.file = e.file;
@@ -322,6 +330,8 @@ void put_failures_together(LogFacts& facts) {
       f.line = e.line;
       f.root_cause = src.root_pending;
       src.root_pending = false;
+      if (src.time_line && src.time_line < e.line && e.line - src.time_line <= 3) f.time = src.time;
+      src.time_line = 0;
       f.rank = leading_number(e.setting_value).value_or(-1);
       f.local_rank = number_after_key(e.setting_value, "(local_rank: ").value_or(-1);
       facts.worker_failures.push_back(std::move(f));
@@ -364,6 +374,25 @@ const LogFacts::WorkerFailure* LogFacts::root_cause() const {
   for (const WorkerFailure& f : worker_failures)
     if (f.root_cause) return &f;
   return nullptr;
+}
+
+std::vector<const LogFacts::WorkerFailure*> LogFacts::tied_with(const WorkerFailure& root) const {
+  std::vector<const WorkerFailure*> out;
+  if (root.time.empty()) return out;
+  // The same summary: same file and host, near it (2.x lists the root cause last, 1.x first).
+  for (const WorkerFailure& w : worker_failures)
+    if (&w != &root && w.file == root.file && w.origin == root.origin &&
+        (w.line < root.line ? root.line - w.line : w.line - root.line) < 400 && w.time == root.time)
+      out.push_back(&w);
+  return out;
+}
+
+bool says_peer_went_away(const LogEvent& e) {
+  auto says = [&](std::initializer_list<const char*> any) {
+    return std::any_of(any.begin(), any.end(), [&](const char* w) { return e.text.find(w) != std::string::npos; });
+  };
+  if (e.family == LogFamily::TransportError) return says({"closed by peer", "closed by remote peer", "reset by peer"});
+  return e.family == LogFamily::ErrorLine && says({"ncclRemoteError", "remote process exit"});
 }
 
 void add_log_event(LogFacts& facts, LogEvent e) {

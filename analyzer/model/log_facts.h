@@ -57,6 +57,9 @@ struct LogFacts {
     std::optional<int> exitcode;  // negative: the signal that ended it (-15: SIGTERM)
     std::optional<int> pid;
     std::string error_file;       // "" when torchrun says <N/A>
+    // When torchrun saw it fail ("2024-03-01_12:00:05"), "" when not read. Whole seconds: the
+    // time of the error file's record, or, with none, of the agent's poll that found the exit.
+    std::string time;
     std::string traceback;        // "" when it only says how to enable tracebacks
     // Its exception line: below a traceback field (a worker whose main torchrun's @record
     // wraps), else, for the root cause, the worker's own line in the agent's log (see
@@ -69,6 +72,10 @@ struct LogFacts {
   std::vector<LogEvent> worker_failure_lines;
   // The first root cause of torchrun's summaries, or nullptr.
   const WorkerFailure* root_cause() const;
+  // The other failures of `root`'s summary that torchrun saw in the same second. torchrun names
+  // as root cause the failure of the smallest time, and among equal times the first it lists
+  // (the lowest local rank): with any of these, its choice says nothing of which went first.
+  std::vector<const WorkerFailure*> tied_with(const WorkerFailure& root) const;
   std::string torch_version;  // from the logs, "" when not printed
   std::string version_hint;   // ">=2.5" / "<=2.4" from message styles, "" when no clue
   // The log rows of the table (input_stats.h): log_files, partial_log_files (read up to
@@ -89,6 +96,12 @@ struct LogFacts {
   // reverse lookup's warning, which a resolver without reverse zones prints beside any job.
   bool any_rendezvous_error() const;
 };
+
+// A transport line (gloo's pair, NCCL's socket or proxy) that says the process at the other end
+// of a rank's connection went away: gloo's "Connection closed by peer" and "Read error ...
+// Connection reset by peer", NCCL's "Connection closed by remote peer" and ncclRemoteError's
+// "remote process exited" (its ncclRemoteError, an exception line).
+bool says_peer_went_away(const LogEvent& e);
 
 // The work a collective timeout line names (NCCL's watchdog: "WorkNCCL(SeqNum=12,
 // OpType=ALLREDUCE, ..., Timeout(ms)=60000)"): its op and sequence number, each where the line

@@ -125,6 +125,79 @@ bool root_died_of_its_own_error(const LogFacts::WorkerFailure& root) {
          e->family != LogFamily::NcclNoSocketInterface;
 }
 
+// The ranks of a tie: the root cause torchrun named and the failures it saw in the same second.
+std::vector<int> tie_ranks(const LogFacts::WorkerFailure& root, const std::vector<const LogFacts::WorkerFailure*>& tied) {
+  std::vector<int> ranks{root.rank};
+  for (const auto* w : tied) ranks.push_back(w->rank);
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+// A signal that ended a worker on its own: not the agent's SIGTERM (nor an interrupt's), nor
+// SIGABRT (NCCL's watchdog aborts a rank whose collective timed out: a rank that waited).
+bool killed_on_its_own(const LogFacts::WorkerFailure& w) {
+  return w.exitcode && *w.exitcode < 0 && *w.exitcode != -SIGTERM && *w.exitcode != -SIGINT &&
+         *w.exitcode != -SIGHUP && *w.exitcode != -SIGABRT;
+}
+
+// The failure of a tie that went first, and what shows it.
+struct FirstInTie {
+  enum class Why { KilledOnItsOwn, OwnError } why;
+  const LogFacts::WorkerFailure* failure;
+};
+
+// Which failure of a tie went first: the one worker killed by a signal of its own (its peers then
+// lost it), else from the workers' own lines (a rank prefix names them): a worker whose peer
+// connection was closed or reset from its other end failed after that peer (gloo and NCCL lose a
+// connection when the process at its other end ends), so the one worker of the tie with an
+// error line of its own and none of these went first. nullopt when none or several do.
+std::optional<FirstInTie> first_in_tie(const LogFacts& logs, const LogFacts::WorkerFailure& root,
+                                       const std::vector<const LogFacts::WorkerFailure*>& tied) {
+  std::vector<const LogFacts::WorkerFailure*> all{&root};
+  all.insert(all.end(), tied.begin(), tied.end());
+  const auto killed = std::count_if(all.begin(), all.end(), [](const auto* w) { return killed_on_its_own(*w); });
+  if (killed == 1)
+    return FirstInTie{FirstInTie::Why::KilledOnItsOwn,
+                      *std::find_if(all.begin(), all.end(), [](const auto* w) { return killed_on_its_own(*w); })};
+  if (killed > 1) return std::nullopt;
+  const LogFacts::WorkerFailure* own = nullptr;
+  int owners = 0;
+  for (const auto* w : all) {
+    bool peer_gone = false, error = false;
+    for (const LogEvent& l : logs.other_errors) {
+      if (l.rank != w->rank || l.rank < 0) continue;
+      if (says_peer_went_away(l)) peer_gone = true;
+      else if (l.family == LogFamily::ErrorLine && l.text.find("Traceback (most recent call last)") == std::string::npos)
+        error = true;
+    }
+    if (error && !peer_gone) {
+      own = w;
+      ++owners;
+    }
+  }
+  if (owners != 1) return std::nullopt;
+  return FirstInTie{FirstInTie::Why::OwnError, own};
+}
+
+// torchrun's root cause where it was a tie: what it named, why that says nothing of the order,
+// and which worker went first where that is known.
+std::string tie_words(const LogFacts::WorkerFailure& root, const std::vector<const LogFacts::WorkerFailure*>& tied,
+                      const std::optional<FirstInTie>& first) {
+  std::string s = "torchrun's summary (" + root.file + ":" + std::to_string(root.line) + ") names rank " +
+                  std::to_string(root.rank) + " as the first observed failure (" + summary_failure_words(root) +
+                  "), but it saw rank(s) " + rank_list(tie_ranks(root, tied)) + " fail in the same second (" + root.time +
+                  ") and then names the lowest local rank: that says nothing of which failed first";
+  if (!first) return s;
+  const LogFacts::WorkerFailure& w = *first->failure;
+  if (first->why == FirstInTie::Why::KilledOnItsOwn)
+    return s + "; rank " + std::to_string(w.rank) + " was ended by " + exitcode_words(*w.exitcode) +
+           ", a signal its agent does not send first, and the others exited of its loss: rank " +
+           std::to_string(w.rank) + " went first";
+  return s + "; rank " + std::to_string(w.rank) + " failed of an error of its own (" + summary_failure_words(w) +
+         ") while the others' connections were closed or reset by their peer (consequences): rank " +
+         std::to_string(w.rank) + " went first";
+}
+
 // torchrun's own summary: the root cause it names, when nothing in the logs (nor a trace) shows
 // a rendezvous error that would explain it.
 std::optional<Candidate> from_logs(const Context& c) {
@@ -135,15 +208,13 @@ std::optional<Candidate> from_logs(const Context& c) {
   // error, so then only where the logs hold none.
   // SIGABRT is no such signal: NCCL's watchdog aborts a rank whose collective timed out (the
   // C++ "terminate called after throwing ... DistBackendError"), a rank that waited.
-  const bool killed_on_its_own = root->exitcode && *root->exitcode < 0 && *root->exitcode != -SIGTERM &&
-                                 *root->exitcode != -SIGINT && *root->exitcode != -SIGHUP &&
-                                 *root->exitcode != -SIGABRT;
+  const bool root_killed_on_its_own = killed_on_its_own(*root);
   // Likewise a worker whose own exception, as the summary or its output shows it, is no
   // rendezvous error (a CUDA out-of-memory, a bug): it died of that, and the others' store or
   // collective errors are what waiting for it, or losing it, did to them.
   const bool own_error = root_died_of_its_own_error(*root);
   // With traces the traces order the deaths (from_traces); the summary is read as before.
-  const bool died_of_its_own = !c.has_traces() && (killed_on_its_own || own_error);
+  const bool died_of_its_own = !c.has_traces() && (root_killed_on_its_own || own_error);
   if (!died_of_its_own && c.logs.any_rendezvous_error()) return std::nullopt;
   if (std::any_of(c.facts.begin(), c.facts.end(), [](const ProcessFacts& f) { return f.first_error != nullptr; }))
     return std::nullopt;
@@ -185,48 +256,65 @@ std::optional<Candidate> from_logs(const Context& c) {
     out.findings.push_back(fd);
     return out;
   }
+  // The workers the agent stopped (SIGTERM, once it saw a failure) came after: no contenders.
+  auto tied = c.logs.tied_with(*root);
+  std::erase_if(tied, [](const LogFacts::WorkerFailure* w) { return w->exitcode && *w->exitcode == -SIGTERM; });
+  const std::optional<FirstInTie> in_tie = tied.empty() ? std::nullopt : first_in_tie(c.logs, *root, tied);
+  const LogFacts::WorkerFailure* first = tied.empty() ? root : in_tie ? in_tie->failure : nullptr;
+  const LogFacts::WorkerFailure& named = first ? *first : *root;
   Candidate out;
   out.death_shown = died_of_its_own;
   Verdict& v = out.verdict;
   v.cls = FailureClass::RankDied;
-  v.cause = root->exitcode && *root->exitcode < 0 ? "killed" : "exited";
-  v.initiating_rank = root->rank;
-  v.confidence = "medium";
+  v.cause = named.exitcode && *named.exitcode < 0 ? "killed" : "exited";
+  // A tie the workers' lines do not settle names no rank: any of them may have gone first.
+  if (first) v.initiating_rank = named.rank;
+  v.confidence = first ? "medium" : "low";
   std::string crash;
   for (const LogEvent& l : c.logs.other_errors)  // its exception, where a prefix or file names it
-    if (l.rank == root->rank && l.family == LogFamily::ErrorLine &&
+    if (first && l.rank == named.rank && l.family == LogFamily::ErrorLine &&
         l.text.find("Traceback (most recent call last)") == std::string::npos)
       crash = "; its exception: " + log_line_words(l);
   std::map<std::string, std::vector<int>> others;
   for (const auto& w : c.logs.worker_failures)
-    if (!w.root_cause && w.file == root->file && w.origin == root->origin && w.rank >= 0)
+    if (&w != &named && w.file == root->file && w.origin == root->origin && w.rank >= 0)
       others[w.exitcode ? exitcode_words(*w.exitcode) : "no exit code"].push_back(w.rank);
   std::string rest;
   for (const auto& [code, ranks] : others)
     rest += "; rank(s) " + rank_list(ranks) + " " + code +
             (code.find("SIGTERM") != std::string::npos ? ": the agent stopped them once it had failed" : "");
-  v.summary = "torchrun's summary (" + root->file + ":" + std::to_string(root->line) + ") names rank " +
-              std::to_string(root->rank) + " as the first observed failure: " + summary_failure_words(*root) + crash +
-              rest + (died_of_its_own && killed_on_its_own ? "; a signal torchrun does not send first: it died on its own, the others' errors "
+  v.summary = (tied.empty() ? "torchrun's summary (" + root->file + ":" + std::to_string(root->line) + ") names rank " +
+                                  std::to_string(root->rank) + " as the first observed failure: " +
+                                  summary_failure_words(*root)
+                            : tie_words(*root, tied, in_tie)) +
+              crash + rest +
+              (died_of_its_own && root_killed_on_its_own ? "; a signal torchrun does not send first: it died on its own, the others' errors "
                                           "and ends are consequences"
-                      : !c.logs.any_rendezvous_error()
-                          ? "; the logs hold no rendezvous error: it died on its own, the others' ends are consequences"
-                          : "; its own error is no rendezvous error: it died of it, the others' store and collective "
-                            "errors are consequences");
-  const bool root_killed = root->exitcode && *root->exitcode < 0;
-  v.next_step = root_killed ? "find what killed rank " + std::to_string(root->rank) +
-                             " (`journalctl -k | grep -i -E 'oom|killed'` on its node: the OOM killer, a limit); "
-                             "rerun under rdzvscope run to see when"
-                       : "read rank " + std::to_string(root->rank) +
-                             "'s own output above torchrun's summary (its traceback; decorate its main with "
-                             "torch.distributed.elastic.multiprocessing.errors.record to have torchrun print it) and "
-                             "fix what it died of";
+               : !c.logs.any_rendezvous_error()
+                   ? (first ? "; the logs hold no rendezvous error: it died on its own, the others' ends are consequences"
+                            : "; the logs hold no rendezvous error: one of them died on its own, the others' ends are "
+                              "consequences")
+                   : "; its own error is no rendezvous error: it died of it, the others' store and collective "
+                     "errors are consequences");
+  const bool named_killed = named.exitcode && *named.exitcode < 0;
+  v.next_step = !first ? "read the output of rank(s) " + rank_list(tie_ranks(*root, tied)) +
+                             " above torchrun's summary: the one whose error is its own (not a connection closed or "
+                             "reset by its peer) went first; rerun under rdzvscope run to see the order"
+                : named_killed ? "find what killed rank " + std::to_string(named.rank) +
+                                     " (`journalctl -k | grep -i -E 'oom|killed'` on its node: the OOM killer, a limit); "
+                                     "rerun under rdzvscope run to see when"
+                               : "read rank " + std::to_string(named.rank) +
+                                     "'s own output above torchrun's summary (its traceback; decorate its main with "
+                                     "torch.distributed.elastic.multiprocessing.errors.record to have torchrun print it) and "
+                                     "fix what it died of";
   Finding fd;
   fd.cls = FailureClass::RankDied;
-  fd.rank = root->rank;
+  if (first) fd.rank = named.rank;
   fd.evidence.push_back(root->file + ":" + std::to_string(root->line) + ": Root Cause (first observed failure): rank " +
                         std::to_string(root->rank) + " (local_rank " + std::to_string(root->local_rank) + "), " +
-                        summary_failure_words(*root) + (root->pid ? ", pid " + std::to_string(*root->pid) : std::string()));
+                        summary_failure_words(*root) + (root->pid ? ", pid " + std::to_string(*root->pid) : std::string()) +
+                        (tied.empty() ? std::string() : ", seen in the same second as " + std::to_string(tied.size()) +
+                                                            " other failure(s) (" + root->time + ")"));
   out.findings.push_back(fd);
   return out;
 }

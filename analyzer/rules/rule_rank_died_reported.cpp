@@ -170,18 +170,6 @@ Candidate reported_words(const OwnDeath& own) {
   return out;
 }
 
-// A transport line (gloo's pair, NCCL's socket or proxy) that says the process at the other end
-// of a rank's connection went away: gloo's "Connection closed by peer" and "Read error ...
-// Connection reset by peer", NCCL's "Connection closed by remote peer" and ncclRemoteError's
-// "remote process exited" (its ncclRemoteError, an exception line).
-bool says_peer_went_away(const LogEvent& e) {
-  auto says = [&](std::initializer_list<const char*> any) {
-    return std::any_of(any.begin(), any.end(), [&](const char* w) { return e.text.find(w) != std::string::npos; });
-  };
-  if (e.family == LogFamily::TransportError) return says({"closed by peer", "closed by remote peer", "reset by peer"});
-  return e.family == LogFamily::ErrorLine && says({"ncclRemoteError", "remote process exit"});
-}
-
 // The survivors' side of a death, where the dead process printed nothing: gloo and NCCL close
 // a rank's peer connections only when the process at the other end ends (its exit closes its
 // sockets; the kernel resets what is still in flight) or when that process gave up first on a

@@ -636,3 +636,75 @@ TEST_CASE("logs: SIGABRT is NCCL's watchdog aborting a rank that waited, no deat
   job.log_line("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT");
   CHECK(job.diagnose_it().verdict.cls == FailureClass::StragglerTimeout);
 }
+
+// torchrun names as root cause the failure of the smallest time, in whole seconds (the error
+// file's record, or the agent's poll that found the exit), and among equal times the lowest
+// local rank: found with a worker that raised right after init_process_group while its peers
+// failed on gloo's closed pairs in the same second (e2e torchrun_c10d.worker_raised_after_init).
+TEST_CASE("logs: torchrun's root cause in a tie of one second says nothing of which worker went first") {
+  auto failure = [](Job& job, int rank, const char* time, bool root) {
+    if (root) job.log_line("Root Cause (first observed failure):", -1, "agent.log");
+    job.log_line("[" + std::to_string(rank) + "]:", -1, "agent.log");
+    job.log_line(std::string("  time      : ") + time, -1, "agent.log");
+    job.log_line("  host      : node0", -1, "agent.log");
+    job.log_line("  rank      : " + std::to_string(rank) + " (local_rank: " + std::to_string(rank) + ")", -1, "agent.log");
+    job.log_line("  exitcode  : 1 (pid: " + std::to_string(100 + rank) + ")", -1, "agent.log");
+    job.log_line("  error_file: <N/A>", -1, "agent.log");
+    job.log_line("  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html", -1,
+                 "agent.log");
+  };
+  const char* closed = "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by "
+                       "peer [127.0.0.1]:18841";
+  auto summary = [&](Job& job, const char* root_time) {
+    for (int r = 1; r < 4; ++r) failure(job, r, "2026-12-06_21:55:28", false);
+    failure(job, 0, root_time, true);
+  };
+  SECTION("no worker's line names its rank: no rank, low, the tie said") {
+    Job job;
+    job.log_line("RuntimeError: e2e fault: an exception at after_init", -1, "agent.log");
+    job.log_line(closed, -1, "agent.log");
+    summary(job, "2026-12-06_21:55:28");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK_FALSE(d.verdict.initiating_rank.has_value());
+    CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.summary.find("fail in the same second (2026-12-06_21:55:28)") != std::string::npos);
+  }
+  SECTION("rank prefixes: the one worker with an error of its own and no closed pair went first") {
+    Job job;
+    job.log_line("[rank1]:RuntimeError: e2e fault: an exception at after_init", -1, "agent.log");
+    for (int r : {0, 2, 3}) job.log_line("[rank" + std::to_string(r) + "]:" + closed, -1, "agent.log");
+    summary(job, "2026-12-06_21:55:28");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.initiating_rank == 1);
+    CHECK(d.verdict.confidence == "medium");
+    CHECK(d.verdict.summary.find("rank 1 went first") != std::string::npos);
+  }
+  SECTION("the one worker of the tie killed by a signal of its own went first") {
+    Job job;
+    job.log_line(closed, -1, "agent.log");
+    failure(job, 0, "2026-12-06_22:07:41", false);
+    failure(job, 2, "2026-12-06_22:07:41", false);
+    job.log_line("Root Cause (first observed failure):", -1, "agent.log");
+    job.log_line("[0]:", -1, "agent.log");
+    job.log_line("  time      : 2026-12-06_22:07:41", -1, "agent.log");
+    job.log_line("  rank      : 1 (local_rank: 1)", -1, "agent.log");
+    job.log_line("  exitcode  : -9 (pid: 101)", -1, "agent.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.initiating_rank == 1);
+    CHECK(d.verdict.cause == "killed");
+    CHECK(d.verdict.summary.find("SIGKILL") != std::string::npos);
+    CHECK(d.verdict.summary.find("rank 1 went first") != std::string::npos);
+  }
+  SECTION("a root cause a second before the others is torchrun's own order: that rank") {
+    Job job;
+    job.log_line(closed, -1, "agent.log");
+    summary(job, "2026-12-06_21:55:27");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.initiating_rank == 0);
+    CHECK(d.verdict.summary.find("same second") == std::string::npos);
+  }
+}

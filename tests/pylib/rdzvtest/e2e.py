@@ -1888,6 +1888,35 @@ TORCHRUN_SCENARIOS = {
         fault=f"worker 2 sleeps {COLLECTIVE_STALL_S} s after init_process_group (T=2 s): workers 0, 1, 3 "
               "time out in their first all_reduce (gloo's `Timed out waiting 2000ms`), the agent then "
               "SIGTERMs worker 2 while it sleeps"),
+    "collective_stall_rank0": dict(
+        cls="straggler_timeout", rank=0, cause=None, log_cls="straggler_timeout", log_ranks=(None, 0),
+        timeout=2,
+        words=dict(summary=("rank 0 (", "never entered the first collective after the rendezvous"),
+                   nowhere=("died first",)),
+        stalled=(0,),
+        fault=f"worker 0, the host of the workers' store, sleeps {COLLECTIVE_STALL_S} s after "
+              "init_process_group (it builds a data cache; T=2 s): workers 1-3 time out in their first "
+              "all_reduce, the agent then SIGTERMs worker 0 while it sleeps"),
+    # Issue 28: a worker that dies after the rendezvous. The agent sees it go (its monitor polls
+    # every 0.2 s here) and SIGTERMs the others, some of which have already failed on gloo's
+    # reset or closed pair: the dead worker is the cause either way, named dead with how it ended.
+    "worker_killed_after_init": dict(
+        cls=("rank_died", "broken_pipe"), rank=1, cause=None, log_cls=ANY_FAILURE, log_ranks=(None, 1),
+        timeout=3,
+        words=dict(summary=("rank 1 (", "SIGKILL"), nowhere=("never entered", "store_not_ready")),
+        dead=(1,),
+        fault="every worker joins; worker 1 then SIGKILLs itself right after init_process_group (the "
+              "OOM killer's way: no exit record); the others fail in their all_reduce on gloo's "
+              "`Connection reset by peer` / `closed by peer` or are SIGTERMed by the agent; torchrun's "
+              "summary has worker 1 with exitcode -9"),
+    "worker_raised_after_init": dict(
+        cls=("rank_died", "broken_pipe"), rank=1, cause=None, log_cls=ANY_FAILURE, log_ranks=(None, 1),
+        timeout=3,
+        words=dict(summary=("rank 1 (", "exited with status 1"), nowhere=("never entered",)),
+        dead=(1,),
+        fault="every worker joins; worker 1 raises right after init_process_group (exit 1, its "
+              "traceback in the agent's log); the others fail on gloo's reset or closed pair, or "
+              "are SIGTERMed by the agent"),
     "straggler_restarted": dict(
         cls="straggler_timeout", rank=2, cause=None, log_cls="straggler_timeout", log_ranks=(2,),
         timeout=3,
@@ -2138,6 +2167,52 @@ def tr_collective_stall(h, run):
     expect(not any("peer" in (ev.get("flags") or []) and (ev.get("ret") or 0) > 8
                    for _, ev in events(files, "send", rank=2)), "worker 2 sent on its pairs", errors)
     return errors
+
+
+def tr_collective_stall_rank0(h, run):
+    agent = launch_torchrun(h, run, rank_env={0: {"E2E_FAULT": "stall@after_init",
+                                                  "E2E_STALL_S": str(COLLECTIVE_STALL_S)}})
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, agent.label, 1, errors)
+    expect_text(run, "rank0", ["e2e: joined", "e2e: fault stall at after_init"], errors)
+    expect(any(m in agent.text() for m in said(h, "gloo_collective_timeout", run)),
+           "no worker timed out in its all_reduce", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    expect(not any("peer" in (ev.get("flags") or []) and (ev.get("ret") or 0) > 8
+                   for _, ev in events(files, "send", rank=0)), "worker 0 sent on its pairs", errors)
+    return errors
+
+
+def tr_worker_dead_after_init(h, run, fault, exit_code):
+    """Worker 1 brings `fault` on itself right after init_process_group; torchrun's summary
+    must show it with `exit_code`."""
+    agent = launch_torchrun(h, run, rank_env={1: {"E2E_FAULT": fault}})
+    h.wait_all(run)
+    errors = []
+    expect_exit(run, agent.label, 1, errors)
+    expect_text(run, "rank1", ["e2e: joined", f"e2e: fault {fault.replace('@', ' at ')}"], errors)
+    text = agent.text()
+    expect(f"exitcode  : {exit_code} (pid:" in text,
+           f"torchrun's summary shows no worker with exitcode {exit_code}", errors)
+    for r in (0, 2, 3):
+        expect("e2e: done" not in run.by_label(f"rank{r}").text(), f"rank{r} finished", errors)
+    files = h.dump(run)
+    if files is None:
+        return errors
+    expect_traces(files, range(WORLD), errors)
+    return errors
+
+
+def tr_worker_killed_after_init(h, run):
+    return tr_worker_dead_after_init(h, run, "sigkill@after_init", -signal.SIGKILL)
+
+
+def tr_worker_raised_after_init(h, run):
+    return tr_worker_dead_after_init(h, run, "raise@after_init", 1)
 
 
 def expect_two_attempts(h, run, errors):
