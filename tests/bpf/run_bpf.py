@@ -417,17 +417,21 @@ def inflight_of(out_dir):
     return [c for f in cli.dump(OPTS.rdzvscope, out_dir, timeout=60) for c in f["inflight"]]
 
 
-def blocked_then_killed(work, ports, args, expected, prefix=()):
-    """bpf_target ARGS under attach from before its calls: once it says it waits, each call of
-    `expected` (a list of dicts a slot must match) is in flight in its file, live; then it is
-    SIGKILLed, and after attach stopped, the same calls are still there, for good."""
+def blocked_then_killed(work, ports, args, expected, prefix=(), found=False):
+    """bpf_target ARGS under attach from before its calls (found: from once they block): once it
+    says it waits, each call of `expected` (a list of dicts a slot must match) is in flight in
+    its file, live; then it is SIGKILLed, and after attach stopped, the same calls are still
+    there, for good."""
     out_dir = os.path.join(work, "bpf")
     t = start_target(ports, prefix=prefix, args=args)
-    a = start_attach(["--pid", str(t.pid), "--out", out_dir])
+    a = None if found else start_attach(["--pid", str(t.pid), "--out", out_dir])
     try:
         t.stdin.write("go\n")
         t.stdin.flush()
         check(t.stdout.readline() == "waiting\n", "the target did not start its calls")
+        if found:
+            time.sleep(0.3)   # in its calls now
+            a = start_attach(["--pid", str(t.pid), "--out", out_dir])
         time.sleep(1.5)   # attach passes over the calls in flight twice a second
         for when in ("while blocked", "after SIGKILL"):
             got = inflight_of(out_dir)
@@ -448,20 +452,32 @@ def blocked_then_killed(work, ports, args, expected, prefix=()):
             t.kill()
 
 
-@scenario
-def inflight_forever(work):
-    """A poll and a ppoll with no timeout on store connections whose server never answers, in
-    flight as the shim publishes them (timeout none), live and after SIGKILL."""
+def forever(work, found):
     ports = Ports()
     server = socket.socket()
     server.bind(("127.0.0.1", ports.store))
     server.listen(8)   # the handshakes complete, nothing is ever sent
     try:
         store = "127.0.0.1:%d" % ports.store
-        want = [dict(kind="poll", op=op, flags=["store"], peer=store, timeout_ms=None) for op in ("poll", "ppoll")]
-        blocked_then_killed(work, ports, ["forever", str(ports.store)], want)
+        flags = ["store", "preexisting"] if found else ["store"]
+        want = [dict(kind="poll", op=op, flags=flags, peer=store, timeout_ms=None) for op in ("poll", "ppoll")]
+        blocked_then_killed(work, ports, ["forever", str(ports.store)], want, found=found)
     finally:
         server.close()
+
+
+@scenario
+def inflight_forever(work):
+    """A poll and a ppoll with no timeout on store connections whose server never answers, in
+    flight as the shim publishes them (timeout none), live and after SIGKILL."""
+    forever(work, found=False)
+
+
+@scenario
+def inflight_forever_found(work):
+    """The same waits already blocked when attach starts: found (flag preexisting), live and
+    after SIGKILL."""
+    forever(work, found=True)
 
 
 @scenario
