@@ -584,17 +584,18 @@ int BPF_PROG(rdzv_exit, struct task_struct *task) {
     bpf_for_each_map_elem(&store_socks, drop_all, &tgid, 0);
     bpf_map_delete_elem(&has_store, &tgid);
   }
-  if (!known_target(tgid)) return 0;
+  if (!trace_all && !maybe_target(tgid)) return 0; /* other processes: one bit test */
   /* A thread that ends inside a lookup was killed in it (its process exits, by a signal or
    * another thread's exit): the uretprobe will never fire. As for a syscall, the loader is
-   * told and keeps the lookup in flight for good. */
+   * told and keeps the lookup in flight for good. Not asked of `targets`: the leader may have
+   * gone first and taken the process out of it. */
   __u32 tid = BPF_CORE_READ(task, pid);
   struct gai_call *g = bpf_map_lookup_elem(&gai_calls, &tid);
   if (g) {
     emit_event(tgid, &g->rec, RDZV_BPF_EV_DIED_IN_CALL, false);
     bpf_map_delete_elem(&gai_calls, &tid);
   }
-  if (tid != tgid) return 0; /* leader only */
+  if (tid != tgid || !known_target(tgid)) return 0; /* leader only */
   struct rdzv_record *r = scratch_record();
   if (!r) return 0;
   int code = BPF_CORE_READ(task, exit_code);

@@ -417,34 +417,41 @@ def inflight_of(out_dir):
     return [c for f in cli.dump(OPTS.rdzvscope, out_dir, timeout=60) for c in f["inflight"]]
 
 
-def blocked_then_killed(work, ports, args, expected, prefix=(), found=False):
+def expect_inflight(out_dir, expected, when):
+    got = inflight_of(out_dir)
+    for want in expected:
+        check(len([c for c in got if all(c.get(k) == v for k, v in want.items())]) == 1,
+              "%s: no call in flight like %s" % (when, want), got)
+
+
+def blocked_then_killed(work, ports, args, expected, prefix=(), found=False, live=True):
     """bpf_target ARGS under attach from before its calls (found: from once they block): once it
     says it waits, each call of `expected` (a list of dicts a slot must match) is in flight in
     its file, live; then it is SIGKILLed, and after attach stopped, the same calls are still
-    there, for good."""
+    there, for good. live=False: killed 0.1 s after it began its calls, between two of attach's
+    passes over the calls in flight (most likely), and looked at after the kill only."""
     out_dir = os.path.join(work, "bpf")
     t = start_target(ports, prefix=prefix, args=args)
     a = None if found else start_attach(["--pid", str(t.pid), "--out", out_dir])
     try:
+        if not live:
+            time.sleep(0.25)   # past attach's first pass, made as it starts; the next is 0.5 s later
         t.stdin.write("go\n")
         t.stdin.flush()
         check(t.stdout.readline() == "waiting\n", "the target did not start its calls")
         if found:
             time.sleep(0.3)   # in its calls now
             a = start_attach(["--pid", str(t.pid), "--out", out_dir])
-        time.sleep(1.5)   # attach passes over the calls in flight twice a second
-        for when in ("while blocked", "after SIGKILL"):
-            got = inflight_of(out_dir)
-            for want in expected:
-                check(len([c for c in got if all(c.get(k) == v for k, v in want.items())]) == 1,
-                      "%s: no call in flight like %s" % (when, want), got)
-            if when == "while blocked":
-                check(t.poll() is None, "the target's calls returned")
-                t.kill()
-                t.wait(timeout=10)
-                time.sleep(0.3)
-                stop_attach(a)
-                a = None
+        time.sleep(1.5 if live else 0.1)   # attach passes over the calls in flight twice a second
+        if live:
+            expect_inflight(out_dir, expected, "while blocked")
+        check(t.poll() is None, "the target's calls returned")
+        t.kill()
+        t.wait(timeout=10)
+        time.sleep(0.3)
+        stop_attach(a)
+        a = None
+        expect_inflight(out_dir, expected, "after SIGKILL")
     finally:
         if a is not None:
             stop_attach(a)
@@ -514,6 +521,17 @@ def inflight_lookups(work):
     """getaddrinfo and gethostbyname of a name only a DNS server that never answers could know
     (a network namespace of the test's own), in flight as the shim publishes them (the name
     asked for), live and after SIGKILL, which ends them inside the resolver."""
+    lookups(work, live=True)
+
+
+@scenario
+def inflight_lookups_killed_at_once(work):
+    """The same lookups killed 0.1 s after they began, before attach's pass over the calls in
+    flight most likely: their threads' ends say they died in them, and they stay in flight."""
+    lookups(work, live=False)
+
+
+def lookups(work, live):
     from rdzvtest import e2e   # the silent DNS server and the resolver's view, as resolver_silent's
     run = types.SimpleNamespace(name="inflight_lookups", dir=work, netns=())
     hosts = e2e.write_hosts_file(os.path.join(work, "hosts"), [])
@@ -527,7 +545,7 @@ def inflight_lookups(work):
         try:
             check(dns.stdout.readline() == "listening\n", "the silent DNS server did not start")
             want = [dict(kind="resolve", op=op, host=name) for op in ("getaddrinfo", "gethostbyname")]
-            blocked_then_killed(work, Ports(), ["lookups", name], want,
+            blocked_then_killed(work, Ports(), ["lookups", name], want, live=live,
                                 prefix=list(inns) + list(e2e.resolver_view_prefix(hosts, resolv)))
         finally:
             dns.kill()
