@@ -7,6 +7,7 @@
  *
  *   - limits:            the per-socket sampling limits, the file size cap, the snapshot rate
  *   - store-port policy: the variables that name store ports and how their values read
+ *   - the latest store receive: which calls move header.last_store_recv_ns
  *
  * Then the functions, grouped by the file of core/ that implements them (one static library,
  * rdzvscope_core, linked into the shim, the loader, the CLI, the SPANK plugin and the tests):
