@@ -159,7 +159,9 @@ void InflightSlots::returned(rdzv_file_header* h, const rdzv_record& r) {
 }
 
 void InflightSlots::died(rdzv_file_header* h, std::uint32_t tid, const std::optional<SlotCall>& call) {
-  if (!final_.insert(tid).second) return;
+  // A second notice is no repeat: a thread killed in a lookup is told of twice, at the exit of
+  // the resolver's own syscall (no slot of its own) and at its end (the lookup).
+  final_.insert(tid);
   missing_.erase(tid);
   for (const rdzv_inflight& s : h->inflight)
     if (owned(s) && s.owner == tid) return;  // published at a pass: kept as it is

@@ -141,12 +141,36 @@ struct Recorder {
     for (auto& [pid, f] : files) f->sync_inflight(calls[pid], alive[pid]);
   }
 
+  // Once every call found blocked at attach has ended (the kernel drops each entry at its
+  // exit), the probes stop looking for them (late_calls_made): no entry is made after start.
+  void forget_found_calls() {
+    if (!skel->bss->late_calls_made) return;
+    std::uint32_t next = 0;
+    if (bpf_map__get_next_key(skel->maps.late_calls, nullptr, &next, sizeof next) != 0)
+      skel->bss->late_calls_made = 0;
+  }
+
+  // Each file's latest store receive made the kernel's (store_recv_last).
+  void sync_store_recv() {
+    for (auto& [pid, f] : files) f->store_recv(last_store_recv(pid));
+  }
+
+  // The start of pid's latest receive on a store socket that returned bytes, 0 if none yet.
+  std::uint64_t last_store_recv(int pid) const {
+    const std::uint32_t key = static_cast<std::uint32_t>(pid);
+    std::uint64_t ns = 0;
+    if (bpf_map__lookup_elem(skel->maps.store_recv_last, &key, sizeof key, &ns, sizeof ns, 0) != 0) return 0;
+    return ns;
+  }
+
   // The kernel's notice that a thread was killed in its call (RDZV_BPF_EV_DIED_IN_CALL).
   void died_in_call(TraceFile* f, int pid, const rdzv_record& rec) {
     rdzv_bpf_inflight in{};
     in.tgid = static_cast<std::uint32_t>(pid);
     in.tid = rec.tid;
-    in.from = (!rec.kind || (rec.flags & RDZV_F_PREEXISTING)) ? RDZV_BPF_FROM_FOUND : RDZV_BPF_FROM_ENTER;
+    in.from = rec.kind == RDZV_EV_RESOLVE                              ? RDZV_BPF_FROM_LOOKUP
+              : (!rec.kind || (rec.flags & RDZV_F_PREEXISTING)) ? RDZV_BPF_FROM_FOUND
+                                                                : RDZV_BPF_FROM_ENTER;
     in.c.rec = rec;
     f->died_in_call(rec.tid, slot_of(in, call_context()));
   }
@@ -426,6 +450,26 @@ void destroy_links(const std::vector<bpf_link*>& links) {
   for (auto* l : links) bpf_link__destroy(l);
 }
 
+// gethostbyname and co. in the libc at `path`: a uprobe pair each, the op as its cookie (the
+// programs publish them in flight), into *links; "" or what failed.
+std::string attach_gethostbyname(rdzv_bpf* skel, const std::string& path, std::vector<bpf_link*>* links) {
+  const std::pair<const char*, std::uint8_t> fns[] = {{"gethostbyname", RDZV_OP_GETHOSTBYNAME},
+                                                      {"gethostbyname2", RDZV_OP_GETHOSTBYNAME2},
+                                                      {"gethostbyname_r", RDZV_OP_GETHOSTBYNAME_R},
+                                                      {"gethostbyname2_r", RDZV_OP_GETHOSTBYNAME2_R}};
+  for (const auto& [name, op] : fns) {
+    LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = op, .retprobe = false, .func_name = name);
+    bpf_link* in = bpf_program__attach_uprobe_opts(skel->progs.rdzv_ghbn_enter, -1, path.c_str(), 0, &uo);
+    if (!in) return std::string("cannot attach the ") + name + " uprobe to " + path + ": " + g_last_libbpf_error;
+    links->push_back(in);
+    LIBBPF_OPTS(bpf_uprobe_opts, ro, .bpf_cookie = op, .retprobe = true, .func_name = name);
+    bpf_link* out = bpf_program__attach_uprobe_opts(skel->progs.rdzv_ghbn_exit, -1, path.c_str(), 0, &ro);
+    if (!out) return std::string("cannot attach the ") + name + " uretprobe to " + path + ": " + g_last_libbpf_error;
+    links->push_back(out);
+  }
+  return {};
+}
+
 // getaddrinfo: one uprobe pair per libc the targets use (uprobes sit on the file; the
 // programs filter by tgid), into *links. Should one fail, none is left attached.
 std::string attach_getaddrinfo(rdzv_bpf* skel, const AttachOptions& opt,
@@ -449,6 +493,10 @@ std::string attach_getaddrinfo(rdzv_bpf* skel, const AttachOptions& opt,
     }
     links->push_back(in);
     links->push_back(out);
+    if (std::string err = attach_gethostbyname(skel, path, links); !err.empty()) {
+      destroy_links(*links);
+      return err;
+    }
   }
   return {};
 }
@@ -475,6 +523,8 @@ void poll_until_stopped(ring_buffer* rb, Recorder& recorder, const AttachOptions
       const std::uint64_t lost = recorder.lost();
       for (auto& [pid, f] : recorder.files) f->set_lost(lost);
       recorder.sync_inflight();  // watch sees the calls in flight live
+      recorder.sync_store_recv();
+      recorder.forget_found_calls();
       last_lost_update = mono_ns();
     }
     if (on_progress && mono_ns() - last_progress >= 1'000'000'000ull) {
@@ -546,6 +596,7 @@ AttachResult attach_and_record(const AttachOptions& opt, volatile std::sig_atomi
   // and drain what they left in the ring buffer (nothing is lost between the last poll and the
   // exit): a call that returned meanwhile empties its slot, a thread killed in one keeps it.
   recorder.sync_inflight();
+  recorder.sync_store_recv();
   destroy_links(links);
   rdzv_bpf::detach(skel.get());
   ring_buffer__consume(rb);

@@ -329,28 +329,38 @@ int BPF_PROG(rdzv_receive_reset, struct sock *sk) { return error_record(sk, RDZV
 SEC("tp_btf/tcp_send_reset")
 int BPF_PROG(rdzv_send_reset, const struct sock *sk) { return error_record(sk, RDZV_F_RESET_SENT); }
 
-SEC("uprobe")
-int BPF_KPROBE(rdzv_gai_enter, const char *node, const char *service,
-               const struct user_addrinfo *hints, void *res) {
+/* A resolver call of a target's thread begins: its entry (scratch), with the name asked for,
+ * for the caller to complete and keep in gai_calls; NULL for other processes. */
+static __always_inline struct gai_call *lookup_begin(__u8 op, const char *name, __u32 *tid_out) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-  if (!(trace_all ? known_target(tgid) : is_target(tgid))) return 0;
+  if (!(trace_all ? known_target(tgid) : is_target(tgid))) return NULL;
   __u32 zero = 0;
   union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
-  if (!s) return 0;
+  if (!s) return NULL;
   __builtin_memset(s, 0, sizeof(*s));
-  struct gai_call *g = &s->gai;
-  struct rdzv_record *r = &g->rec;
-  g->res_ptr = (__u64)res;
+  struct rdzv_record *r = &s->gai.rec;
   r->kind = RDZV_EV_RESOLVE;
-  r->op = RDZV_OP_GETADDRINFO;
+  r->op = op;
   r->tid = tid;
   r->ts_ns = bpf_ktime_get_ns();
   r->fd = -1;
-  if (node) {
-    long n = bpf_probe_read_user_str(r->u.resolve.host, sizeof(r->u.resolve.host), node);
+  if (name) {
+    long n = bpf_probe_read_user_str(r->u.resolve.host, sizeof(r->u.resolve.host), name);
     if (n == sizeof(r->u.resolve.host)) r->flags |= RDZV_F_TRUNCATED;
   }
+  *tid_out = tid;
+  return &s->gai;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(rdzv_gai_enter, const char *node, const char *service,
+               const struct user_addrinfo *hints, void *res) {
+  __u32 tid = 0;
+  struct gai_call *g = lookup_begin(RDZV_OP_GETADDRINFO, node, &tid);
+  if (!g) return 0;
+  struct rdzv_record *r = &g->rec;
+  g->res_ptr = (__u64)res;
   if (service) bpf_probe_read_user_str(r->u.resolve.service, sizeof(r->u.resolve.service), service);
   if (hints) {
     struct user_addrinfo h = {};
@@ -387,6 +397,27 @@ int BPF_KRETPROBE(rdzv_gai_exit, int ret) {
   }
   emit(tgid, r);
   bpf_map_delete_elem(&gai_calls, &tid);
+  return 0;
+}
+
+/* gethostbyname, gethostbyname2 and their _r forms (the attach cookie names which: its op):
+ * in flight while they run, as the shim publishes them; no record at their return (attach
+ * records getaddrinfo's lookups only). glibc's gethostbyname calls its own gethostbyname_r,
+ * whose probe fires too: the outer call keeps the entry (BPF_NOEXIST), and only the return of
+ * the function that made it removes it. */
+SEC("uprobe")
+int BPF_KPROBE(rdzv_ghbn_enter, const char *name) {
+  __u32 tid = 0;
+  struct gai_call *g = lookup_begin((__u8)bpf_get_attach_cookie(ctx), name, &tid);
+  if (g) bpf_map_update_elem(&gai_calls, &tid, g, BPF_NOEXIST);
+  return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(rdzv_ghbn_exit) {
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct gai_call *g = bpf_map_lookup_elem(&gai_calls, &tid);
+  if (g && g->rec.op == (__u8)bpf_get_attach_cookie(ctx)) bpf_map_delete_elem(&gai_calls, &tid);
   return 0;
 }
 
@@ -519,7 +550,7 @@ int rdzv_calls_in_flight(struct bpf_iter__task *ctx) {
     bpf_seq_write(seq, &out, sizeof(out));
     any = true;
   }
-  if (late_calls_made) {
+  if (!any && late_calls_made) { /* seen entering a call: a loader's entry is stale (current_call) */
     c = bpf_map_lookup_elem(&late_calls, &tid);
     if (c) {
       __builtin_memcpy(&out.c, c, sizeof(out.c));
@@ -553,7 +584,18 @@ int BPF_PROG(rdzv_exit, struct task_struct *task) {
     bpf_for_each_map_elem(&store_socks, drop_all, &tgid, 0);
     bpf_map_delete_elem(&has_store, &tgid);
   }
-  if (BPF_CORE_READ(task, pid) != tgid || !known_target(tgid)) return 0; /* leader only */
+  if (!trace_all && !maybe_target(tgid)) return 0; /* other processes: one bit test */
+  /* A thread that ends inside a lookup was killed in it (its process exits, by a signal or
+   * another thread's exit): the uretprobe will never fire. As for a syscall, the loader is
+   * told and keeps the lookup in flight for good. Not asked of `targets`: the leader may have
+   * gone first and taken the process out of it. */
+  __u32 tid = BPF_CORE_READ(task, pid);
+  struct gai_call *g = bpf_map_lookup_elem(&gai_calls, &tid);
+  if (g) {
+    emit_event(tgid, &g->rec, RDZV_BPF_EV_DIED_IN_CALL, false);
+    bpf_map_delete_elem(&gai_calls, &tid);
+  }
+  if (tid != tgid || !known_target(tgid)) return 0; /* leader only */
   struct rdzv_record *r = scratch_record();
   if (!r) return 0;
   int code = BPF_CORE_READ(task, exit_code);

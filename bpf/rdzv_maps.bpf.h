@@ -202,6 +202,17 @@ struct {
   __type(value, __u8);
 } has_store SEC(".maps");
 
+/* tgid -> the start (CLOCK_MONOTONIC) of the process's latest receive on a store socket that
+ * returned bytes (the recorder core's rdzv_store_recv_moves): the loader copies it into the
+ * header's last_store_recv_ns at each pass, as the shim stores it there itself. Not forgotten
+ * at exit (the loader's last pass comes after the kill): LRU ages out the processes gone. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, __u64);
+} store_recv_last SEC(".maps");
+
 /* Scratch space: records are too big for the 512-byte BPF stack several times over. */
 union scratch_space {
   struct call call;
@@ -233,7 +244,14 @@ static __always_inline void keep_call(const struct call *c) {
 static __always_inline struct call *current_call(__u32 tid, bool *late) {
   struct call *c = bpf_task_storage_get(&thread_calls, bpf_get_current_task_btf(), 0, 0);
   *late = false;
-  if (c && c->in_call) return c;
+  if (c && c->in_call) {
+    /* Seen entering. A loader's entry for this thread is then this very call, found blocked
+     * too because it began while attach was starting, or an older one: dropped, else it would
+     * be published beside this one and, the thread's storage taking every exit from now on,
+     * for good. Only while the loader has entries (late_calls_made). */
+    if (late_calls_made) bpf_map_delete_elem(&late_calls, &tid);
+    return c;
+  }
   if (!late_calls_made) return NULL;
   c = bpf_map_lookup_elem(&late_calls, &tid);
   *late = c != NULL;

@@ -236,7 +236,8 @@ std::vector<BlockedCall> blocked_calls(int pid, const std::vector<FoundSocket>& 
     for (int i = 0; i < 6; ++i) a[i] = std::strtoull(arg[i].c_str(), nullptr, 16);
     if (std::find(std::begin(kWaits), std::end(kWaits), nr) != std::end(kWaits)) {
       BlockedCall b = found_wait(pid, static_cast<int>(tid), nr, a, found);
-      if (b.wait_fd >= 0 && b.timeout_ms > 0) out.push_back(b);  // no timeout: it cannot time out
+      // With no timeout too (-1): it cannot time out, but it is in flight (the shim publishes it).
+      if (b.wait_fd >= 0 && b.timeout_ms != 0) out.push_back(b);
       continue;
     }
     if (std::find(std::begin(kRebuilt), std::end(kRebuilt), nr) == std::end(kRebuilt)) continue;

@@ -95,20 +95,27 @@ static __always_inline long mmsg_done(const struct user_mmsghdr *vec, long n) {
   return total;
 }
 
-/* poll/ppoll with a timeout: what is needed to examine the descriptors if it times out;
- * false when it has none. */
+/* poll/ppoll that can block: what is needed to examine the descriptors if it times out, and
+ * to publish it in flight while it waits (an infinite wait too, timeout -1: a client waiting
+ * for a reply with no timeout, as the shim publishes it); false for a zero timeout, which
+ * never blocks. */
 static __always_inline bool poll_fill(struct pt_regs *regs, long id, __u32 tid, struct call *c) {
   struct rdzv_record *r = &c->rec;
   __s64 ms;
   if (id == NR_poll) {
     ms = (int)regs->dx;
-    if (ms <= 0) return false; /* as the shim: an infinite or zero wait is no timeout */
+    if (ms == 0) return false;
+    if (ms < 0) ms = -1;
     r->op = RDZV_OP_POLL;
   } else {
     const struct __kernel_timespec *uts = (const void *)regs->dx;
     struct __kernel_timespec ts = {};
-    if (!uts || bpf_probe_read_user(&ts, sizeof(ts), uts)) return false;
-    ms = to_ms(ts.tv_sec, ts.tv_nsec, 1000000);
+    if (!uts) {
+      ms = -1;
+    } else {
+      if (bpf_probe_read_user(&ts, sizeof(ts), uts)) return false;
+      ms = to_ms(ts.tv_sec, ts.tv_nsec, 1000000);
+    }
     r->op = RDZV_OP_PPOLL;
   }
   c->id = id;
@@ -245,7 +252,7 @@ static __always_inline int io_enter(struct pt_regs *regs, long id, __u32 tgid, _
 
 /* A poll that timed out with a store socket among its first descriptors. */
 static __always_inline void poll_exit(struct call *c, __u32 tgid, long ret) {
-  if (ret != 0) return;
+  if (ret != 0 || c->rec.u.net.timeout_ms < 0) return; /* an infinite wait never times out */
   struct rdzv_record *r = &c->rec;
   const struct user_pollfd *fds = (const void *)c->user_ptr;
   for (int i = 0; i < RDZV_POLL_SCAN; i++) {
@@ -271,6 +278,16 @@ static __always_inline void sockopt_exit(struct rdzv_record *r, struct store_soc
   r->dur_ns = bpf_ktime_get_ns() - r->ts_ns;
   r->u.net.peer = ss->peer;
   emit(tgid, r);
+}
+
+/* The process received bytes on a store socket, in a call that began at start_ns: the latest
+ * wins, as in the shim's header (one lookup; the entry made at the first). */
+static __always_inline void note_store_recv(__u32 tgid, __u64 start_ns) {
+  __u64 *last = bpf_map_lookup_elem(&store_recv_last, &tgid);
+  if (last)
+    *last = start_ns;
+  else
+    bpf_map_update_elem(&store_recv_last, &tgid, &start_ns, BPF_ANY);
 }
 
 /* sys_exit of a call io_enter kept: totals, then a record when the shim would write one. */
@@ -299,6 +316,7 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
   bool is_send = r->kind == RDZV_EV_SEND;
   __sync_fetch_and_add(is_send ? &ss->calls_send : &ss->calls_recv, 1);
   if (ret > 0) __sync_fetch_and_add(is_send ? &ss->bytes_sent : &ss->bytes_recv, ret);
+  if (rdzv_store_recv_moves(ret, r->kind, 1)) note_store_recv(tgid, r->ts_ns);
   if (ret == -EINTR) return;
   if (ss->pending && ret >= 0) ss->pending = 0; /* I/O worked, so the connect did */
 

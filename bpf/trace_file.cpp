@@ -25,7 +25,8 @@ std::string TraceFile::create(const std::string& dir, int pid,
   auto facts = std::make_unique<rdzv_file_header>();  // zeroed
   fill_header_from_proc(pid, facts.get());
   set_store_ports(facts.get(), store_ports);
-  facts->features |= RDZV_FEAT_LOST_COUNTER | RDZV_FEAT_STORE_IO | RDZV_FEAT_SNAPSHOTS | RDZV_FEAT_INFLIGHT;
+  facts->features |= RDZV_FEAT_LOST_COUNTER | RDZV_FEAT_STORE_IO | RDZV_FEAT_SNAPSHOTS | RDZV_FEAT_INFLIGHT |
+                    RDZV_FEAT_STORE_RECV;
   facts->source = RDZV_SOURCE_BPF;
 
   char host[128];

@@ -48,6 +48,10 @@ class TraceFile {
   void died_in_call(std::uint32_t tid, const std::optional<SlotCall>& call) {
     if (trace_.header) inflight_.died(trace_.header, tid, call);
   }
+  // The kernel's latest store receive of the process (store_recv_last), as the shim's header.
+  void store_recv(std::uint64_t start_ns) {
+    if (trace_.header && start_ns) rdzv_note_store_recv(trace_.header, start_ns);
+  }
   void finish_inflight() {
     if (trace_.header) inflight_.finish(trace_.header);
   }

@@ -9,6 +9,7 @@
 #include "rdzvscope/recorder_core.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -195,6 +196,32 @@ int rdzv_origin_fill(struct rdzv_origin *o, int pid, rdzv_s64 start_ticks) {
   return have_boot && o->pidns_inode != 0;
 }
 
+/* The host name `pid` sees: its UTS namespace's (a container, or `unshare --uts` standing in
+ * for another node) when it is not ours, read by entering it for one gethostname and coming
+ * back (root; this thread only: a UTS namespace is per thread); else, or when that cannot be
+ * done, ours. The shim asks for itself (pid 0): gethostname alone. */
+static void process_host(int pid, char *out, size_t cap) {
+  if (gethostname(out, cap) != 0) out[0] = '\0';
+  out[cap - 1] = '\0';
+  if (pid <= 0) return;
+  const rdzv_u64 theirs = ns_inode(pid, "/ns/uts");
+  if (!theirs || theirs == ns_inode(0, "/ns/uts")) return;
+  char path[48];
+  proc_path(path, sizeof path, pid, "/ns/uts");
+  const int target = open(path, O_RDONLY | O_CLOEXEC);
+  const int self = open("/proc/thread-self/ns/uts", O_RDONLY | O_CLOEXEC);
+  if (target >= 0 && self >= 0 && setns(target, CLONE_NEWUTS) == 0) {
+    char name[256];
+    if (gethostname(name, sizeof name) == 0) {
+      name[sizeof name - 1] = '\0';
+      rdzv_copy_cut(out, cap, name);
+    }
+    (void)setns(self, CLONE_NEWUTS);
+  }
+  if (target >= 0) close(target);
+  if (self >= 0) close(self);
+}
+
 int rdzv_process_fill(struct rdzv_file_header *h, int pid) {
   h->pid = pid > 0 ? pid : (rdzv_s32)getpid();
   h->ppid = pid > 0 ? -1 : (rdzv_s32)getppid();
@@ -205,8 +232,7 @@ int rdzv_process_fill(struct rdzv_file_header *h, int pid) {
   h->created_monotonic_ns = h->clock_monotonic_ns;
 
   char host[256];
-  if (gethostname(host, sizeof host) != 0) host[0] = '\0';
-  host[sizeof host - 1] = '\0';
+  process_host(pid, host, sizeof host);
   rdzv_copy_cut(h->host, sizeof h->host, host);
 
   rdzv_s64 ppid = -1, ticks = -1;

@@ -204,7 +204,7 @@ inline ssize_t traced_io(rdzv_kind kind, rdzv_op op, int fd, uint16_t info, size
   // The store still moved bytes to this process (a reply, or a request its server read): past
   // the detail limit no record says so, and a store host serving its own client while the
   // others get nothing is told from a frozen one by this (trace_format.h).
-  if (r > 0 && kind == RDZV_EV_RECV && (info & kFdStore)) note_store_recv(t0);
+  if (rdzv_store_recv_moves(r, static_cast<uint8_t>(kind), (info & kFdStore) != 0)) note_store_recv(t0);
   if (__builtin_expect(r > 0 && !detail && !injected, 1)) {
     // The steady state of a store connection: count it, record nothing, leave errno alone.
     const bool is_send = kind == RDZV_EV_SEND;

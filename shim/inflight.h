@@ -41,11 +41,11 @@ __attribute__((always_inline)) inline void inflight_fill(rdzv_inflight* s, uint8
   rdzv_inflight_fill(s, kind, op, flags, fd, start_ns);
 }
 
-// RDZV_FEAT_STORE_RECV: a receive on a store socket that began at start_ns returned bytes. One
-// relaxed store (the store-socket hot path): the latest wins, and any recent one says as much.
+// RDZV_FEAT_STORE_RECV: a receive on a store socket that began at start_ns returned bytes
+// (the recorder core's rdzv_store_recv_moves), written by the core's rdzv_note_store_recv.
 __attribute__((always_inline)) inline void note_store_recv(uint64_t start_ns) {
   rdzv_file_header* h = __atomic_load_n(&g_inflight_header, __ATOMIC_RELAXED);
-  if (__builtin_expect(h != nullptr, 1)) __atomic_store_n(&h->last_store_recv_ns, start_ns, __ATOMIC_RELAXED);
+  if (__builtin_expect(h != nullptr, 1)) rdzv_note_store_recv(h, start_ns);
 }
 
 inline void inflight_end(rdzv_inflight* s) {

@@ -7,6 +7,7 @@
  *
  *   - limits:            the per-socket sampling limits, the file size cap, the snapshot rate
  *   - store-port policy: the variables that name store ports and how their values read
+ *   - the latest store receive: which calls move header.last_store_recv_ns
  *
  * Then the functions, grouped by the file of core/ that implements them (one static library,
  * rdzvscope_core, linked into the shim, the loader, the CLI, the SPANK plugin and the tests):
@@ -160,6 +161,18 @@ static inline enum rdzv_port_var rdzv_env_entry_port_var(const char *entry, unsi
   return RDZV_PORT_VAR_NONE;
 }
 
+/* ---------------------------------------------------------------- the latest store receive (BPF too)
+ * RDZV_FEAT_STORE_RECV (header.last_store_recv_ns): the calls that move it. A receive on a
+ * store socket that returned bytes (its server read a request, its client a reply), at that
+ * call's start on CLOCK_MONOTONIC; the latest wins. Records stop after a socket's first calls:
+ * this says a store host kept receiving when nothing else does (store_unresponsive, cause
+ * network). The shim applies it in its receive hook; attach's kernel side at the receive's
+ * exit, into a per-process map whose value the loader copies into the header
+ * (rdzv_note_store_recv) at each pass. */
+static inline int rdzv_store_recv_moves(rdzv_s64 ret, rdzv_u8 kind, int on_store_socket) {
+  return ret > 0 && kind == RDZV_EV_RECV && on_store_socket;
+}
+
 #if !defined(__bpf__) && !defined(__BPF__)
 
 #include <stddef.h>
@@ -302,7 +315,9 @@ rdzv_u64 rdzv_proc_field(const char *text, const char *key);
 /* Fills pid, ppid, the clock pair, created_monotonic_ns, start_realtime_ns (and
  * RDZV_FEAT_PROC_START) when known, origin (and RDZV_FEAT_ORIGIN) when the process could be
  * placed, host, exe, cmdline and cmdline_truncated of `h`, for this
- * process (pid 0: /proc/self, getppid) or another one (/proc/PID). Other fields are left
+ * process (pid 0: /proc/self, getppid) or another one (/proc/PID; its host is the name of its
+ * UTS namespace, entered for the one call where it is not the caller's, which takes root:
+ * else the caller's host). Other fields are left
  * alone. Returns 0, or -1 when /proc/PID/stat could not be read (the process is gone; the
  * pid and clocks are set anyway). */
 int rdzv_process_fill(struct rdzv_file_header *h, int pid);
@@ -498,6 +513,13 @@ static inline void rdzv_inflight_publish(struct rdzv_inflight *s) {
 static inline void rdzv_inflight_release(struct rdzv_inflight *s) {
   __atomic_store_n(&s->seal, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE);
+}
+
+/* ---------------------------------------------------------------- the latest store receive
+ * One relaxed store (the shim's store-socket hot path): the latest wins, and any recent one
+ * says as much. */
+static inline void rdzv_note_store_recv(struct rdzv_file_header *h, rdzv_u64 start_ns) {
+  __atomic_store_n(&h->last_store_recv_ns, start_ns, __ATOMIC_RELAXED);
 }
 
 /* ---------------------------------------------------------------- snapshots */

@@ -10,6 +10,14 @@
  *   bpf_target timeout STORE_PORT   (run where SYNs to STORE_PORT are dropped)
  *   1. a blocking connect: ETIMEDOUT
  *   2. a non-blocking connect given up after a 300 ms poll, then closed (abandoned)
+ *   bpf_target forever STORE_PORT   (a server there accepts and never answers)
+ *   after "go": a poll with no timeout and a ppoll with none, each on its own store
+ *   connection in its own thread; prints "waiting", then blocks until killed
+ *   bpf_target lookups NAME   (where the only DNS server never answers)
+ *   after "go": getaddrinfo and gethostbyname of NAME, each in its own thread; prints
+ *   "waiting", then blocks until killed (or the resolver gives up)
+ *   bpf_target polls STORE_PORT   (a server there accepts and never answers)
+ *   a loop of 1 ms polls on a store connection, from before "ready" until killed
  * and prints what each call returned, for the test to compare with the trace. */
 #define _GNU_SOURCE /* ppoll */
 #include "common.h" /* tests/integration: it_loopback and friends */
@@ -185,7 +193,65 @@ static int connect_now_section(int store_port) {
   return 0;
 }
 
+/* Calls that wait for ever, published in flight by attach as by the shim (inflight_forever
+ * and inflight_lookups in run_bpf.py). */
+static int forever_fds[2];
+static void *poll_forever(void *arg) {
+  (void)arg;
+  struct pollfd p = {forever_fds[0], POLLIN, 0};
+  poll(&p, 1, -1);
+  return NULL;
+}
+static void *ppoll_forever(void *arg) {
+  (void)arg;
+  struct pollfd p = {forever_fds[1], POLLIN, 0};
+  ppoll(&p, 1, NULL, NULL);
+  return NULL;
+}
+static const char *lookup_name;
+static void *getaddrinfo_forever(void *arg) {
+  (void)arg;
+  struct addrinfo *res = NULL;
+  if (getaddrinfo(lookup_name, "29500", NULL, &res) == 0) freeaddrinfo(res);
+  return NULL;
+}
+static void *gethostbyname_forever(void *arg) {
+  (void)arg;
+  gethostbyname(lookup_name);
+  return NULL;
+}
+static int forever_section(void *(*a)(void *), void *(*b)(void *)) {
+  pthread_t t[2];
+  if (!wait_for_go()) return 3;
+  if (pthread_create(&t[0], NULL, a, NULL) || pthread_create(&t[1], NULL, b, NULL)) return 4;
+  printf("waiting\n");
+  fflush(stdout);
+  pthread_join(t[0], NULL);
+  pthread_join(t[1], NULL);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "forever") == 0) {
+    struct sockaddr_in a = it_loopback(atoi(argv[2]));
+    for (int i = 0; i < 2; i++) {
+      forever_fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+      if (connect(forever_fds[i], (struct sockaddr*)&a, sizeof a) != 0) return 4;
+    }
+    return forever_section(poll_forever, ppoll_forever);
+  }
+  if (argc == 3 && strcmp(argv[1], "polls") == 0) {
+    struct sockaddr_in a = it_loopback(atoi(argv[2]));
+    struct pollfd p = {socket(AF_INET, SOCK_STREAM, 0), POLLIN, 0};
+    if (connect(p.fd, (struct sockaddr*)&a, sizeof a) != 0) return 4;
+    printf("ready\n");
+    fflush(stdout);
+    for (;;) poll(&p, 1, 1);
+  }
+  if (argc == 3 && strcmp(argv[1], "lookups") == 0) {
+    lookup_name = argv[2];
+    return forever_section(getaddrinfo_forever, gethostbyname_forever);
+  }
   if (argc == 3 && strcmp(argv[1], "connect_now") == 0) return connect_now_section(atoi(argv[2]));
   if (argc == 3 && strcmp(argv[1], "waits_now") == 0) return waits_now_section(atoi(argv[2]));
   if (argc == 3 && strcmp(argv[1], "timeout") == 0) {

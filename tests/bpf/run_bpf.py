@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 
 if importlib.util.find_spec("rdzvtest") is None:   # run by hand: ctest sets PYTHONPATH
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
@@ -409,6 +410,146 @@ def found_waiting(work):
         check(len(got) == 1 and got[0]["flags"] == ["store", "timeout", "preexisting"]
               and got[0]["timeout_ms"] == 4000 and got[0]["peer"] == store,
               "the %s on fd %d found waiting, then timed out" % (op, fd), events)
+
+
+def inflight_of(out_dir):
+    """The calls in flight of every file in out_dir (`dump`, while attach writes it or after)."""
+    return [c for f in cli.dump(OPTS.rdzvscope, out_dir, timeout=60) for c in f["inflight"]]
+
+
+def expect_inflight(out_dir, expected, when):
+    got = inflight_of(out_dir)
+    for want in expected:
+        check(len([c for c in got if all(c.get(k) == v for k, v in want.items())]) == 1,
+              "%s: no call in flight like %s" % (when, want), got)
+
+
+def blocked_then_killed(work, ports, args, expected, prefix=(), found=False, live=True):
+    """bpf_target ARGS under attach from before its calls (found: from once they block): once it
+    says it waits, each call of `expected` (a list of dicts a slot must match) is in flight in
+    its file, live; then it is SIGKILLed, and after attach stopped, the same calls are still
+    there, for good. live=False: killed 0.1 s after it began its calls, between two of attach's
+    passes over the calls in flight (most likely), and looked at after the kill only."""
+    out_dir = os.path.join(work, "bpf")
+    t = start_target(ports, prefix=prefix, args=args)
+    a = None if found else start_attach(["--pid", str(t.pid), "--out", out_dir])
+    try:
+        if not live:
+            time.sleep(0.25)   # past attach's first pass, made as it starts; the next is 0.5 s later
+        t.stdin.write("go\n")
+        t.stdin.flush()
+        check(t.stdout.readline() == "waiting\n", "the target did not start its calls")
+        if found:
+            time.sleep(0.3)   # in its calls now
+            a = start_attach(["--pid", str(t.pid), "--out", out_dir])
+        time.sleep(1.5 if live else 0.1)   # attach passes over the calls in flight twice a second
+        if live:
+            expect_inflight(out_dir, expected, "while blocked")
+        check(t.poll() is None, "the target's calls returned")
+        t.kill()
+        t.wait(timeout=10)
+        time.sleep(0.3)
+        stop_attach(a)
+        a = None
+        expect_inflight(out_dir, expected, "after SIGKILL")
+    finally:
+        if a is not None:
+            stop_attach(a)
+        if t.poll() is None:
+            t.kill()
+
+
+def forever(work, found):
+    ports = Ports()
+    server = socket.socket()
+    server.bind(("127.0.0.1", ports.store))
+    server.listen(8)   # the handshakes complete, nothing is ever sent
+    try:
+        store = "127.0.0.1:%d" % ports.store
+        flags = ["store", "preexisting"] if found else ["store"]
+        want = [dict(kind="poll", op=op, flags=flags, peer=store, timeout_ms=None) for op in ("poll", "ppoll")]
+        blocked_then_killed(work, ports, ["forever", str(ports.store)], want, found=found)
+    finally:
+        server.close()
+
+
+@scenario
+def inflight_forever(work):
+    """A poll and a ppoll with no timeout on store connections whose server never answers, in
+    flight as the shim publishes them (timeout none), live and after SIGKILL."""
+    forever(work, found=False)
+
+
+@scenario
+def inflight_forever_found(work):
+    """The same waits already blocked when attach starts: found (flag preexisting), live and
+    after SIGKILL."""
+    forever(work, found=True)
+
+
+@scenario
+def inflight_found_once(work):
+    """A thread in a loop of 1 ms polls on a store connection when attach starts: the poll it
+    is in as attach looks at it began, most likely, after the probes were attached, so it is
+    both seen entering and found blocked. One call, one slot: never two for the thread, nor
+    the found one (preexisting) once that poll is over."""
+    ports = Ports()
+    server = socket.socket()
+    server.bind(("127.0.0.1", ports.store))
+    server.listen(8)
+    out_dir = os.path.join(work, "bpf")
+    t = start_target(ports, args=["polls", str(ports.store)])
+    a = None
+    try:
+        time.sleep(0.2)
+        a = start_attach(["--pid", str(t.pid), "--out", out_dir])
+        for _ in range(3):
+            time.sleep(0.6)   # past a pass over the calls in flight
+            got = inflight_of(out_dir)
+            check(len(got) <= 1 and not any("preexisting" in c["flags"] for c in got),
+                  "the polling thread's slots: one call at most, none found at start", got)
+    finally:
+        if a is not None:
+            stop_attach(a)
+        t.kill()
+        t.wait()
+        server.close()
+
+
+@scenario
+def inflight_lookups(work):
+    """getaddrinfo and gethostbyname of a name only a DNS server that never answers could know
+    (a network namespace of the test's own), in flight as the shim publishes them (the name
+    asked for), live and after SIGKILL, which ends them inside the resolver."""
+    lookups(work, live=True)
+
+
+@scenario
+def inflight_lookups_killed_at_once(work):
+    """The same lookups killed 0.1 s after they began, before attach's pass over the calls in
+    flight most likely: their threads' ends say they died in them, and they stay in flight."""
+    lookups(work, live=False)
+
+
+def lookups(work, live):
+    from rdzvtest import e2e   # the silent DNS server and the resolver's view, as resolver_silent's
+    run = types.SimpleNamespace(name="inflight_lookups", dir=work, netns=())
+    hosts = e2e.write_hosts_file(os.path.join(work, "hosts"), [])
+    resolv = os.path.join(work, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("nameserver %s\noptions timeout:30 attempts:1\n" % e2e.SILENT_DNS)
+    name = "rdzv-store.example"
+    with e2e.lone_netns(run) as inns:
+        dns = subprocess.Popen(list(inns) + ["python3", "-c", e2e.SILENT_DNS_SERVER, e2e.SILENT_DNS],
+                               stdout=subprocess.PIPE, text=True)
+        try:
+            check(dns.stdout.readline() == "listening\n", "the silent DNS server did not start")
+            want = [dict(kind="resolve", op=op, host=name) for op in ("getaddrinfo", "gethostbyname")]
+            blocked_then_killed(work, Ports(), ["lookups", name], want, live=live,
+                                prefix=list(inns) + list(e2e.resolver_view_prefix(hosts, resolv)))
+        finally:
+            dns.kill()
+            dns.wait()
 
 
 def fd_run(work, mode, shim=True, extra=lambda ports: []):

@@ -1550,6 +1550,7 @@ def store_node_cut(h, run, ins, inn, errors):
                            env=dict(loop, GLOO_SOCKET_IFNAME=dev)))
     if not h.wait_for_line(ps, "e2e: store loop running", 30):
         errors.append("not every rank reached the store loop within 30 s")
+    h.record(run, ps)   # under attach: its store connections were made before
     time.sleep(0.5)
     drop_link(ins, "rzs0")
     run.notes.append(f"namespace {run.netns[0]}: " + sh(*ins, "iptables", "-S").strip().replace("\n", "; "))
