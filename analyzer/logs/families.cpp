@@ -284,9 +284,22 @@ bool deepspeed_launcher_reported_end(sv s) {
 // killed due to the node running low on memory."
 bool ray_memory_monitor_killed(sv s) { return says<"Task was killed due to the node running low on memory">(s); }
 
+// UCX's fatal-signal handler (loaded with NCCL's and MPI's UCX transports, and in many CUDA
+// containers) prints "[host:pid:tid:N] Caught signal 7 (Bus error: nonexistent physical address)"
+// and a backtrace, then lets the signal end the process: the process that printed it died of
+// that signal. The number, or nullopt.
+std::optional<int64_t> crash_handler_signal(sv s) {
+  const auto n = number_after(s, "Caught signal ");
+  if (!n || *n <= 0 || *n >= 65) return std::nullopt;
+  const size_t p = s.find("Caught signal ");
+  size_t after = 0;
+  if (!number_at(s, p + 14, &after) || after + 1 >= s.size() || s.substr(after, 2) != " (") return std::nullopt;
+  return n;
+}
+
 bool process_died(sv s) {
   return shell_reported_killed(s) || spawn_reported_end(s) || launcher_reported_end(s) ||
-         deepspeed_launcher_reported_end(s) || ray_memory_monitor_killed(s);
+         deepspeed_launcher_reported_end(s) || ray_memory_monitor_killed(s) || crash_handler_signal(s);
 }
 
 bool foreign_store_peer(sv s) {
@@ -432,6 +445,12 @@ void find_process_end(sv body, LogEvent& ev) {
     ev.reason = "Ray's memory monitor (the node ran low on memory)";
     return;
   }
+  if (const auto sig = crash_handler_signal(body)) {
+    ev.setting = "exit";  // a negative status: the model names its signal (add_death)
+    ev.setting_value = std::to_string(-*sig);
+    ev.reason = "its crash handler (UCX's)";
+    return;
+  }
   ev.reason = spawn_reported_end(body)      ? "torch.multiprocessing's spawn"
               : launcher_reported_end(body) ? "the launcher's CalledProcessError"
                                             : "DeepSpeed's launcher";
@@ -561,12 +580,12 @@ constexpr FamilyRow kFamilies[] = {
                 "rank < size. 2 vs 2"},
     {.family = Family::ProcessDied,
      .name = "process_died",
-     .anchors = {"Kill", "oom-kill", "terminated with", "Error", "return code = "},
+     .anchors = {"Kill", "oom-kill", "terminated with", "Error", "return code = ", "Caught signal "},
      .matches = process_died,
      .reason_after = {},
      .values = find_process_end,
      .versions = "any (the shell, the kernel, torch.multiprocessing, torch.distributed.launch, DeepSpeed's "
-                 "launcher, Ray's memory monitor)",
+                 "launcher, Ray's memory monitor, UCX's crash handler)",
      // 2.13, torch.multiprocessing.spawn, one process SIGKILLed, run here
      .example = "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL"},
     {.family = Family::WatchdogTimeout,

@@ -116,6 +116,71 @@ std::optional<OwnDeath> rank_raised_while_others_waited(const LogFacts& logs) {
   return OwnDeath{raised, {raised, false}};
 }
 
+// An exception that a process raises of its own resources or code, never of a peer or of the
+// network: CUDA's errors on its own device (a GPU index past the visible ones, its memory),
+// host memory, a module or file it cannot find, its own code's syntax and names. Any other
+// exception may be a distributed failure in words no family knows (a collective mismatch, an
+// interface gloo cannot find, a framework's barrier that gave up on other ranks): not this.
+bool is_process_local_exception(const LogEvent& e) {
+  if (e.family != LogFamily::ErrorLine) return false;
+  auto has = [&](const char* w) { return e.text.find(w) != std::string::npos; };
+  if (has("NCCL") || has("nccl") || has("gloo") || has("Gloo") || has("Dist") || has("torch.distributed") ||
+      has("rank"))
+    return false;
+  return has("CUDA out of memory") || has("OutOfMemoryError") || has("CUDA error") || has("cuda runtime error") ||
+         has("MemoryError") || has("ModuleNotFoundError") || has("ImportError") || has("FileNotFoundError") ||
+         has("SyntaxError") || has("NameError");
+}
+
+// A process-local exception and nothing else failing: no rendezvous error, no transport line,
+// no other exception, and one text (several ranks may print it: each raised the same). An
+// uncaught exception ends a Python process, and a distributed job cannot go on without any of
+// its ranks: the job died of it. nullptr when anything else failed or two exceptions differ.
+const LogEvent* raised_alone(const LogFacts& logs) {
+  if (logs.any_rendezvous_error()) return nullptr;
+  const LogEvent* raised = nullptr;
+  for (const LogEvent& e : logs.other_errors) {
+    if (e.family != LogFamily::ErrorLine) return nullptr;  // a transport line: not this
+    if (e.text.find("Traceback (most recent call last)") != std::string::npos ||
+        e.text.find("ChildFailedError") != std::string::npos)
+      continue;
+    if (!is_process_local_exception(e)) return nullptr;
+    if (raised && raised->text != e.text) return nullptr;
+    if (!raised) raised = &e;
+  }
+  return raised;
+}
+
+// The hint a well-known own exception carries for a distributed job.
+std::string exception_hint(const LogEvent& raised) {
+  // torch.cuda.set_device(local_rank) with a local rank past the GPUs the process sees: more
+  // workers on the node than visible GPUs.
+  if (raised.text.find("invalid device ordinal") != std::string::npos)
+    return "; `invalid device ordinal` is a GPU index past the GPUs the process sees: a launcher starting more "
+           "workers on the node than it has visible GPUs (--nproc-per-node against CUDA_VISIBLE_DEVICES and "
+           "`nvidia-smi -L`) is the usual cause";
+  return "";
+}
+
+// raised_alone's verdict: low, for the logs show the exception, not the end of the process.
+Candidate raised_alone_words(const LogEvent& raised) {
+  Candidate out;
+  out.death_shown = true;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::RankDied;
+  v.cause = "exited";
+  v.confidence = "low";
+  if (raised.rank >= 0) v.initiating_rank = raised.rank;
+  v.summary = std::string(raised.rank >= 0 ? "rank " + std::to_string(raised.rank) : std::string("a process")) +
+              " raised an exception that is no rendezvous error (" + log_line_words(raised) +
+              ") and nothing else in the logs failed: an uncaught exception ends its process, and the job cannot "
+              "go on without it, so it died of it";
+  v.next_step = "read its traceback and fix what it raised" + exception_hint(raised) +
+                "; its exit status (the launcher's summary) would confirm that it ended there";
+  out.findings.push_back(log_finding(FailureClass::RankDied, raised));
+  return out;
+}
+
 // rank_raised_while_others_waited's verdict: low, since the logs show the exception, not the
 // end of the process (a caught exception that was only logged reads the same).
 Candidate raised_words(const Context& c, const LogEvent& raised) {
@@ -140,6 +205,14 @@ Candidate raised_words(const Context& c, const LogEvent& raised) {
   return out;
 }
 
+// SIGBUS is a touch of a mapped page with nothing behind it; in a container that is most often
+// /dev/shm full (a tmpfs of 64 MB under docker's default), where NCCL and the data loaders'
+// workers map their shared buffers.
+constexpr const char* kSigbusNextStep =
+    "SIGBUS is a mapped page with nothing behind it, most often a full /dev/shm (docker gives 64 MB unless "
+    "told otherwise; NCCL and the data loaders' workers map their buffers there): `df -h /dev/shm` in the "
+    "job's container, then --shm-size or --ipc=host (or fewer data-loader workers)";
+
 // The verdict on a reported end: medium, the report and the exception it died of.
 Candidate reported_words(const OwnDeath& own) {
   const LogEvent& d = *own.report;
@@ -162,6 +235,7 @@ Candidate reported_words(const OwnDeath& own) {
                     ? "its node ran out of memory: find what grew (host memory of the data loaders, a checkpoint "
                       "loaded on every rank, caches), lower it or give the job more memory; "
                       "`journalctl -k | grep -i -E 'oom|killed'` on that node shows the kernel's side"
+                : killed && d.setting_value == "SIGBUS" ? kSigbusNextStep
                 : killed ? "find what killed it: `journalctl -k | grep -i -E 'oom|killed'` on its node (the OOM "
                          "killer, a scheduler's memory or time limit) around the time of the report"
                        : "read its traceback (above) and fix what it died of; the other ranks' errors follow from it";
@@ -217,6 +291,7 @@ std::optional<Candidate> rank_died_from_reported_deaths(const Context& c) {
   if (!own) own = rank_raised_while_others_waited(c.logs);
   if (!own) {
     if (const LogEvent* line = peer_went_away_without_a_timeout(c.logs)) return peer_gone_words(*line);
+    if (const LogEvent* raised = raised_alone(c.logs)) return raised_alone_words(*raised);
     return std::nullopt;
   }
   if (own->report->family == LogFamily::ErrorLine) return raised_words(c, *own->report);

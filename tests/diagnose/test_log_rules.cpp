@@ -708,3 +708,57 @@ TEST_CASE("logs: torchrun's root cause in a tie of one second says nothing of wh
     CHECK(d.verdict.summary.find("same second") == std::string::npos);
   }
 }
+
+TEST_CASE("logs: UCX's crash handler's 'Caught signal N' is that process's death by the signal") {
+  Job job;
+  job.log_line("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)");
+  job.log_line("==== backtrace (tid:   3095) ====");
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::RankDied);
+  CHECK(d.verdict.cause == "killed");
+  CHECK(d.verdict.summary.find("killed by SIGBUS") != std::string::npos);
+  CHECK(d.verdict.next_step.find("/dev/shm") != std::string::npos);
+  SECTION("the words alone in a sentence are no report") {
+    Job other;
+    other.log_line("RuntimeError: Caught signal handler twice");
+    CHECK(other.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+}
+
+TEST_CASE("logs: a process-local exception and nothing else failing: that process died of it, low") {
+  SECTION("CUDA's invalid device ordinal: more workers than visible GPUs named in the next step") {
+    Job job;
+    job.log_line("RuntimeError: cuda runtime error (10) : invalid device ordinal at /pytorch/torch/csrc/cuda/Module.cpp:33");
+    job.log_line("Traceback (most recent call last):");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.confidence == "low");
+    CHECK_FALSE(d.verdict.initiating_rank.has_value());
+    CHECK(d.verdict.next_step.find("--nproc-per-node") != std::string::npos);
+  }
+  SECTION("the same exception on two ranks: each raised it, the first is named") {
+    Job job;
+    job.log_line("[rank2]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
+    job.log_line("[rank3]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.initiating_rank == 2);
+  }
+  SECTION("an exception that may be a distributed failure in other words is not one") {
+    for (const char* line : {"RuntimeError: Unable to find address for: eth0",
+                             "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective",
+                             "ValueError: TP rank 2 could finish the model loading, but there are other ranks that didn't",
+                             "RuntimeError: Gloo connectFullMesh failed with ..."}) {
+      Job job;
+      job.log_line(line);
+      INFO(line);
+      CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+    }
+  }
+  SECTION("two different exceptions: two failures the logs cannot order") {
+    Job job;
+    job.log_line("RuntimeError: CUDA error: an illegal memory access was encountered");
+    job.log_line("ModuleNotFoundError: No module named 'apex'");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+}
