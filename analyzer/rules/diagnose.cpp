@@ -667,6 +667,7 @@ Diagnosis diagnose(const Context& c) {
   note_near_miss(c, d);
   d.ranks = rank_rows(c, d);
   d.collective = collective_outline(c);
+  d.flight_recorder = c.fr_parting;
   d.store_endpoint = store_endpoint_line(c, d.evidence);
   d.clocks = c.traces.clocks;
   d.hosts = hosts_of(c.traces);
