@@ -25,6 +25,8 @@ Environment (all optional but RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
                     to ${TORCH_FR_DUMP_TEMP_FILE}<rank> once the all_reduce completed or failed,
                     the file NCCL's watchdog writes on a timeout (the CPU build's gloo writes none
                     on its own: this stands in for it)
+    E2E_FR_STACKS   "1": the dump with its stack frames (_dump_fr_trace's default); without, as
+                    here by default, it takes milliseconds instead of seconds (c10d-notes.md)
     E2E_FR_DUMP_AFTER_S  also from a thread, this long after init_process_group, if the rank has
                     not dumped by then: NCCL dumps every rank when the first one times out,
                     a stalled one too, while its main thread is still busy elsewhere
