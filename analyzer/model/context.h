@@ -56,7 +56,10 @@ struct Context {
   Context(const TraceInputs& t, const LogFacts& l, std::optional<int> world_size = std::nullopt,
           const FrInputs* flight_recorder = nullptr)
       : traces(t), logs(l), facts(derive_facts(t.processes)), endings(find_endings(facts, t)) {
-    if (flight_recorder) fr_parting = find_fr_parting(*flight_recorder);
+    if (flight_recorder && !flight_recorder->empty()) {
+      flight_recorder_given = true;
+      fr_parting = find_fr_parting(*flight_recorder);
+    }
     find_time_span();
     find_expected_ranks(world_size);
     find_absent_nodes();
@@ -70,6 +73,7 @@ struct Context {
 
   // Where the Flight Recorder dumps say the ranks parted (fr_parting.h), when dumps were given.
   std::optional<FlightRecorderParting> fr_parting;
+  bool flight_recorder_given = false;  // at least one dump was read
 
   // The first collective after the rendezvous, from the pairs' I/O (collective_phase.h):
   // who entered it and who had not when the first rank failed after the rendezvous.

@@ -74,6 +74,18 @@ TEST_CASE("a rank without a dump is said to have none, not assumed late", "[flig
   CHECK(p->kind == FlightRecorderParting::Kind::Undecided);
   CHECK(p->no_dump == std::vector<int>{2});
   const Diagnosis u = diagnose_dumps(fr);
-  CHECK(u.verdict.cls != FailureClass::StragglerTimeout);
-  CHECK_FALSE(u.verdict.initiating_rank == 2);
+  CHECK(u.verdict.cls == FailureClass::Unknown);
+  CHECK_FALSE(u.verdict.initiating_rank);
+  CHECK_THAT(u.verdict.summary, Catch::Contains("rank 2 left no dump (dead, or never dumped)"));
+  CHECK_THAT(u.verdict.next_step, Catch::Contains("find the dump of rank(s) 2"));
+}
+
+TEST_CASE("a dump of a job that did not part says so", "[flight_recorder]") {
+  const FrInputs fr =
+      load_flight_recorder({std::string(RDZVSCOPE_SOURCE_DIR) + "/tests/unit/fixtures/flight_recorder/three_ops_rank_0"}, {});
+  REQUIRE(fr.dumps.size() == 1);
+  CHECK_FALSE(find_fr_parting(fr));
+  const Diagnosis d = diagnose_dumps(fr);
+  CHECK(d.verdict.cls == FailureClass::Unknown);
+  CHECK_THAT(d.verdict.summary, Catch::Contains("Flight Recorder dumps show no rank behind the others"));
 }
