@@ -89,3 +89,11 @@ TEST_CASE("a dump of a job that did not part says so", "[flight_recorder]") {
   CHECK(d.verdict.cls == FailureClass::Unknown);
   CHECK_THAT(d.verdict.summary, Catch::Contains("Flight Recorder dumps show no rank behind the others"));
 }
+
+TEST_CASE("a directory of dumps given as a trace directory is no damaged input", "[flight_recorder]") {
+  // Its dumps are read under their default names (load_flight_recorder's trace_dirs); the trace
+  // listing must not call it a directory without traces.
+  const TraceInputs t = load_traces({kStall});
+  CHECK(t.errors.empty());
+  CHECK(t.processes.empty());
+}
