@@ -5,7 +5,7 @@
 #                                         FUZZ_RUNS_<target>=M for one target): the
 #                                         same run every time, as CI needs (a finding there
 #                                         is reproducible here, and a pass here passes there)
-# Env: FUZZ_DIR (build dir, default build-fuzz), FUZZ_TARGETS (default: all three),
+# Env: FUZZ_DIR (build dir, default build-fuzz), FUZZ_TARGETS (default: all four),
 #      FUZZ_WORK (scratch corpora and crash files, default $FUZZ_DIR/fuzz-work).
 # Each target starts from a copy of its seed corpus (fuzz/corpus/<target>, never written)
 # plus fuzz/regressions/<target>. Prints executions and time per target. Exits 1 when any
@@ -17,7 +17,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SECONDS_EACH=${1:-${FUZZ_SECONDS:-25}}
 FUZZ_DIR=${FUZZ_DIR:-build-fuzz}
 FUZZ_WORK=${FUZZ_WORK:-$FUZZ_DIR/fuzz-work}
-TARGETS=${FUZZ_TARGETS:-fuzz_trace_reader fuzz_log_reader fuzz_analyzer}
+TARGETS=${FUZZ_TARGETS:-fuzz_trace_reader fuzz_log_reader fuzz_analyzer fuzz_flight_recorder}
 CC_=${FUZZ_CC:-clang}
 CXX_=${FUZZ_CXX:-clang++}
 

@@ -96,7 +96,7 @@ sanitizer_build() {
                      rdzvscope_diagnose_tests rdzvscope_preflight_tests)
   if [ $have_clang = 1 ]; then
     san_args+=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DRDZVSCOPE_FUZZ=ON)
-    san_targets+=(fuzz_trace_reader fuzz_log_reader fuzz_analyzer)
+    san_targets+=(fuzz_trace_reader fuzz_log_reader fuzz_analyzer fuzz_flight_recorder)
   fi
   echo "test: sanitizer build in $SAN_DIR (address,undefined; $([ $have_clang = 1 ] && echo clang || echo gcc))"
   cmake -S . -B "$SAN_DIR" "${san_args[@]}"

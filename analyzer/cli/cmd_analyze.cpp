@@ -32,6 +32,8 @@
 #include "preflight/results.h"  // preflight --out reports beside the traces
 #include "logs/log_source.h"
 
+#include <fmt/ranges.h>
+
 namespace rdzvscope::cli {
 namespace {
 
@@ -41,6 +43,7 @@ std::shared_ptr<spdlog::logger> analyze_log() { return log_for("analyze"); }
 struct AnalyzeOptions {
   std::vector<std::string> paths;
   std::vector<std::string> logs;
+  std::vector<std::string> flight_recorder;  // Flight Recorder dumps: files or directories
   std::string format = "text";
   std::string timeline;  // Chrome/Perfetto trace-event JSON, beside the report on stdout
   std::string html;      // self-contained HTML page
@@ -97,6 +100,7 @@ void warn_sequential_runs(const TraceInputs& traces) {
 // --runs: each path is one run, diagnosed alone, then compared (analyze_runs.h).
 int run_analyze_runs_mode(const AnalyzeOptions& opt) {
   const char* refused = !opt.logs.empty()       ? "--log"
+                        : !opt.flight_recorder.empty() ? "--flight-recorder"
                         : !opt.timeline.empty() ? "--timeline"
                         : !opt.html.empty()     ? "--html"
                         : !opt.prom.empty()     ? "--prom"
@@ -117,11 +121,28 @@ int run_analyze_runs_mode(const AnalyzeOptions& opt) {
 struct AnalyzeInputs {
   TraceInputs traces;
   LogFacts logs;
+  FrInputs flight_recorder;
 };
 
+// --flight-recorder PATH..., and the dumps named as by default in the trace directories. A dump
+// that cannot be read is an error: the verdict would rest on the ranks it leaves out.
+bool read_flight_recorder_inputs(const AnalyzeOptions& opt, AnalyzeInputs& in) {
+  for (const auto& p : opt.flight_recorder)
+    if (!exists(p)) return false;
+  in.flight_recorder = load_flight_recorder(opt.flight_recorder, opt.paths);
+  for (const Error& e : in.flight_recorder.errors) analyze_log()->error("{}", e.message());
+  if (!opt.flight_recorder.empty() && in.flight_recorder.empty() && in.flight_recorder.errors.empty()) {
+    analyze_log()->error("no Flight Recorder dump in {} (files named <prefix><rank> that hold a pickle)",
+                         fmt::join(opt.flight_recorder, ", "));
+    return false;
+  }
+  analyze_log()->debug("read {} Flight Recorder dump(s)", in.flight_recorder.dumps.size());
+  return in.flight_recorder.errors.empty();
+}
+
 std::optional<AnalyzeInputs> read_analyze_inputs(const AnalyzeOptions& opt) {
-  if (opt.paths.empty() && opt.logs.empty()) {
-    analyze_log()->error("give trace directories/files, or logs with --log");
+  if (opt.paths.empty() && opt.logs.empty() && opt.flight_recorder.empty()) {
+    analyze_log()->error("give trace directories/files, logs with --log, or dumps with --flight-recorder");
     return std::nullopt;
   }
   bool all_there = true;
@@ -133,7 +154,8 @@ std::optional<AnalyzeInputs> read_analyze_inputs(const AnalyzeOptions& opt) {
   if (!all_there || !log_inputs.errors.empty()) return std::nullopt;
 
   Stopwatch step;
-  AnalyzeInputs in{load_traces(opt.paths), {}};
+  AnalyzeInputs in{load_traces(opt.paths), {}, {}};
+  if (!read_flight_recorder_inputs(opt, in)) return std::nullopt;
   read_kernel_log_of_this_boot(in.traces);
   const TraceInputs& traces = in.traces;
   analyze_log()->debug("read {} trace file(s): {} processes, {} events, {} lost, {} damaged file(s) in {}",
@@ -145,7 +167,7 @@ std::optional<AnalyzeInputs> read_analyze_inputs(const AnalyzeOptions& opt) {
                        logs.stats[Stat::LogLines], logs.stats[Stat::LogLinesMatched], step.lap());
   report_input_errors(traces.errors, logs.errors);
   const std::uint64_t unreadable_logs = logs.errors.size() - logs.stats[Stat::PartialLogFiles];
-  if (traces.processes.empty() && logs.stats[Stat::LogFiles] == unreadable_logs) {
+  if (traces.processes.empty() && logs.stats[Stat::LogFiles] == unreadable_logs && in.flight_recorder.empty()) {
     analyze_log()->error("no readable trace or log among the inputs");
     return std::nullopt;
   }
@@ -182,7 +204,7 @@ int run_analyze(const AnalyzeOptions& opt) {
 
   Stopwatch step;
   warn_sequential_runs(in->traces);
-  const Context model(in->traces, in->logs);  // the facts, derived once for the verdict and every view
+  const Context model(in->traces, in->logs, std::nullopt, &in->flight_recorder);  // the facts, derived once for the verdict and every view
   analyze_log()->debug("derived the facts of {} processes in {}", model.facts.size(), step.lap());
   Diagnosis d = diagnose(model);
   analyze_log()->debug("diagnosed {} in {}", name_of(d.verdict.cls), step.lap());
@@ -210,6 +232,11 @@ Command add_analyze_command(CLI::App& app) {
                   "Rank logs (one per rank, or one merged file): files, plain or .gz; directories (their log files, "
                   "recursively); - for standard input")
       ->type_name("FILE|DIR|-...");
+  sub->add_option("--flight-recorder", opt->flight_recorder,
+                  "PyTorch Flight Recorder dumps (TORCH_FR_BUFFER_SIZE; one file per rank, <prefix><rank>, written by "
+                  "NCCL's watchdog on a timeout): files, or directories of them. Dumps named nccl_trace_rank_<N> in "
+                  "the trace directories are read too")
+      ->type_name("FILE|DIR...");
   sub->add_option("--format", opt->format, "Report format")
       ->check(CLI::IsMember({"text", "json", "markdown"}))
       ->type_name("text|json|markdown");

@@ -13,6 +13,7 @@
 #include "collective_phase.h"
 #include "diagnosis.h"
 #include "endings.h"
+#include "fr_parting.h"
 #include "log_facts.h"
 #include "name_answers.h"
 #include "rank_facts.h"
@@ -51,9 +52,14 @@ struct Context {
   std::optional<TorchVersion> torch_version;
 
   // world_size: the ranks the job expects, when the user knows it (watch --world-size); else
-  // found in the headers or logs.
-  Context(const TraceInputs& t, const LogFacts& l, std::optional<int> world_size = std::nullopt)
+  // found in the headers or logs. flight_recorder: the Flight Recorder dumps given beside them.
+  Context(const TraceInputs& t, const LogFacts& l, std::optional<int> world_size = std::nullopt,
+          const FrInputs* flight_recorder = nullptr)
       : traces(t), logs(l), facts(derive_facts(t.processes)), endings(find_endings(facts, t)) {
+    if (flight_recorder && !flight_recorder->empty()) {
+      flight_recorder_given = true;
+      fr_parting = find_fr_parting(*flight_recorder);
+    }
     find_time_span();
     find_expected_ranks(world_size);
     find_absent_nodes();
@@ -64,6 +70,10 @@ struct Context {
       misdirected_index.emplace(misdirected[i].f, i);
     collective = find_collective_phase(*this);
   }
+
+  // Where the Flight Recorder dumps say the ranks parted (fr_parting.h), when dumps were given.
+  std::optional<FlightRecorderParting> fr_parting;
+  bool flight_recorder_given = false;  // at least one dump was read
 
   // The first collective after the rendezvous, from the pairs' I/O (collective_phase.h):
   // who entered it and who had not when the first rank failed after the rendezvous.

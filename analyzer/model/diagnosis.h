@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -255,6 +256,33 @@ struct InputStats {
   std::vector<std::int32_t> injected_ranks;  // sorted, unique
 };
 
+// Where PyTorch's Flight Recorder dumps say the ranks parted (model/fr_parting.h): in one
+// process group, the collective some ranks entered and others did not, or entered only after
+// the others' timeout had run out. Derived once from the dumps (Context::fr_parting); the
+// verdict's evidence and every view read it from here.
+struct FlightRecorderParting {
+  enum class Kind {
+    NeverEntered,  // `behind` had not entered collective `sequence` when they dumped
+    EnteredLate,   // `behind` entered it after the first rank's timeout in it had run out
+    Undecided,     // every dumped rank entered it; the ranks that would settle it left no dump
+  };
+  Kind kind = Kind::NeverEntered;
+  std::string pg_name, pg_desc;   // process_group: "0", "default_pg"
+  std::int64_t sequence = 0;      // collective_seq_id of the group
+  std::string op;                 // "all_reduce" (profiling_name without "nccl:"/"gloo:")
+  std::string backend;            // "nccl", "gloo"
+  std::vector<int> behind;        // the ranks the others waited for
+  std::vector<int> waited;        // the ranks that entered it (in time) and waited
+  std::vector<int> no_dump;       // members of the group with no dump file: dead, or never dumped
+  std::map<int, std::int64_t> last_sequence;  // each dumped member's last collective in the group (0: none)
+  std::map<int, std::string> state;           // each waiting rank's state of the entry ("started")
+  std::optional<std::int64_t> timeout_ms;     // the entries' timeout
+  std::optional<std::int64_t> first_entered_ns;  // the earliest enqueue of it (host clock)
+  std::map<int, std::int64_t> late_ns;        // EnteredLate: how long after that deadline each entered
+  std::vector<std::string> files;             // the dumps read
+  std::string version;                        // their format version ("2.10")
+};
+
 struct Diagnosis {
   Verdict verdict;
   Evidence evidence;
@@ -263,6 +291,7 @@ struct Diagnosis {
   Discriminators discriminators;
   std::vector<RankRow> ranks;
   std::optional<CollectiveOutline> collective;  // set with the rows' CollectiveSpan
+  std::optional<FlightRecorderParting> flight_recorder;  // set where dumps were read and say it
   InputStats inputs;
   std::string store_endpoint;  // "node1:29500 hosted by rank 0 (pid 4242)" when known
   std::optional<std::int64_t> t0_ns;  // the earliest launch: the report's +0.00 s

@@ -19,6 +19,7 @@
 
 #include "clock_alignment.h"
 #include "reader/file_tree.h"
+#include "reader/flight_recorder.h"
 #include "reader/names.h"
 #include "reader/trace_reader.h"
 
@@ -290,6 +291,18 @@ int mark_earlier_attempts(std::vector<Process>& procs) {
 
 }  // namespace
 
+namespace {
+
+// A directory of Flight Recorder dumps under their default names (nccl_trace_rank_<N>) is an
+// input of analyze as it is (reader/flight_recorder.h), not a trace directory without traces.
+bool holds_default_dumps(const std::string& dir) {
+  std::vector<std::string> dumps;
+  files_below(dir, [](const std::string& name, unsigned char) { return is_default_dump_name(name); }, dumps);
+  return !dumps.empty();
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> trace_files_in(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return Error{path, std::strerror(errno), std::nullopt};
@@ -300,7 +313,7 @@ Result<std::vector<std::string>> trace_files_in(const std::string& path) {
   files_below(path, [](const std::string& name, unsigned char) {
     return ends_with(name, RDZV_FILE_SUFFIX) && name != RDZV_FILE_SUFFIX;
   }, names);
-  if (names.empty())
+  if (names.empty() && !holds_default_dumps(path))
     return Error{path, std::string("no *") + RDZV_FILE_SUFFIX + " trace files in this directory or below it",
                  std::nullopt};
   return names;

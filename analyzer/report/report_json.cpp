@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "model/collective_phase.h"
+#include "model/fr_parting.h"
 #include "reader/names.h"
 #include "report.h"
 
@@ -117,6 +118,30 @@ ojson collective_outline_json(const CollectiveOutline& o) {
           {"sequence", json_opt(o.sequence)}};
 }
 
+// Where the Flight Recorder dumps say the ranks parted (Diagnosis::flight_recorder).
+ojson flight_recorder_json(const FlightRecorderParting& p) {
+  ojson last = ojson::object(), state = ojson::object(), late = ojson::object();
+  for (const auto& [r, s] : p.last_sequence) last[std::to_string(r)] = s;
+  for (const auto& [r, s] : p.state) state[std::to_string(r)] = s;
+  for (const auto& [r, ns] : p.late_ns) late[std::to_string(r)] = std::round(ns / 1e7) / 100;
+  return {{"kind", fr_kind_name(p.kind)},
+          {"process_group", p.pg_name},
+          {"process_group_desc", p.pg_desc},
+          {"sequence", p.sequence},
+          {"op", p.op.empty() ? ojson(nullptr) : ojson(p.op)},
+          {"backend", p.backend.empty() ? ojson(nullptr) : ojson(p.backend)},
+          {"behind_ranks", p.behind},
+          {"waited_ranks", p.waited},
+          {"ranks_without_dump", p.no_dump},
+          {"last_sequence", last},
+          {"state", state},
+          {"late_s", late},
+          {"timeout_ms", json_opt(p.timeout_ms)},
+          {"first_entered", time_or_null(p.first_entered_ns)},
+          {"version", p.version},
+          {"files", p.files}};
+}
+
 ojson rank_row_json(const RankRow& r) {
   ojson err = r.first_error.empty() ? ojson(nullptr)
                                     : ojson{{"what", r.first_error}, {"time", time_or_null(r.first_error_ns)}};
@@ -182,6 +207,8 @@ ojson diagnosis_json(const Diagnosis& d) {
   // Added in issue 28: present only when the first collective after the rendezvous was found
   // (the rendezvous completed, then a rank failed; the traces record the pairs' I/O).
   if (d.collective) j["collective"] = collective_outline_json(*d.collective);
+  // Added in issue 28: only where Flight Recorder dumps were read and say where the ranks parted.
+  if (d.flight_recorder) j["flight_recorder"] = flight_recorder_json(*d.flight_recorder);
   const InputStats& in = d.inputs;
   j["inputs"] = inputs_json(in);
   if (in[Stat::InjectedEvents]) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "model/fr_parting.h"
 #include "model/context.h"
 #include "reader/names.h"
 #include "report.h"
@@ -230,6 +231,17 @@ std::string collective_section(const Diagnosis& d) {
   return s;
 }
 
+// FLIGHT RECORDER: where the dumps say the ranks parted, and each dumped rank's last collective.
+std::string flight_recorder_section(const Diagnosis& d) {
+  if (!d.flight_recorder) return "";
+  const FlightRecorderParting& p = *d.flight_recorder;
+  std::string last;
+  for (const auto& [r, s] : p.last_sequence) last += (last.empty() ? "" : ", ") + std::to_string(r) + ": " + std::to_string(s);
+  return "\nFLIGHT RECORDER (" + std::to_string(p.files.size()) + " dump(s), format " + p.version + ")\n  " +
+         wrap(fr_parting_words(p), 88, 2) + "\n  " +
+         wrap("last collective of process group " + p.pg_name + " by rank: " + last, 88, 2) + "\n";
+}
+
 std::string evidence_section(const Diagnosis& d) {
   if (d.findings.empty()) return "";
   std::string s = "\nEVIDENCE\n";
@@ -260,7 +272,8 @@ std::string inputs_section(const Diagnosis& d) {
 }  // namespace
 
 std::string diagnosis_text(const Diagnosis& d) {
-  return verdict_section(d) + store_and_clocks_section(d) + rank_table_section(d) + collective_section(d) + evidence_section(d) +
+  return verdict_section(d) + store_and_clocks_section(d) + rank_table_section(d) + collective_section(d) +
+         flight_recorder_section(d) + evidence_section(d) +
          discriminators_section(d) + inputs_section(d);
 }
 

@@ -437,7 +437,31 @@ Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& fail
 }
 
 // The verdict when no rule answered: healthy when everything that can be seen went well.
+// Flight Recorder dumps with no parting among them (fr_parting.h): every dumped rank reached
+// the same collective, and the members of its group that would settle it left no dump, or
+// nothing parts at all. Said as what the dumps show, and what would settle it.
+Verdict unknown_from_flight_recorder(const FlightRecorderParting* p) {
+  Verdict v;
+  v.cls = FailureClass::Unknown;
+  v.confidence = "low";
+  if (!p) {
+    v.summary = "PyTorch's Flight Recorder dumps show no rank behind the others (every dumped rank reached the same "
+                "collective of each process group, none after the others' timeout), and there are no traces or log "
+                "errors";
+    v.next_step = "pass every rank's log with --log; if the job hung inside a collective every rank entered, "
+                  "`py-spy dump --pid PID` on each rank shows where it waits";
+    return v;
+  }
+  v.summary = "PyTorch's Flight Recorder dumps: " + fr_parting_words(*p);
+  v.next_step = "find the dump of rank(s) " + rank_list(p->no_dump) +
+                " (TORCH_FR_DUMP_TEMP_FILE<rank> on its host, /tmp/nccl_trace_rank_<rank> by default) or its log: "
+                "a rank with no dump either died (its log or the launcher says how) or never entered the collective";
+  return v;
+}
+
 Verdict verdict_without_candidates(const Context& c) {
+  if (!c.has_traces() && c.logs.events.empty() && c.logs.other_errors.empty() && c.flight_recorder_given)
+    return unknown_from_flight_recorder(c.fr_parting ? &*c.fr_parting : nullptr);
   const FailedWorkers failed = failed_workers(c);
   const bool traced_ranks_fine = c.has_traces() && !failed.any && !failed_agent(c);
   if (traced_ranks_fine && !c.absent_ranks.empty()) return unknown_for_absent_ranks(c);
@@ -667,6 +691,7 @@ Diagnosis diagnose(const Context& c) {
   note_near_miss(c, d);
   d.ranks = rank_rows(c, d);
   d.collective = collective_outline(c);
+  d.flight_recorder = c.fr_parting;
   d.store_endpoint = store_endpoint_line(c, d.evidence);
   d.clocks = c.traces.clocks;
   d.hosts = hosts_of(c.traces);

@@ -517,6 +517,7 @@ std::optional<Candidate> from_missing_agents(const Context& c) {
 std::optional<Candidate> rule_straggler(const Context& c) {
   if (auto arrivals = find_arrivals(c)) return from_traces(c, std::move(*arrivals));
   if (auto collective = straggler_at_first_collective(c)) return collective;
+  if (auto dumps = straggler_from_flight_recorder(c)) return dumps;
   if (auto agents = from_missing_agents(c)) return agents;
   if (auto collective = from_collective_timeouts(c)) return collective;
   if (auto cancelled = straggler_from_calls_in_flight(c)) return cancelled;

@@ -158,7 +158,72 @@ std::vector<Finding> findings(const Context& c, const CollectivePhase& ph, const
   return out;
 }
 
+// The Flight Recorder's word on the same collective, beside the pairs' (fr_parting.h).
+void add_flight_recorder_evidence(const Context& c, std::vector<Finding>& out) {
+  if (!c.fr_parting) return;
+  Finding fd;
+  fd.cls = FailureClass::StragglerTimeout;
+  fd.evidence.push_back("PyTorch's Flight Recorder dumps: " + fr_parting_words(*c.fr_parting));
+  out.push_back(fd);
+}
+
+// Collective 1 of WORLD (group "0") is the first after init_process_group's rendezvous.
+bool first_after_rendezvous(const FlightRecorderParting& p) { return p.sequence == 1 && p.pg_name == "0"; }
+
+std::string fr_phase(const FlightRecorderParting& p) {
+  return first_after_rendezvous(p) ? std::string(kPhase)
+                         : "collective " + std::to_string(p.sequence) + " of process group " + p.pg_name;
+}
+
+void word_fr_verdict(const FlightRecorderParting& p, Verdict& v) {
+  const bool one = p.behind.size() == 1;
+  v.cls = FailureClass::StragglerTimeout;
+  if (one) v.initiating_rank = p.behind.front();
+  // A member without a dump may be the one the others waited for as well (dead, or alive and
+  // never dumped): then the dumps name a straggler, not necessarily the only one.
+  v.confidence = p.no_dump.empty() ? "high" : "medium";
+  v.summary = "PyTorch's Flight Recorder dumps: " + fr_parting_words(p, first_after_rendezvous(p) ? kPhase : "") +
+              (p.timeout_ms && p.kind == FlightRecorderParting::Kind::NeverEntered
+                   ? "; their timeout: " + fmt_seconds(*p.timeout_ms / 1000.0)
+                   : std::string());
+  const std::string who = (one ? "rank " : "ranks ") + rank_list(p.behind);
+  v.next_step = "look at what " + who + " did before " + fr_phase(p) +
+                (first_after_rendezvous(p) ? " (after init_process_group: a checkpoint load, a data cache built on that rank only, "
+                                   "data loading or preprocessing)"
+                                 : " (its stack in the dump's frames, py-spy dump on a hung rank)") +
+                "; work that long needs a larger timeout (init_process_group(timeout=...)) or belongs elsewhere; "
+                "the others' timeouts are consequences";
+}
+
 }  // namespace
+
+std::optional<Candidate> straggler_from_flight_recorder(const Context& c) {
+  if (!c.fr_parting || c.fr_parting->kind == FlightRecorderParting::Kind::Undecided) return std::nullopt;
+  const FlightRecorderParting& p = *c.fr_parting;
+  Candidate out;
+  word_fr_verdict(p, out.verdict);
+  for (int r : p.behind) {
+    Finding fd;
+    fd.cls = FailureClass::StragglerTimeout;
+    fd.rank = r;
+    fd.evidence.push_back("rank " + std::to_string(r) + ": its dump's last collective of process group " + p.pg_name +
+                          " is " + std::to_string(p.last_sequence.count(r) ? p.last_sequence.at(r) : 0) +
+                          (p.late_ns.count(r) ? ", enqueued " + fmt_seconds(p.late_ns.at(r) / 1e9) +
+                                                    " after the first rank's timeout in it had run out"
+                                              : std::string()));
+    out.findings.push_back(fd);
+  }
+  add_flight_recorder_evidence(c, out.findings);
+  if (const auto hits = c.logs.of({LogFamily::WatchdogTimeout, LogFamily::GlooCollectiveTimeout}); !hits.empty())
+    out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *hits.front()));
+  out.evidence.late_ranks = p.behind;
+  out.evidence.phase = fr_phase(p);
+  out.discriminators.set("phase", fr_phase(p));
+  out.discriminators.set("late_ranks", RankSet{p.behind});
+  out.discriminators.set("timed_out_ranks", RankSet{p.waited});
+  if (p.timeout_ms) out.discriminators.set("collective_timeout", Seconds{*p.timeout_ms / 1000.0});
+  return out;
+}
 
 std::optional<Candidate> straggler_at_first_collective(const Context& c) {
   if (!c.collective) return std::nullopt;
@@ -169,6 +234,7 @@ std::optional<Candidate> straggler_at_first_collective(const Context& c) {
   Candidate out;
   word_verdict(c, ph, *stalled, w, out.verdict);
   out.findings = findings(c, ph, *stalled, w);
+  add_flight_recorder_evidence(c, out.findings);
   out.evidence.late_ranks = ranks_of(*stalled);
   out.evidence.phase = kPhase;
   out.discriminators.set("phase", std::string(kPhase));

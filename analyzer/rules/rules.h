@@ -28,6 +28,9 @@ std::optional<Candidate> straggler_from_calls_in_flight(const Context& c);
 // rule_straggler's part after the rendezvous: a rank that never entered the first collective
 // (rule_straggler_collective.cpp).
 std::optional<Candidate> straggler_at_first_collective(const Context& c);
+// The same from PyTorch's Flight Recorder dumps where the traces do not show it (NCCL's own
+// transports, no trace at all): the collective where the dumped ranks part.
+std::optional<Candidate> straggler_from_flight_recorder(const Context& c);
 // rule_store_unreachable's and rule_connect_timeout's case of a rank still blocked in a store
 // connect when the job was ended, the others at the store or not (rule_connect_inflight.cpp).
 std::optional<Candidate> store_unreachable_from_calls_in_flight(const Context& c);

@@ -21,6 +21,15 @@ Environment (all optional but RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT):
     E2E_LOOP_UNTIL  a path: the store loop ends once it exists (E2E_LOOP_S is then its cap)
     E2E_RANK_ENV    JSON {"RANK": {"VAR": "value"}}: variables set for that rank only, before
                     anything else (torchrun starts every worker with the same environment)
+    E2E_FR_DUMP     "1": write PyTorch's Flight Recorder buffer (TORCH_FR_BUFFER_SIZE must be set)
+                    to ${TORCH_FR_DUMP_TEMP_FILE}<rank> once the all_reduce completed or failed,
+                    the file NCCL's watchdog writes on a timeout (the CPU build's gloo writes none
+                    on its own: this stands in for it)
+    E2E_FR_STACKS   "1": the dump with its stack frames (_dump_fr_trace's default); without, as
+                    here by default, it takes milliseconds instead of seconds (c10d-notes.md)
+    E2E_FR_DUMP_AFTER_S  also from a thread, this long after init_process_group, if the rank has
+                    not dumped by then: NCCL dumps every rank when the first one times out,
+                    a stalled one too, while its main thread is still busy elsewhere
     E2E_FAULT       ACTION@POINT: this rank brings a fault on itself (tests/matrix), at POINT
                     before_init (after the delay, before init_process_group), after_init (after
                     init_process_group, before the first collective) or store_loop (in the
@@ -96,6 +105,35 @@ def fault_at(point):
     raise ValueError(f"E2E_FAULT: unknown action {action!r}")
 
 
+_fr_dumped = []
+
+
+def dump_flight_recorder(rank):
+    """E2E_FR_DUMP: the Flight Recorder's pickle to ${TORCH_FR_DUMP_TEMP_FILE}<rank>, once."""
+    if os.environ.get("E2E_FR_DUMP") != "1" or _fr_dumped:
+        return
+    _fr_dumped.append(rank)
+    from torch._C import _distributed_c10d as c10d
+    path = os.environ.get("TORCH_FR_DUMP_TEMP_FILE", "/tmp/nccl_trace_rank_") + str(rank)
+    t = time.monotonic()
+    data = c10d._dump_fr_trace(includeStackTraces=os.environ.get("E2E_FR_STACKS") == "1")
+    with open(path + ".tmp", "wb") as f:
+        f.write(data)
+    os.rename(path + ".tmp", path)
+    say(f"flight recorder dumped to {path} in {time.monotonic() - t:.2f}s")
+
+
+def dump_flight_recorder_later(rank):
+    """E2E_FR_DUMP_AFTER_S: dump from a thread while the main thread may still be busy."""
+    after = os.environ.get("E2E_FR_DUMP_AFTER_S")
+    if os.environ.get("E2E_FR_DUMP") != "1" or not after:
+        return
+    import threading
+    t = threading.Timer(float(after), dump_flight_recorder, args=(rank,))
+    t.daemon = True
+    t.start()
+
+
 def store_via_proxy():
     """E2E_VIA_PORT: hand the real store port to the harness's proxy, then use the proxy."""
     via = os.environ.get("E2E_VIA_PORT")
@@ -132,6 +170,7 @@ def main():
     dist.init_process_group("gloo", rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
     say(f"joined in {time.monotonic() - t0:.2f}s")
+    dump_flight_recorder_later(rank)
     fault_at("after_init")
 
     if mode == "store_loop":
@@ -157,7 +196,10 @@ def main():
         say(f"store loop finished after {n} rounds")
     else:
         value = torch.full((4,), float(rank + 1))
-        dist.all_reduce(value)
+        try:
+            dist.all_reduce(value)
+        finally:
+            dump_flight_recorder(rank)
         expected = world_size * (world_size + 1) / 2
         if value[0].item() != expected:
             raise RuntimeError(f"all_reduce gave {value[0].item()}, expected {expected}")
