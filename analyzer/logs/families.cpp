@@ -66,7 +66,9 @@ bool store_barrier_timed_out(sv s) {
 
 // The full message, or its DistStoreError title cut short before "waiting for clients".
 bool clients_join_timed_out(sv s) {
+  // "workers" is the same wait as worded by the change that added the count (pytorch#111805).
   return says_all<"Timed out after", "waiting for clients">(s) ||
+         says_all<"Timed out after", "waiting for workers", " workers joined">(s) ||
          says_all<"DistStoreError", " clients joined">(s);
 }
 
@@ -363,6 +365,8 @@ void find_clients_joined(sv body, LogEvent& ev) {
     find_clients_waited_for(body, p, ev);
   else if (size_t q = body.find(" clients joined"); q != npos)
     find_clients_joined_at(body, q, ev);
+  else if (size_t w = body.find(" workers joined"); w != npos)
+    find_clients_joined_at(body, w, ev);
 }
 
 // The rank a store wait was for: the number ending the first key in "keys: /.../N".
@@ -484,6 +488,36 @@ void find_ping_reply(sv body, LogEvent& ev) {
   ev.setting_value = text ? "text" : "binary";
 }
 
+// monitored_barrier's lines (MonitoredBarrierTimeout): rank 0 naming the one rank that did not
+// come ("Rank 2 failed to pass"; "Ranks 1, 2 failed" names several: no single one), or a rank
+// that came and waited for rank 0's answer ("Rank 3 successfully reached monitoredBarrier, ...
+// from rank 0": rank 0 awaited; the line's own rank is read with the others', rank_in_text).
+void find_barrier_ranks(sv body, LogEvent& ev) {
+  if (body.find(" successfully reached monitoredBarrier") != npos) {
+    ev.setting = "reached";
+    if (auto v = number_after(body, "send/recv from rank ")) ev.awaited_rank = static_cast<int>(*v);
+    return;
+  }
+  if (size_t p = body.find(" failed to pass monitoredBarrier"); p != npos) {
+    size_t r = body.rfind("Rank ", p);
+    size_t after = 0;
+    if (r == npos) return;
+    if (auto v = number_at(body, r + 5, &after); v && after == p) ev.awaited_rank = static_cast<int>(*v);
+  }
+}
+
+// gloo's store wait: "for key(s): 0" (Horovod's HTTP store) or "for key(s): [0]" (gloo's own):
+// a key that is a number alone is a rank's (gloo's full mesh).
+void find_awaited_key(sv body, LogEvent& ev) {
+  size_t p = body.find("for key(s): ");
+  if (p == npos) return;
+  p += 12;
+  if (p < body.size() && body[p] == '[') ++p;
+  size_t after = 0;
+  auto v = number_at(body, p, &after);
+  if (v && *v >= 0 && (after == body.size() || !is_alnum(body[after]))) ev.awaited_rank = static_cast<int>(*v);
+}
+
 void find_missing_variable(sv body, LogEvent& ev) {
   auto v = unset_variable(body);
   if (!v) v = key_error_variable(body);
@@ -584,6 +618,25 @@ constexpr FamilyRow kFamilies[] = {
      // "[./gloo/transport/tcp/unbound_buffer.cc:81]" instead of the build path
      .example = "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
                 "unbound_buffer.cc:78] Timed out waiting 4000ms for recv operation to complete"},
+    {.family = Family::MonitoredBarrierTimeout,
+     .name = "monitored_barrier_timeout",
+     .anchors = {"monitoredBarrier", "could finish the model loading"},
+     .matches = says_any<"failed to pass monitoredBarrier", "successfully reached monitoredBarrier",
+                         "could finish the model loading, but there are other ranks">,
+     .reason_after = {},
+     .values = find_barrier_ranks,
+     .versions = "1.9 on (gloo's monitored_barrier); sglang's check after loading the model",
+     .example = "[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but "
+                "received errors while waiting for send/recv from rank 0."},
+    {.family = Family::GlooStoreWaitTimeout,
+     .name = "gloo_store_wait_timeout",
+     .anchors = {"Wait timeout"},
+     .matches = says_all<"Wait timeout", "for key(s)">,
+     .reason_after = {},
+     .values = find_awaited_key,
+     .versions = "any with gloo's own stores (Horovod's Gloo rendezvous)",
+     .example = "  what():  [horovod/common/gloo/http_store.cc:57] Wait timeout after 30 seconds for "
+                "key(s): 0. You may want to increase the timeout via HOROVOD_GLOO_TIMEOUT_SECONDS"},
     {.family = Family::NcclUniqueIdStoreError,
      .name = "nccl_unique_id_store_error",
      .anchors = {"ncclUniqueId"},

@@ -51,6 +51,20 @@ enum class Family {
   // complete" (or send), the rank's own timeout; a rank that waited for another in a
   // collective after the rendezvous.
   GlooCollectiveTimeout,
+  // Issue 29. c10d's monitored_barrier (gloo) ran out: rank 0 collects every other rank's
+  // message and then answers each. Rank 0 names who did not come ("[Rank 0]: Rank 2 failed to
+  // pass monitoredBarrier in 1800000 ms", "Ranks 1, 2 failed to pass ..."); a rank that came
+  // and got no answer from rank 0 says so ("Rank 3 successfully reached monitoredBarrier, but
+  // received errors while waiting for send/recv from rank 0"); sglang's check after loading the
+  // model words the same timeout ("TP rank 2 could finish the model loading, but there are
+  // other ranks that didn't finish loading"). LogEvent::awaited_rank: the rank that did not
+  // come (rank 0's line naming one), or 0 for the other ranks' line (setting "reached").
+  MonitoredBarrierTimeout,
+  // Issue 29. gloo's own key-value stores (the file and hash stores, Horovod's HTTP store) gave
+  // up a wait for keys: "Wait timeout after 30 seconds for key(s): 0". The store answered and
+  // the keys were not there; gloo's full mesh names each rank's key by its rank number, so a
+  // numeric key is the rank that had not published its address (LogEvent::awaited_rank).
+  GlooStoreWaitTimeout,
   // "The hostname of the client socket cannot be retrieved. err=-3" (2.6+): the reverse lookup
   // of a connected socket's own address failed. A resolver that answers no reverse queries (no
   // DNS server in reach) prints it beside any failure; it says nothing about the rendezvous host.

@@ -636,3 +636,46 @@ TEST_CASE("logs: SIGABRT is NCCL's watchdog aborting a rank that waited, no deat
   job.log_line("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT");
   CHECK(job.diagnose_it().verdict.cls == FailureClass::StragglerTimeout);
 }
+
+// Issue 29: the barriers and store waits that say who did not come, besides c10d's init barrier.
+TEST_CASE("logs: monitored_barrier, gloo's store wait and the store host's wait for workers name a straggler") {
+  SECTION("rank 0 of monitored_barrier names the rank that did not come") {
+    Job job;
+    job.log_line("RuntimeError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 2000 ms");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(d.verdict.initiating_rank == 2);
+    CHECK(d.verdict.summary.find("monitored_barrier") != std::string::npos);
+  }
+  SECTION("a rank that came and got no answer from rank 0 names rank 0, at low confidence") {
+    Job job;
+    job.log_line("[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but received errors "
+                 "while waiting for send/recv from rank 0.");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(d.verdict.initiating_rank == 0);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.summary.find("rank(s) 3") != std::string::npos);
+  }
+  SECTION("sglang's check after loading the model is the same barrier's timeout") {
+    Job job;
+    job.log_line("ValueError: TP rank 2 could finish the model loading, but there are other ranks that didn't finish "
+                 "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(!d.verdict.initiating_rank);
+  }
+  SECTION("gloo's own store gave up waiting for rank 0's key") {
+    Job job;
+    job.log_line("  what():  [/tmp/horovod/common/gloo/http_store.cc:57] Wait timeout after 30 seconds for key(s): 0. "
+                 "You may want to increase the timeout via HOROVOD_GLOO_TIMEOUT_SECONDS");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(d.verdict.initiating_rank == 0);
+  }
+  SECTION("the store host's wait worded with workers") {
+    Job job;
+    job.log_line("torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers joined.");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::StragglerTimeout);
+  }
+}

@@ -604,3 +604,44 @@ TEST_CASE("launcher_env_missing and rank_out_of_range (issue 29)", "[families]")
        Family::RankOutOfRange);
   must("node1:77:77 [0] init.cc:1580 NCCL WARN Invalid rank requested : 4/4", Family::RankOutOfRange);
 }
+
+TEST_CASE("monitored_barrier_timeout and gloo_store_wait_timeout (issue 29)", "[families]") {
+  auto zero = must("RuntimeError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 2000 ms",
+                   Family::MonitoredBarrierTimeout);
+  CHECK(zero.rank == 0);
+  CHECK(zero.awaited_rank == 2);
+  // waitAllRanks names several: no single one
+  CHECK_FALSE(must("[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 120000 ms",
+                   Family::MonitoredBarrierTimeout).awaited_rank.has_value());
+  auto came = must("[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but received errors "
+                   "while waiting for send/recv from rank 0.",
+                   Family::MonitoredBarrierTimeout);
+  CHECK(came.rank == 3);
+  CHECK(came.awaited_rank == 0);
+  CHECK(came.setting == "reached");
+  // sglang's TP rank is no global rank
+  CHECK(must("ValueError: TP rank 2 could finish the model loading, but there are other ranks that didn't finish "
+             "loading.",
+             Family::MonitoredBarrierTimeout)
+            .rank == -1);
+  CHECK(must("  what():  [horovod/common/gloo/http_store.cc:57] Wait timeout after 30 seconds for key(s): 0. You "
+             "may want to increase the timeout",
+             Family::GlooStoreWaitTimeout)
+            .awaited_rank == 0);
+  CHECK(must("[gloo/rendezvous/file_store.cc:130] Wait timeout for key(s): [3]", Family::GlooStoreWaitTimeout)
+            .awaited_rank == 3);
+  CHECK_FALSE(must("Wait timeout for key(s): [rank_3_addr]", Family::GlooStoreWaitTimeout).awaited_rank.has_value());
+  auto workers = must("torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers "
+                      "joined.",
+                      Family::ClientsJoinTimeout);
+  CHECK(workers.joined == 1);
+  CHECK(workers.expected == 2);
+}
+
+TEST_CASE("monitored_barrier: the line's own rank outranks a rank in the file's name", "[families]") {
+  auto e = classify_line("[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but received "
+                         "errors while waiting for send/recv from rank 0.",
+                         0);
+  REQUIRE(e.has_value());
+  CHECK(e->rank == 3);
+}
