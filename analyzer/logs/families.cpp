@@ -518,6 +518,36 @@ void find_awaited_key(sv body, LogEvent& ev) {
   if (v && *v >= 0 && (after == body.size() || !is_alnum(body[after]))) ev.awaited_rank = static_cast<int>(*v);
 }
 
+// A frame of distributed_c10d.py in a Python traceback, or of TCPStore's constructor in a C++
+// backtrace (StackFrame).
+constexpr std::string_view kStoreCtorFrames[] = {"c10d::TCPStore::TCPStore(", "c10d::TCPStore::waitForWorkers(",
+                                                 "c10d::TCPStore::ping(", "c10d::TCPStore::validate("};
+
+bool is_stack_frame(sv s) {
+  if (says_all<"distributed_c10d.py\", line ", ", in ">(s)) return true;
+  return std::any_of(std::begin(kStoreCtorFrames), std::end(kStoreCtorFrames),
+                     [&](sv f) { return contains(s, f); });
+}
+
+void find_frame_function(sv body, LogEvent& ev) {
+  if (size_t p = body.find("distributed_c10d.py\", line "); p != npos) {
+    size_t in = body.find(", in ", p);
+    if (in == npos) return;
+    size_t b = in + 5, e = b;
+    while (e < body.size() && (is_alnum(body[e]) || body[e] == '_')) ++e;
+    if (e == b) return;
+    ev.setting = "c10d_call";
+    ev.setting_value = std::string(body.substr(b, e - b));
+    return;
+  }
+  for (sv f : kStoreCtorFrames)
+    if (size_t p = body.find(f); p != npos) {
+      ev.setting = "store_ctor";
+      ev.setting_value = std::string(f.substr(6, f.size() - 7));  // "TCPStore::ping"
+      return;
+    }
+}
+
 void find_missing_variable(sv body, LogEvent& ev) {
   auto v = unset_variable(body);
   if (!v) v = key_error_variable(body);
@@ -859,6 +889,18 @@ constexpr FamilyRow kFamilies[] = {
      .values = find_failure_summary_field,
      .versions = "torchrun (torchelastic), 1.10 on; seen on 2.13",
      .example = "  exitcode  : 1 (pid: 23296)"},
+    {.family = Family::StackFrame,
+     .name = "stack_frame",
+     .scope = Scope::Setting,
+     .anchors = {"distributed_c10d.py", "TCPStore::TCPStore", "TCPStore::waitForWorkers", "TCPStore::ping",
+                 "TCPStore::validate"},
+     .matches = is_stack_frame,
+     .reason_after = {},
+     .values = find_frame_function,
+     .versions = "all (Python tracebacks; c10d's C++ backtraces of 2.x)",
+     // 2.13, tests/e2e's rank stalled after init_process_group, its traceback
+     .example = "  File \"/work/main/.venv/torch-2.13.0/lib/python3.11/site-packages/torch/distributed/"
+                "distributed_c10d.py\", line 3252, in all_reduce"},
 };
 
 // What the classifier and the prefilter rely on, checked where the rows are written.

@@ -93,6 +93,14 @@ enum class Family {
   // "first_failure", setting_value the rest). No failure by itself: LogFacts puts each
   // failure's lines together (worker_failures).
   WorkerFailure,
+  // Issues 28 and 29. A stack frame that says where a process was: a Python frame of
+  // torch/distributed/distributed_c10d.py ('  File ".../distributed_c10d.py", line 2501, in
+  // all_reduce': the collective or store call the rank was in; LogEvent::setting "c10d_call",
+  // setting_value the function), or a C++ frame of TCPStore's constructor ("frame #4:
+  // c10d::TCPStore::ping() + 0xf9", "#10 c10d::TCPStore::waitForWorkers()": the store's
+  // connect and validation; setting "store_ctor", setting_value the function). No failure:
+  // LogFacts keeps them apart (frames).
+  StackFrame,
   // Issue 29. A process that ended, as whoever reaped it reports: the shell's job report
   // ("line 8: 11641 Killed   python train.py", or a bare "Killed"), the kernel's OOM killer
   // ("Out of memory: Killed process 1234 (python)", "oom-kill:..."), torch.multiprocessing's
@@ -146,7 +154,7 @@ inline bool is_other_error(Family f) {
 // counts): neither another error nor a statement of the launcher (a setting, a success).
 inline bool is_rendezvous_message(Family f) {
   return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown &&
-         f != Family::WorkerFailure && f != Family::ProcessDied;
+         f != Family::WorkerFailure && f != Family::ProcessDied && f != Family::StackFrame;
 }
 
 struct LogEvent {

@@ -679,3 +679,62 @@ TEST_CASE("logs: monitored_barrier, gloo's store wait and the store host's wait 
     CHECK(job.diagnose_it().verdict.cls == FailureClass::StragglerTimeout);
   }
 }
+
+TEST_CASE("logs: gloo's collective timeout gets its op from the rank's traceback through distributed_c10d.py") {
+  Job job;
+  job.log_line("Traceback (most recent call last):", 1, "rank1.log");
+  job.log_line("  File \"/x/torch/distributed/c10d_logger.py\", line 81, in wrapper", 1, "rank1.log");
+  job.log_line("  File \"/x/torch/distributed/distributed_c10d.py\", line 3252, in all_reduce", 1, "rank1.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 2000ms "
+               "for recv operation to complete",
+               1, "rank1.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 2000ms "
+               "for recv operation to complete",
+               2, "rank2.log");
+  job.log_line("[W1201 10:37:57.584947027 ProcessGroupGloo.cpp:100] Warning: something else", 0, "rank0.log");
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.summary.find("(all_reduce)") != std::string::npos);
+  SECTION("NCCL's watchdog names its own op and sequence") {
+    Job nccl;
+    nccl.log_line("[E ProcessGroupNCCL.cpp:567] [Rank 1] Watchdog caught collective operation timeout: "
+                  "WorkNCCL(SeqNum=12, OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67438 milliseconds before timing out.");
+    CHECK(nccl.diagnose_it().verdict.summary.find("(ALLREDUCE, SeqNum=12)") != std::string::npos);
+  }
+}
+
+TEST_CASE("logs: where in the store's life a store connection broke (issue 29)") {
+  const char* zero213 =
+      "[W514 18:33:36.536327028 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd=3, "
+      "addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 bytes. Connection was likely closed. "
+      "Did the remote server shutdown or crash?";
+  SECTION("a 0-byte reply to a wait, after the constructor: the store host ended (broken_pipe)") {
+    Job job;
+    job.log_line(zero213);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::BrokenPipe);
+    CHECK(d.verdict.summary.find("exited or crashed") != std::string::npos);
+  }
+  SECTION("a 0-byte read whose backtrace is the constructor's ping stays transient_recv") {
+    Job job;
+    job.log_line("[W1201 10:37:57.584947027 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3, "
+                 "addr=[::ffff:127.0.0.1]:52454, remote=[::ffff:127.0.0.1]:57887): Failed to recv, got 0 bytes.");
+    job.log_line("frame #4: c10d::TCPStore::ping() + 0xf9 (0x7fd510142bc9 in /x/libtorch_cpu.so)");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::TransientRecv);
+  }
+  SECTION("a reset inside the constructor: a fresh connection dropped (transient_recv), not a broken pipe") {
+    Job job;
+    job.log_line("W0701 13:41:43.421574  4776 TCPStore.cpp:182] [c10d] recvValue failed on SocketImpl(fd=24, ...): "
+                 "Connection reset by peer");
+    job.log_line("#10 c10d::TCPStore::waitForWorkers() from /x/libtorch_cpu.so:84812868");
+    job.log_line("#11 c10d::TCPStore::TCPStore(std::string, c10d::TCPStoreOptions const&) from /x/libtorch_cpu.so");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::TransientRecv);
+  }
+  SECTION("a reset that c10d's validation retried and met again stays a broken pipe") {
+    Job job;
+    job.log_line("[W426 16:56:01.831041000 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate to host "
+                 "100.64.0.1:59782 - retrying (try=6, timeout=1800000ms, delay=5241ms): Connection reset by peer");
+    job.log_line("frame #3: c10d::TCPStore::ping() + 200 (0x11b4f5738 in libtorch_cpu.dylib)");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::BrokenPipe);
+  }
+}

@@ -645,3 +645,20 @@ TEST_CASE("monitored_barrier: the line's own rank outranks a rank in the file's 
   REQUIRE(e.has_value());
   CHECK(e->rank == 3);
 }
+
+TEST_CASE("stack_frame: distributed_c10d.py calls and TCPStore's constructor (issues 28, 29)", "[families]") {
+  auto py = must("  File \"/x/site-packages/torch/distributed/distributed_c10d.py\", line 3252, in all_reduce",
+                 Family::StackFrame);
+  CHECK(py.setting == "c10d_call");
+  CHECK(py.setting_value == "all_reduce");
+  auto cpp = must("frame #4: c10d::TCPStore::ping() + 0xf9 (0x7fd510142bc9 in /x/torch/lib/libtorch_cpu.so)",
+                  Family::StackFrame);
+  CHECK(cpp.setting == "store_ctor");
+  CHECK(cpp.setting_value == "TCPStore::ping");
+  CHECK(must("[trainer85612|12]:#10 c10d::TCPStore::waitForWorkers() from /x/libtorch_cpu.so:84812868",
+             Family::StackFrame)
+            .setting_value == "TCPStore::waitForWorkers");
+  // another file's frame, and a frame of the store's use after its constructor, are no such frame
+  CHECK_FALSE(classify_line("  File \"/x/torch/distributed/c10d_logger.py\", line 81, in wrapper").has_value());
+  CHECK_FALSE(classify_line("frame #9: c10d::TCPStore::doWait(c10::ArrayRef<std::string>) + 0x1d2").has_value());
+}
