@@ -638,45 +638,46 @@ TEST_CASE("logs: SIGABRT is NCCL's watchdog aborting a rank that waited, no deat
 }
 
 // Issue 29: the barriers and store waits that say who did not come, besides c10d's init barrier.
+namespace {
+
+// The verdict on a log of one line, which must be straggler_timeout.
+Verdict straggler_verdict(const char* line) {
+  Job job;
+  job.log_line(line);
+  Verdict v = job.diagnose_it().verdict;
+  CHECK(v.cls == FailureClass::StragglerTimeout);
+  return v;
+}
+
+}  // namespace
+
 TEST_CASE("logs: monitored_barrier, gloo's store wait and the store host's wait for workers name a straggler") {
   SECTION("rank 0 of monitored_barrier names the rank that did not come") {
-    Job job;
-    job.log_line("RuntimeError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 2000 ms");
-    Diagnosis d = job.diagnose_it();
-    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
-    CHECK(d.verdict.initiating_rank == 2);
-    CHECK(d.verdict.summary.find("monitored_barrier") != std::string::npos);
+    Verdict v = straggler_verdict("RuntimeError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 2000 ms");
+    CHECK(v.initiating_rank == 2);
+    CHECK(v.summary.find("monitored_barrier") != std::string::npos);
   }
   SECTION("a rank that came and got no answer from rank 0 names rank 0, at low confidence") {
-    Job job;
-    job.log_line("[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but received errors "
-                 "while waiting for send/recv from rank 0.");
-    Diagnosis d = job.diagnose_it();
-    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
-    CHECK(d.verdict.initiating_rank == 0);
-    CHECK(d.verdict.confidence == "low");
-    CHECK(d.verdict.summary.find("rank(s) 3") != std::string::npos);
+    Verdict v = straggler_verdict("[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but "
+                                  "received errors while waiting for send/recv from rank 0.");
+    CHECK(v.initiating_rank == 0);
+    CHECK(v.confidence == "low");
+    CHECK(v.summary.find("rank(s) 3") != std::string::npos);
   }
   SECTION("sglang's check after loading the model is the same barrier's timeout") {
-    Job job;
-    job.log_line("ValueError: TP rank 2 could finish the model loading, but there are other ranks that didn't finish "
-                 "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.");
-    Diagnosis d = job.diagnose_it();
-    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
-    CHECK(!d.verdict.initiating_rank);
+    CHECK(!straggler_verdict("ValueError: TP rank 2 could finish the model loading, but there are other ranks that "
+                             "didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow "
+                             "node.")
+               .initiating_rank);
   }
   SECTION("gloo's own store gave up waiting for rank 0's key") {
-    Job job;
-    job.log_line("  what():  [/tmp/horovod/common/gloo/http_store.cc:57] Wait timeout after 30 seconds for key(s): 0. "
-                 "You may want to increase the timeout via HOROVOD_GLOO_TIMEOUT_SECONDS");
-    Diagnosis d = job.diagnose_it();
-    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
-    CHECK(d.verdict.initiating_rank == 0);
+    CHECK(straggler_verdict("  what():  [/tmp/horovod/common/gloo/http_store.cc:57] Wait timeout after 30 seconds for "
+                            "key(s): 0. You may want to increase the timeout via HOROVOD_GLOO_TIMEOUT_SECONDS")
+              .initiating_rank == 0);
   }
   SECTION("the store host's wait worded with workers") {
-    Job job;
-    job.log_line("torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers joined.");
-    CHECK(job.diagnose_it().verdict.cls == FailureClass::StragglerTimeout);
+    straggler_verdict("torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers "
+                      "joined.");
   }
 }
 
@@ -703,38 +704,43 @@ TEST_CASE("logs: gloo's collective timeout gets its op from the rank's traceback
   }
 }
 
+namespace {
+
+// The verdict on a log of these lines, in order.
+Verdict verdict_of(std::initializer_list<const char*> lines) {
+  Job job;
+  for (const char* l : lines) job.log_line(l);
+  return job.diagnose_it().verdict;
+}
+
+}  // namespace
+
 TEST_CASE("logs: where in the store's life a store connection broke (issue 29)") {
-  const char* zero213 =
-      "[W514 18:33:36.536327028 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd=3, "
-      "addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 bytes. Connection was likely closed. "
-      "Did the remote server shutdown or crash?";
   SECTION("a 0-byte reply to a wait, after the constructor: the store host ended (broken_pipe)") {
-    Job job;
-    job.log_line(zero213);
-    Diagnosis d = job.diagnose_it();
-    CHECK(d.verdict.cls == FailureClass::BrokenPipe);
-    CHECK(d.verdict.summary.find("exited or crashed") != std::string::npos);
+    Verdict v = verdict_of({"[W514 18:33:36.536327028 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on "
+                            "SocketImpl(fd=3, addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 "
+                            "bytes. Connection was likely closed. Did the remote server shutdown or crash?"});
+    CHECK(v.cls == FailureClass::BrokenPipe);
+    CHECK(v.summary.find("exited or crashed") != std::string::npos);
   }
   SECTION("a 0-byte read whose backtrace is the constructor's ping stays transient_recv") {
-    Job job;
-    job.log_line("[W1201 10:37:57.584947027 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3, "
-                 "addr=[::ffff:127.0.0.1]:52454, remote=[::ffff:127.0.0.1]:57887): Failed to recv, got 0 bytes.");
-    job.log_line("frame #4: c10d::TCPStore::ping() + 0xf9 (0x7fd510142bc9 in /x/libtorch_cpu.so)");
-    CHECK(job.diagnose_it().verdict.cls == FailureClass::TransientRecv);
+    CHECK(verdict_of({"[W1201 10:37:57.584947027 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3, "
+                      "addr=[::ffff:127.0.0.1]:52454, remote=[::ffff:127.0.0.1]:57887): Failed to recv, got 0 bytes.",
+                      "frame #4: c10d::TCPStore::ping() + 0xf9 (0x7fd510142bc9 in /x/libtorch_cpu.so)"})
+              .cls == FailureClass::TransientRecv);
   }
   SECTION("a reset inside the constructor: a fresh connection dropped (transient_recv), not a broken pipe") {
-    Job job;
-    job.log_line("W0701 13:41:43.421574  4776 TCPStore.cpp:182] [c10d] recvValue failed on SocketImpl(fd=24, ...): "
-                 "Connection reset by peer");
-    job.log_line("#10 c10d::TCPStore::waitForWorkers() from /x/libtorch_cpu.so:84812868");
-    job.log_line("#11 c10d::TCPStore::TCPStore(std::string, c10d::TCPStoreOptions const&) from /x/libtorch_cpu.so");
-    CHECK(job.diagnose_it().verdict.cls == FailureClass::TransientRecv);
+    CHECK(verdict_of({"W0701 13:41:43.421574  4776 TCPStore.cpp:182] [c10d] recvValue failed on SocketImpl(fd=24, "
+                      "...): Connection reset by peer",
+                      "#10 c10d::TCPStore::waitForWorkers() from /x/libtorch_cpu.so:84812868",
+                      "#11 c10d::TCPStore::TCPStore(std::string, c10d::TCPStoreOptions const&) from /x/libtorch_cpu.so"})
+              .cls == FailureClass::TransientRecv);
   }
   SECTION("a reset that c10d's validation retried and met again stays a broken pipe") {
-    Job job;
-    job.log_line("[W426 16:56:01.831041000 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate to host "
-                 "100.64.0.1:59782 - retrying (try=6, timeout=1800000ms, delay=5241ms): Connection reset by peer");
-    job.log_line("frame #3: c10d::TCPStore::ping() + 200 (0x11b4f5738 in libtorch_cpu.dylib)");
-    CHECK(job.diagnose_it().verdict.cls == FailureClass::BrokenPipe);
+    CHECK(verdict_of({"[W426 16:56:01.831041000 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate to "
+                      "host 100.64.0.1:59782 - retrying (try=6, timeout=1800000ms, delay=5241ms): Connection reset by "
+                      "peer",
+                      "frame #3: c10d::TCPStore::ping() + 200 (0x11b4f5738 in libtorch_cpu.dylib)"})
+              .cls == FailureClass::BrokenPipe);
   }
 }
