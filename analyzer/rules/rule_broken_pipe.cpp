@@ -56,6 +56,7 @@ struct BrokenPipes {
   const ProcessFacts* dead = nullptr;  // the earliest unexplained death at the other end
   std::int64_t died_at = 0;
   bool store_closed = false;  // logs only: 0-byte reads after the store's constructor
+  bool keep_alive = false;    // logs only: a torchrun agent's keep-alive to the store failed
 };
 
 std::optional<PipeHit> first_pipe_failure(const Context& c, const ProcessFacts& f) {
@@ -114,6 +115,20 @@ std::vector<const LogEvent*> find_pipe_log_lines(const Context& c) {
   return log_hits;
 }
 
+// Issue 29: torchelastic's agent, once it joined, sends keep-alive heartbeats to the rendezvous
+// store while its workers run ("The node 'N' has failed to send a keep-alive heartbeat to the
+// rendezvous 'R' due to an error of type RendezvousConnectionError"): its store connection
+// failed in mid-run. Those an agent logs after its own workers finished are its teardown, set
+// aside already (settle_log_facts).
+std::vector<const LogEvent*> keep_alive_failures(const Context& c) {
+  auto hits = c.logs.of({LogFamily::RendezvousClosed});
+  std::erase_if(hits, [](const LogEvent* e) {
+    return e->text.find("failed to send a keep-alive heartbeat") == std::string::npos ||
+           e->text.find("RendezvousConnectionError") == std::string::npos;
+  });
+  return hits;
+}
+
 // Issue 29: 0-byte reads after the store's constructor had passed (a wait's reply, the NCCL
 // watchdog's check of its dump flag): c10d's server closes a validated client's connection only
 // when it ends, so the store host had exited or crashed while this rank still used the store.
@@ -168,6 +183,10 @@ std::optional<BrokenPipes> find_broken_pipes(const Context& c) {
   if (!c.has_traces() && b.log_hits.empty()) {
     b.log_hits = store_closed_log_lines(c);
     b.store_closed = !b.log_hits.empty();
+  }
+  if (!c.has_traces() && b.log_hits.empty()) {
+    b.log_hits = keep_alive_failures(c);
+    b.keep_alive = !b.log_hits.empty();
   }
   if (b.hits.empty() && b.log_hits.empty()) {
     const auto death = c.first_death();
@@ -282,9 +301,14 @@ void word_store_host_closed(const BrokenPipes& b, Candidate& out) {
   v.confidence = "low";
   const LogEvent* e = b.log_hits.front();
   out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
-  v.summary = "the store host closed its end of an established store connection (a 0-byte read after the store's "
-              "constructor had passed: c10d's server closes a client's connection only when it ends): the store host "
-              "(rank 0, or the torchrun agent of the first node) exited or crashed while this rank still used the store";
+  v.summary = b.keep_alive
+                  ? "a torchrun agent's keep-alive heartbeat to the rendezvous store failed (RendezvousConnectionError) "
+                    "while its workers ran: the agent that hosts the store (that of the first node) most likely "
+                    "ended, or the path to it broke, while this agent still used the store"
+                  : "the store host closed its end of an established store connection (a 0-byte read after the store's "
+                    "constructor had passed: c10d's server closes a client's connection only when it ends): the store "
+                    "host (rank 0, or the torchrun agent of the first node) exited or crashed while this rank still "
+                    "used the store";
   v.next_step = "read the store host's own log for its end (an exception, a kill, the OOM killer: `journalctl -k | grep "
                 "-i -E 'oom|killed'` on its node), or whether it simply finished first and exited while the others "
                 "still waited on the store (a barrier before exit fixes that)";
@@ -348,7 +372,7 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
   const bool past_the_bug = version && version->known_newer_than(2, 7);
   if (b->dead)
     word_peer_died(c, *b, first, out);
-  else if (b->store_closed)
+  else if (b->store_closed || b->keep_alive)
     word_store_host_closed(*b, out);
   else if (!c.has_traces() && past_the_bug)
     word_pipe_past_the_bug(version->words(), *b, out);

@@ -744,3 +744,18 @@ TEST_CASE("logs: where in the store's life a store connection broke (issue 29)")
               .cls == FailureClass::BrokenPipe);
   }
 }
+
+TEST_CASE("logs: a torchrun agent's failed keep-alive to the rendezvous store in mid-run is the store host gone") {
+  const char* keep_alive =
+      "WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'docker.b_3427_0' has failed to send a "
+      "keep-alive heartbeat to the rendezvous 'test' due to an error of type RendezvousConnectionError.";
+  Verdict v = verdict_of({keep_alive});
+  CHECK(v.cls == FailureClass::BrokenPipe);
+  CHECK(v.summary.find("keep-alive") != std::string::npos);
+  SECTION("after the agent's workers finished it is the job's teardown") {
+    CHECK(verdict_of({"INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. "
+                      "Waiting 300 seconds for other agents to finish.",
+                      keep_alive})
+              .cls != FailureClass::BrokenPipe);
+  }
+}
