@@ -279,6 +279,11 @@ bool deepspeed_launcher_reported_end(sv s) {
   return code && *code != 0;
 }
 
+// DeepSpeed's launcher kills every worker it started ("[launch.py:178:sigkill_handler] Killing
+// subprocess 97277", one line per worker) once one of them ended with a non-zero status, or once
+// it was itself stopped (SIGINT, SIGTERM); its "exits with return code = N" line follows.
+bool deepspeed_launcher_stopping(sv s) { return says_all<"sigkill_handler", "Killing subprocess ">(s); }
+
 // Ray's memory monitor kills a worker (SIGKILL) when its node's memory use passes the
 // monitor's threshold; the task's caller then raises "ray.exceptions.OutOfMemoryError: Task was
 // killed due to the node running low on memory."
@@ -286,7 +291,7 @@ bool ray_memory_monitor_killed(sv s) { return says<"Task was killed due to the n
 
 bool process_died(sv s) {
   return shell_reported_killed(s) || spawn_reported_end(s) || launcher_reported_end(s) ||
-         deepspeed_launcher_reported_end(s) || ray_memory_monitor_killed(s);
+         deepspeed_launcher_reported_end(s) || deepspeed_launcher_stopping(s) || ray_memory_monitor_killed(s);
 }
 
 bool foreign_store_peer(sv s) {
@@ -432,6 +437,12 @@ void find_process_end(sv body, LogEvent& ev) {
     ev.setting = "signal";
     ev.setting_value = "SIGKILL";
     ev.reason = "Ray's memory monitor (the node ran low on memory)";
+    return;
+  }
+  if (deepspeed_launcher_stopping(body)) {
+    ev.setting = "exit";
+    ev.setting_value = "nonzero";  // the status is on the launcher's next line, when it is there
+    ev.reason = "DeepSpeed's launcher (killing its workers)";
     return;
   }
   ev.reason = spawn_reported_end(body)      ? "torch.multiprocessing's spawn"

@@ -759,3 +759,22 @@ TEST_CASE("logs: a torchrun agent's failed keep-alive to the rendezvous store in
               .cls != FailureClass::BrokenPipe);
   }
 }
+
+TEST_CASE("logs: DeepSpeed's launcher killing its workers says one ended non-zero (issue 29)") {
+  const char* killing = "[2022-05-15 00:12:57,785] [INFO] [launch.py:178:sigkill_handler] Killing subprocess 97277";
+  Verdict v = verdict_of({killing, "[2022-05-15 00:12:57,786] [INFO] [launch.py:178:sigkill_handler] Killing subprocess 97278"});
+  CHECK(v.cls == FailureClass::RankDied);
+  CHECK(v.confidence == "low");
+  SECTION("the launcher's own status line, when there, is the one reported") {
+    Verdict s = verdict_of({killing, "[2022-05-15 00:12:57,790] [ERROR] [launch.py:184:sigkill_handler] ['python', "
+                                     "'train.py'] exits with return code = -9"});
+    CHECK(s.cls == FailureClass::RankDied);
+    CHECK(s.confidence == "medium");
+  }
+  SECTION("beside a rendezvous error the workers may have died of it") {
+    CHECK(verdict_of({"[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect "
+                      "to (127.0.0.1, 29500).",
+                      killing})
+              .cls != FailureClass::RankDied);
+  }
+}
