@@ -379,6 +379,8 @@ int rank_in_text(sv s) {
     size_t after = 0;
     auto v = number_at(s, p + 5, &after);
     if (v && *v >= 0 && after < s.size() && s[after] == ']') return static_cast<int>(*v);
+    // monitored_barrier's "Rank 3 successfully reached monitoredBarrier": the line's own rank.
+    if (v && *v >= 0 && s.substr(after).starts_with(" successfully reached")) return static_cast<int>(*v);
   }
   if (size_t p = s.find("] is setting up NCCL communicator"); p != npos) {
     size_t b = s.rfind('[', p);

@@ -66,7 +66,9 @@ bool store_barrier_timed_out(sv s) {
 
 // The full message, or its DistStoreError title cut short before "waiting for clients".
 bool clients_join_timed_out(sv s) {
+  // "workers" is the same wait as worded by the change that added the count (pytorch#111805).
   return says_all<"Timed out after", "waiting for clients">(s) ||
+         says_all<"Timed out after", "waiting for workers", " workers joined">(s) ||
          says_all<"DistStoreError", " clients joined">(s);
 }
 
@@ -279,6 +281,11 @@ bool deepspeed_launcher_reported_end(sv s) {
   return code && *code != 0;
 }
 
+// DeepSpeed's launcher kills every worker it started ("[launch.py:178:sigkill_handler] Killing
+// subprocess 97277", one line per worker) once one of them ended with a non-zero status, or once
+// it was itself stopped (SIGINT, SIGTERM); its "exits with return code = N" line follows.
+bool deepspeed_launcher_stopping(sv s) { return says_all<"sigkill_handler", "Killing subprocess ">(s); }
+
 // Ray's memory monitor kills a worker (SIGKILL) when its node's memory use passes the
 // monitor's threshold; the task's caller then raises "ray.exceptions.OutOfMemoryError: Task was
 // killed due to the node running low on memory."
@@ -299,7 +306,8 @@ std::optional<int64_t> crash_handler_signal(sv s) {
 
 bool process_died(sv s) {
   return shell_reported_killed(s) || spawn_reported_end(s) || launcher_reported_end(s) ||
-         deepspeed_launcher_reported_end(s) || ray_memory_monitor_killed(s) || crash_handler_signal(s);
+         deepspeed_launcher_reported_end(s) || deepspeed_launcher_stopping(s) || ray_memory_monitor_killed(s) ||
+         crash_handler_signal(s);
 }
 
 bool foreign_store_peer(sv s) {
@@ -378,6 +386,8 @@ void find_clients_joined(sv body, LogEvent& ev) {
     find_clients_waited_for(body, p, ev);
   else if (size_t q = body.find(" clients joined"); q != npos)
     find_clients_joined_at(body, q, ev);
+  else if (size_t w = body.find(" workers joined"); w != npos)
+    find_clients_joined_at(body, w, ev);
 }
 
 // The rank a store wait was for: the number ending the first key in "keys: /.../N".
@@ -451,6 +461,12 @@ void find_process_end(sv body, LogEvent& ev) {
     ev.reason = "its crash handler (UCX's)";
     return;
   }
+  if (deepspeed_launcher_stopping(body)) {
+    ev.setting = "exit";
+    ev.setting_value = "nonzero";  // the status is on the launcher's next line, when it is there
+    ev.reason = "DeepSpeed's launcher (killing its workers)";
+    return;
+  }
   ev.reason = spawn_reported_end(body)      ? "torch.multiprocessing's spawn"
               : launcher_reported_end(body) ? "the launcher's CalledProcessError"
                                             : "DeepSpeed's launcher";
@@ -503,6 +519,66 @@ void find_ping_reply(sv body, LogEvent& ev) {
   }
   ev.setting = "reply";
   ev.setting_value = text ? "text" : "binary";
+}
+
+// monitored_barrier's lines (MonitoredBarrierTimeout): rank 0 naming the one rank that did not
+// come ("Rank 2 failed to pass"; "Ranks 1, 2 failed" names several: no single one), or a rank
+// that came and waited for rank 0's answer ("Rank 3 successfully reached monitoredBarrier, ...
+// from rank 0": rank 0 awaited; the line's own rank is read with the others', rank_in_text).
+void find_barrier_ranks(sv body, LogEvent& ev) {
+  if (body.find(" successfully reached monitoredBarrier") != npos) {
+    ev.setting = "reached";
+    if (auto v = number_after(body, "send/recv from rank ")) ev.awaited_rank = static_cast<int>(*v);
+    return;
+  }
+  if (size_t p = body.find(" failed to pass monitoredBarrier"); p != npos) {
+    size_t r = body.rfind("Rank ", p);
+    size_t after = 0;
+    if (r == npos) return;
+    if (auto v = number_at(body, r + 5, &after); v && after == p) ev.awaited_rank = static_cast<int>(*v);
+  }
+}
+
+// gloo's store wait: "for key(s): 0" (Horovod's HTTP store) or "for key(s): [0]" (gloo's own):
+// a key that is a number alone is a rank's (gloo's full mesh).
+void find_awaited_key(sv body, LogEvent& ev) {
+  size_t p = body.find("for key(s): ");
+  if (p == npos) return;
+  p += 12;
+  if (p < body.size() && body[p] == '[') ++p;
+  size_t after = 0;
+  auto v = number_at(body, p, &after);
+  if (v && *v >= 0 && (after == body.size() || !is_alnum(body[after]))) ev.awaited_rank = static_cast<int>(*v);
+}
+
+// A frame of distributed_c10d.py in a Python traceback, or of TCPStore's constructor in a C++
+// backtrace (StackFrame).
+constexpr std::string_view kStoreCtorFrames[] = {"c10d::TCPStore::TCPStore(", "c10d::TCPStore::waitForWorkers(",
+                                                 "c10d::TCPStore::ping(", "c10d::TCPStore::validate("};
+
+bool is_stack_frame(sv s) {
+  if (says_all<"distributed_c10d.py\", line ", ", in ">(s)) return true;
+  return std::any_of(std::begin(kStoreCtorFrames), std::end(kStoreCtorFrames),
+                     [&](sv f) { return contains(s, f); });
+}
+
+void find_frame_function(sv body, LogEvent& ev) {
+  if (size_t p = body.find("distributed_c10d.py\", line "); p != npos) {
+    size_t in = body.find(", in ", p);
+    if (in == npos) return;
+    size_t b = in + 5, e = b;
+    while (e < body.size() && (is_alnum(body[e]) || body[e] == '_')) ++e;
+    if (e == b) return;
+    ev.setting = "c10d_call";
+    ev.setting_value = std::string(body.substr(b, e - b));
+    return;
+  }
+  for (sv f : kStoreCtorFrames)
+    if (size_t p = body.find(f); p != npos) {
+      ev.setting = "store_ctor";
+      ev.setting_value = std::string(f.substr(6, f.size() - 7));  // "TCPStore::ping"
+      return;
+    }
 }
 
 void find_missing_variable(sv body, LogEvent& ev) {
@@ -605,6 +681,25 @@ constexpr FamilyRow kFamilies[] = {
      // "[./gloo/transport/tcp/unbound_buffer.cc:81]" instead of the build path
      .example = "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
                 "unbound_buffer.cc:78] Timed out waiting 4000ms for recv operation to complete"},
+    {.family = Family::MonitoredBarrierTimeout,
+     .name = "monitored_barrier_timeout",
+     .anchors = {"monitoredBarrier", "could finish the model loading"},
+     .matches = says_any<"failed to pass monitoredBarrier", "successfully reached monitoredBarrier",
+                         "could finish the model loading, but there are other ranks">,
+     .reason_after = {},
+     .values = find_barrier_ranks,
+     .versions = "1.9 on (gloo's monitored_barrier); sglang's check after loading the model",
+     .example = "[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but "
+                "received errors while waiting for send/recv from rank 0."},
+    {.family = Family::GlooStoreWaitTimeout,
+     .name = "gloo_store_wait_timeout",
+     .anchors = {"Wait timeout"},
+     .matches = says_all<"Wait timeout", "for key(s)">,
+     .reason_after = {},
+     .values = find_awaited_key,
+     .versions = "any with gloo's own stores (Horovod's Gloo rendezvous)",
+     .example = "  what():  [horovod/common/gloo/http_store.cc:57] Wait timeout after 30 seconds for "
+                "key(s): 0. You may want to increase the timeout via HOROVOD_GLOO_TIMEOUT_SECONDS"},
     {.family = Family::NcclUniqueIdStoreError,
      .name = "nccl_unique_id_store_error",
      .anchors = {"ncclUniqueId"},
@@ -827,6 +922,18 @@ constexpr FamilyRow kFamilies[] = {
      .values = find_failure_summary_field,
      .versions = "torchrun (torchelastic), 1.10 on; seen on 2.13",
      .example = "  exitcode  : 1 (pid: 23296)"},
+    {.family = Family::StackFrame,
+     .name = "stack_frame",
+     .scope = Scope::Setting,
+     .anchors = {"distributed_c10d.py", "TCPStore::TCPStore", "TCPStore::waitForWorkers", "TCPStore::ping",
+                 "TCPStore::validate"},
+     .matches = is_stack_frame,
+     .reason_after = {},
+     .values = find_frame_function,
+     .versions = "all (Python tracebacks; c10d's C++ backtraces of 2.x)",
+     // 2.13, tests/e2e's rank stalled after init_process_group, its traceback
+     .example = "  File \"/work/main/.venv/torch-2.13.0/lib/python3.11/site-packages/torch/distributed/"
+                "distributed_c10d.py\", line 3252, in all_reduce"},
 };
 
 // What the classifier and the prefilter rely on, checked where the rows are written.

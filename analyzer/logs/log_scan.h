@@ -51,6 +51,20 @@ enum class Family {
   // complete" (or send), the rank's own timeout; a rank that waited for another in a
   // collective after the rendezvous.
   GlooCollectiveTimeout,
+  // Issue 29. c10d's monitored_barrier (gloo) ran out: rank 0 collects every other rank's
+  // message and then answers each. Rank 0 names who did not come ("[Rank 0]: Rank 2 failed to
+  // pass monitoredBarrier in 1800000 ms", "Ranks 1, 2 failed to pass ..."); a rank that came
+  // and got no answer from rank 0 says so ("Rank 3 successfully reached monitoredBarrier, but
+  // received errors while waiting for send/recv from rank 0"); sglang's check after loading the
+  // model words the same timeout ("TP rank 2 could finish the model loading, but there are
+  // other ranks that didn't finish loading"). LogEvent::awaited_rank: the rank that did not
+  // come (rank 0's line naming one), or 0 for the other ranks' line (setting "reached").
+  MonitoredBarrierTimeout,
+  // Issue 29. gloo's own key-value stores (the file and hash stores, Horovod's HTTP store) gave
+  // up a wait for keys: "Wait timeout after 30 seconds for key(s): 0". The store answered and
+  // the keys were not there; gloo's full mesh names each rank's key by its rank number, so a
+  // numeric key is the rank that had not published its address (LogEvent::awaited_rank).
+  GlooStoreWaitTimeout,
   // "The hostname of the client socket cannot be retrieved. err=-3" (2.6+): the reverse lookup
   // of a connected socket's own address failed. A resolver that answers no reverse queries (no
   // DNS server in reach) prints it beside any failure; it says nothing about the rendezvous host.
@@ -79,6 +93,14 @@ enum class Family {
   // "first_failure", setting_value the rest). No failure by itself: LogFacts puts each
   // failure's lines together (worker_failures).
   WorkerFailure,
+  // Issues 28 and 29. A stack frame that says where a process was: a Python frame of
+  // torch/distributed/distributed_c10d.py ('  File ".../distributed_c10d.py", line 2501, in
+  // all_reduce': the collective or store call the rank was in; LogEvent::setting "c10d_call",
+  // setting_value the function), or a C++ frame of TCPStore's constructor ("frame #4:
+  // c10d::TCPStore::ping() + 0xf9", "#10 c10d::TCPStore::waitForWorkers()": the store's
+  // connect and validation; setting "store_ctor", setting_value the function). No failure:
+  // LogFacts keeps them apart (frames).
+  StackFrame,
   // Issue 29. A process that ended, as whoever reaped it reports: the shell's job report
   // ("line 8: 11641 Killed   python train.py", or a bare "Killed"), the kernel's OOM killer
   // ("Out of memory: Killed process 1234 (python)", "oom-kill:..."), torch.multiprocessing's
@@ -132,7 +154,7 @@ inline bool is_other_error(Family f) {
 // counts): neither another error nor a statement of the launcher (a setting, a success).
 inline bool is_rendezvous_message(Family f) {
   return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown &&
-         f != Family::WorkerFailure && f != Family::ProcessDied;
+         f != Family::WorkerFailure && f != Family::ProcessDied && f != Family::StackFrame;
 }
 
 struct LogEvent {

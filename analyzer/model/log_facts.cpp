@@ -48,12 +48,7 @@ std::optional<LoggedWork> logged_work(const LogEvent& e) {
   return w;
 }
 
-std::optional<LoggedWork> first_logged_work(const LogFacts& logs, int rank) {
-  for (const LogEvent* e : logs.of({LogFamily::WatchdogTimeout, LogFamily::GlooCollectiveTimeout}))
-    if (rank < 0 || e->rank == rank)
-      if (auto w = logged_work(*e); w && !w->op.empty()) return w;
-  return std::nullopt;
-}
+
 
 namespace {
 
@@ -395,6 +390,50 @@ bool says_peer_went_away(const LogEvent& e) {
   return e.family == LogFamily::ErrorLine && says({"ncclRemoteError", "remote process exit"});
 }
 
+namespace {
+
+bool is_traceback_header(const LogEvent& e) {
+  return e.text.find("Traceback (most recent call last)") != std::string::npos;
+}
+
+}  // namespace
+
+std::string collective_in_traceback(const LogFacts& logs, const LogEvent& e) {
+  std::uint64_t header = 0;
+  for (const LogEvent& h : logs.other_errors)
+    if (same_process(h, e) && h.line < e.line && is_traceback_header(h)) header = std::max(header, h.line);
+  // No header in reach (an excerpt that lost it): the frames just above the line.
+  const std::uint64_t from = header ? header : (e.line > 200 ? e.line - 200 : 0);
+  std::string op;
+  for (const LogEvent& f : logs.frames)
+    if (f.setting == "c10d_call" && same_process(f, e) && f.line > from && f.line < e.line &&
+        !f.setting_value.starts_with("_"))
+      op = f.setting_value;  // the last one is the innermost
+  return op;
+}
+
+bool in_store_constructor(const LogFacts& logs, const LogEvent& e) {
+  return std::any_of(logs.frames.begin(), logs.frames.end(), [&](const LogEvent& f) {
+    return f.setting == "store_ctor" && same_process(f, e) && f.line > e.line && f.line <= e.line + 40;
+  });
+}
+
+bool closed_after_store_constructor(const LogFacts& logs, const LogEvent& e) {
+  if (!e.has(LogFamily::RecvZero) || in_store_constructor(logs, e)) return false;
+  return e.text.find("recvValueWithTimeout failed") != std::string::npos ||
+         e.text.find("\"should dump\" flag") != std::string::npos;
+}
+
+std::optional<LoggedWork> first_logged_work(const LogFacts& logs, int rank) {
+  for (const LogEvent* e : logs.of({LogFamily::WatchdogTimeout, LogFamily::GlooCollectiveTimeout}))
+    if (rank < 0 || e->rank == rank) {
+      if (auto w = logged_work(*e); w && !w->op.empty()) return w;
+      // gloo's timeout names no op: the rank's traceback through distributed_c10d.py does.
+      if (std::string op = collective_in_traceback(logs, *e); !op.empty()) return LoggedWork{op, std::nullopt};
+    }
+  return std::nullopt;
+}
+
 void add_log_event(LogFacts& facts, LogEvent e) {
   if (e.family == LogFamily::LaunchSetting && e.setting == "log_dir_run_id")
     facts.log_dir_run_ids.push_back(e.setting_value);
@@ -406,6 +445,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     facts.worker_failure_lines.push_back(std::move(e));
   else if (e.family == LogFamily::ProcessDied)
     add_death(facts, std::move(e));
+  else if (e.family == LogFamily::StackFrame)
+    facts.frames.push_back(std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else

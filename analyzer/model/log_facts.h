@@ -45,6 +45,10 @@ struct LogFacts {
   // or the old launcher reported it (process_died lines), in file order. No store failure: the
   // rules that read the store's errors do not see them; rank_died does.
   std::vector<LogEvent> deaths;
+  // Issues 28 and 29: stack frames that say where a process was (stack_frame lines: the
+  // distributed_c10d.py function of a Python traceback, TCPStore's constructor in a C++ one),
+  // in file order. No failure: the rules read them beside the line they explain.
+  std::vector<LogEvent> frames;
   // torchrun's failure summary (worker_failure lines: the ChildFailedError block its agent
   // prints once a worker failed), one entry per failure it lists, in file order. The one under
   // "Root Cause (first observed failure)" is the worker whose failure torchrun saw first; the
@@ -112,6 +116,21 @@ struct LoggedWork {
 };
 // nullopt when the line names neither.
 std::optional<LoggedWork> logged_work(const LogEvent& e);
+// The collective a rank's Python traceback shows it in, for a collective timeout line `e` that
+// names none (gloo's): the innermost public function of distributed_c10d.py ("all_reduce",
+// "barrier") among the frames of e's file and rank between its traceback's header and e (Python
+// prints the frames, most recent last, then the exception line). "" when there is none.
+std::string collective_in_traceback(const LogFacts& logs, const LogEvent& e);
+// Issue 29: where in the store's life a store connection broke, from the C++ backtrace c10d
+// prints below its warning (the frames of e's file and rank within 40 lines below it): inside
+// TCPStore's constructor (its connect, validation ping, the count of workers), before the store
+// was ever used.
+bool in_store_constructor(const LogFacts& logs, const LogEvent& e);
+// Issue 29: a 0-byte read on a store connection after the store's constructor had passed: the
+// reply to a wait for keys ("recvValueWithTimeout failed"), or the NCCL watchdog's check of its
+// "should dump" flag, which runs once the process group exists. c10d's server closes a
+// validated client's connection only when it ends (its process exits or crashes).
+bool closed_after_store_constructor(const LogFacts& logs, const LogEvent& e);
 // The work named by the first collective timeout line (watchdog_timeout, gloo_collective_timeout)
 // that names an op, of `rank` (-1: of any rank). nullopt: no such line.
 std::optional<LoggedWork> first_logged_work(const LogFacts& logs, int rank = -1);

@@ -55,6 +55,8 @@ struct BrokenPipes {
   std::vector<const LogEvent*> log_hits;
   const ProcessFacts* dead = nullptr;  // the earliest unexplained death at the other end
   std::int64_t died_at = 0;
+  bool store_closed = false;  // logs only: 0-byte reads after the store's constructor
+  bool keep_alive = false;    // logs only: a torchrun agent's keep-alive to the store failed
 };
 
 std::optional<PipeHit> first_pipe_failure(const Context& c, const ProcessFacts& f) {
@@ -102,11 +104,38 @@ std::vector<PipeHit> find_pipe_hits(const Context& c) {
 std::vector<const LogEvent*> find_pipe_log_lines(const Context& c) {
   auto log_hits = c.logs.of({LogFamily::BrokenPipe, LogFamily::ConnectionReset, LogFamily::SendRecvFailed});
   // A send/recv failure counts when its reason is a broken pipe or a reset, not a 0-byte read.
-  std::erase_if(log_hits, [](const LogEvent* e) {
-    return !e->has(LogFamily::BrokenPipe) && !e->has(LogFamily::ConnectionReset) &&
-           !(e->err && (*e->err == EPIPE || *e->err == ECONNRESET));
+  // A single reset inside TCPStore's constructor is a fresh connection dropped (transient_recv);
+  // one that c10d's connect/validate retries and words again ("- retrying (try=6, ...") kept
+  // coming on every try: the path or the endpoint resets them, and it stays here.
+  std::erase_if(log_hits, [&](const LogEvent* e) {
+    return (!e->has(LogFamily::BrokenPipe) && !e->has(LogFamily::ConnectionReset) &&
+            !(e->err && (*e->err == EPIPE || *e->err == ECONNRESET))) ||
+           (in_store_constructor(c.logs, *e) && e->text.find(" - retrying (") == std::string::npos);
   });
   return log_hits;
+}
+
+// Issue 29: torchelastic's agent, once it joined, sends keep-alive heartbeats to the rendezvous
+// store while its workers run ("The node 'N' has failed to send a keep-alive heartbeat to the
+// rendezvous 'R' due to an error of type RendezvousConnectionError"): its store connection
+// failed in mid-run. Those an agent logs after its own workers finished are its teardown, set
+// aside already (settle_log_facts).
+std::vector<const LogEvent*> keep_alive_failures(const Context& c) {
+  auto hits = c.logs.of({LogFamily::RendezvousClosed});
+  std::erase_if(hits, [](const LogEvent* e) {
+    return e->text.find("failed to send a keep-alive heartbeat") == std::string::npos ||
+           e->text.find("RendezvousConnectionError") == std::string::npos;
+  });
+  return hits;
+}
+
+// Issue 29: 0-byte reads after the store's constructor had passed (a wait's reply, the NCCL
+// watchdog's check of its dump flag): c10d's server closes a validated client's connection only
+// when it ends, so the store host had exited or crashed while this rank still used the store.
+std::vector<const LogEvent*> store_closed_log_lines(const Context& c) {
+  auto hits = c.logs.of({LogFamily::RecvZero});
+  std::erase_if(hits, [&](const LogEvent* e) { return !closed_after_store_constructor(c.logs, *e); });
+  return hits;
 }
 
 // Did the other end die first? The earliest such death is where the problem started.
@@ -151,6 +180,14 @@ std::optional<BrokenPipes> find_broken_pipes(const Context& c) {
   BrokenPipes b;
   b.hits = find_pipe_hits(c);
   b.log_hits = find_pipe_log_lines(c);
+  if (!c.has_traces() && b.log_hits.empty()) {
+    b.log_hits = store_closed_log_lines(c);
+    b.store_closed = !b.log_hits.empty();
+  }
+  if (!c.has_traces() && b.log_hits.empty()) {
+    b.log_hits = keep_alive_failures(c);
+    b.keep_alive = !b.log_hits.empty();
+  }
   if (b.hits.empty() && b.log_hits.empty()) {
     const auto death = c.first_death();
     if (!death) return std::nullopt;
@@ -257,6 +294,26 @@ void word_pipe_past_the_bug(const std::string& version, const BrokenPipes& b, Ca
                 "end; rerun under rdzvscope run to see which process went first";
 }
 
+// Logs alone, 0-byte reads after the store's constructor: the store host's end closed.
+void word_store_host_closed(const BrokenPipes& b, Candidate& out) {
+  Verdict& v = out.verdict;
+  out.cause_shown = false;
+  v.confidence = "low";
+  const LogEvent* e = b.log_hits.front();
+  out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
+  v.summary = b.keep_alive
+                  ? "a torchrun agent's keep-alive heartbeat to the rendezvous store failed (RendezvousConnectionError) "
+                    "while its workers ran: the agent that hosts the store (that of the first node) most likely "
+                    "ended, or the path to it broke, while this agent still used the store"
+                  : "the store host closed its end of an established store connection (a 0-byte read after the store's "
+                    "constructor had passed: c10d's server closes a client's connection only when it ends): the store "
+                    "host (rank 0, or the torchrun agent of the first node) exited or crashed while this rank still "
+                    "used the store";
+  v.next_step = "read the store host's own log for its end (an exception, a kill, the OOM killer: `journalctl -k | grep "
+                "-i -E 'oom|killed'` on its node), or whether it simply finished first and exited while the others "
+                "still waited on the store (a barrier before exit fixes that)";
+}
+
 // What a break with the store up points at, by the version the job ran: the bug only where the
 // job may have run a release that has it; past it, the path between the two ends first.
 std::string suspects_words(const std::optional<TorchVersion>& tv) {
@@ -315,6 +372,8 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
   const bool past_the_bug = version && version->known_newer_than(2, 7);
   if (b->dead)
     word_peer_died(c, *b, first, out);
+  else if (b->store_closed || b->keep_alive)
+    word_store_host_closed(*b, out);
   else if (!c.has_traces() && past_the_bug)
     word_pipe_past_the_bug(version->words(), *b, out);
   else

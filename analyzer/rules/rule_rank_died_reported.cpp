@@ -54,7 +54,13 @@ struct OwnDeath {
 // is no rendezvous failure; an exit code alone (no exception shown) only where the logs hold
 // no rendezvous error at all (else the process may have exited of one of them).
 std::optional<OwnDeath> first_own_death(const LogFacts& logs) {
+  // DeepSpeed's launcher killing its workers says a worker ended non-zero without its status;
+  // the launcher's "exits with return code = N" line says it, where the log has it.
+  const bool status_known = std::any_of(logs.deaths.begin(), logs.deaths.end(), [](const LogEvent& d) {
+    return d.setting_value != "nonzero";
+  });
   for (const LogEvent& d : logs.deaths) {
+    if (d.setting_value == "nonzero" && status_known) continue;
     if (d.setting == "signal") {
       if (died_on_its_own_signal(d.setting_value)) return OwnDeath{&d, {}};
       continue;
@@ -82,6 +88,9 @@ bool killed_for_memory(const LogEvent& d) {
 std::string end_words(const LogEvent& d) {
   if (d.setting == "signal") return "was killed by " + d.setting_value;
   if (d.setting_value == "exception") return "ended with an exception";
+  if (d.setting_value == "nonzero")
+    return "ended with a non-zero status (DeepSpeed's launcher then killed its workers; the launcher "
+           "does the same when it is itself stopped, by Ctrl-C or a scheduler's SIGTERM)";
   return "exited with code " + d.setting_value;
 }
 
@@ -222,7 +231,8 @@ Candidate reported_words(const OwnDeath& own) {
   Verdict& v = out.verdict;
   v.cls = FailureClass::RankDied;
   v.cause = killed ? "killed" : "exited";
-  v.confidence = "medium";
+  // A launcher killing its workers without the status: a worker's end, or the launcher's own.
+  v.confidence = d.setting_value == "nonzero" ? "low" : "medium";
   const std::string exception =
       own.exception.line ? "; its exception: " + log_line_words(*own.exception.line) : std::string();
   v.summary = process_words(d) + " " + end_words(d) + " (" + d.reason + ", " + d.file + ":" + std::to_string(d.line) +

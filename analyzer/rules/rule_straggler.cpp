@@ -18,7 +18,30 @@ namespace {
 
 const std::initializer_list<LogFamily> kTimeoutFamilies = {
     LogFamily::SocketTimeout, LogFamily::WaitTimeout, LogFamily::WaitForInputTimeout,
-    LogFamily::ClientsJoinTimeout, LogFamily::StoreBarrierTimeout, LogFamily::NcclUniqueIdStoreError};
+    LogFamily::ClientsJoinTimeout, LogFamily::StoreBarrierTimeout, LogFamily::NcclUniqueIdStoreError,
+    LogFamily::MonitoredBarrierTimeout, LogFamily::GlooStoreWaitTimeout};
+
+// Where the ranks waited, for the words: monitored_barrier is a barrier of the ranks' own code
+// after init_process_group (sglang's check after loading the model is one), not the init barrier.
+std::string wait_place_words(const std::vector<const LogEvent*>& timeouts) {
+  const bool all_monitored = std::all_of(timeouts.begin(), timeouts.end(), [](const LogEvent* e) {
+    return e->family == LogFamily::MonitoredBarrierTimeout;
+  });
+  return all_monitored ? "in a monitored_barrier (gloo) after init_process_group" : "at the init barrier";
+}
+
+// monitored_barrier's rank 0 answers every rank only once all came: a rank that came and got no
+// answer from rank 0 names rank 0, which either never came or was itself waiting for another
+// rank that did not (its own line would name that one).
+bool awaited_only_by_reached_lines(const std::vector<const LogEvent*>& timeouts, int rank) {
+  bool any = false;
+  for (const LogEvent* e : timeouts) {
+    if (e->awaited_rank != rank) continue;
+    if (e->family != LogFamily::MonitoredBarrierTimeout || e->setting != "reached") return false;
+    any = true;
+  }
+  return any;
+}
 
 std::int64_t median(std::vector<std::int64_t> v) {
   std::sort(v.begin(), v.end());
@@ -351,11 +374,15 @@ std::optional<Candidate> from_logs(const Context& c) {
   awaited.erase(std::unique(awaited.begin(), awaited.end()), awaited.end());
   const bool by_key = awaited.size() == 1 && (others.empty() || others == awaited);
   if (by_key) others = awaited;
-  v.confidence = others.size() == 1 ? "medium" : "low";
+  const bool by_barrier_answer = by_key && awaited_only_by_reached_lines(timeouts, others.front());
+  v.confidence = others.size() == 1 && !by_barrier_answer ? "medium" : "low";
   if (others.size() == 1) v.initiating_rank = others.front();
   v.summary = (timed_out.empty() ? std::string("ranks (the logs do not say which)") : "rank(s) " + rank_list(timed_out)) +
-              " timed out waiting at the init barrier" +
+              " timed out waiting " + wait_place_words(timeouts) +
               (others.size() != 1 ? std::string()
+               : by_barrier_answer ? "; they reached it and got no answer from rank " + std::to_string(others.front()) +
+                                         ", which answers only once every rank came: it was probably the late one, "
+                                         "unless it waited there for another rank (its own log would name that rank)"
                : by_key ? "; they waited for the key of rank " + std::to_string(others.front()) +
                               ", which had not joined: probably the late one"
                         : "; rank " + std::to_string(others.front()) + " did not, so it was probably the late one") +

@@ -120,7 +120,13 @@ void word_verdict(const Context& c, const CollectivePhase& ph, const std::vector
   v.initiating_host = p.host;
   v.confidence = "high";
   const double waited = seconds(w.first_entered, ph.first_failure_ns);
-  v.summary = who + " never entered " + kPhase + " (" + (one ? stalled_words(c, ph, s) : "none of them sent on its pairs") +
+  // The op the waiting ranks were in, as their logs name it (NCCL's OpType, or the
+  // distributed_c10d.py call of a gloo rank's traceback).
+  const auto logged = first_logged_work(c.logs);
+  const std::string op = logged ? " (" + logged->op + (logged->sequence ? ", SeqNum=" + std::to_string(*logged->sequence) : "") +
+                                    ", as the waiting ranks' logs name it)"
+                              : std::string();
+  v.summary = who + " never entered " + kPhase + op + " (" + (one ? stalled_words(c, ph, s) : "none of them sent on its pairs") +
               "); rank(s) " + rank_list(w.ranks) + " entered it from " + rel(c, w.first_entered) +
               " and waited for " + (one ? "it" : "them") + ": " + ph.first_failed->proc->label() + " failed first at " +
               rel(c, ph.first_failure_ns) + ", " + fmt_seconds(waited) + " after entering" + timeout_words(ph);

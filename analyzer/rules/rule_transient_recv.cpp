@@ -24,9 +24,17 @@ std::optional<Candidate> rule_transient_recv(const Context& c) {
         return true;
     return false;
   };
+  // Issue 29: a 0-byte read after the store's constructor is the server's end closing, which it
+  // does only when it ends (broken_pipe's case); a reset inside the constructor (its backtrace
+  // through TCPStore::TCPStore, its validation ping, the count of workers) is a fresh connection
+  // dropped before the store was ever used, with the server just up: a transient close too.
   std::erase_if(log_hits, [&](const LogEvent* e) {
-    return is_retry(*e) || retried_below(e) || (c.has_traces() && !c.any_rank_failed());
+    return is_retry(*e) || retried_below(e) || (c.has_traces() && !c.any_rank_failed()) ||
+           closed_after_store_constructor(c.logs, *e);
   });
+  if (!c.has_traces())
+    for (const LogEvent* e : c.logs.of({LogFamily::ConnectionReset}))
+      if (in_store_constructor(c.logs, *e) && !is_retry(*e) && !retried_below(e)) log_hits.push_back(e);
   if (!first && log_hits.empty()) return std::nullopt;
   Candidate out;
   Verdict& v = out.verdict;
@@ -46,7 +54,11 @@ std::optional<Candidate> rule_transient_recv(const Context& c) {
     const LogEvent* e = log_hits.front();
     v.initiating_rank = rank_of(*e);
     v.confidence = "low";
-    v.summary = "a store read got 0 bytes (the other end closed the connection), from the logs";
+    v.summary = e->has(LogFamily::RecvZero)
+                    ? "a store read got 0 bytes (the other end closed the connection), from the logs"
+                    : "a store connection was reset inside TCPStore's constructor (its backtrace shows " +
+                          std::string("the store's connect and validation): the connection was dropped before the ") +
+                          "store was ever used, with the store just up (a server swamped by connects at scale), from the logs";
     out.findings.push_back(log_finding(FailureClass::TransientRecv, *e));
   }
   return out;

@@ -760,5 +760,145 @@ TEST_CASE("logs: a process-local exception and nothing else failing: that proces
     job.log_line("RuntimeError: CUDA error: an illegal memory access was encountered");
     job.log_line("ModuleNotFoundError: No module named 'apex'");
     CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+
+// Issue 29: the barriers and store waits that say who did not come, besides c10d's init barrier.
+namespace {
+
+// The verdict on a log of one line, which must be straggler_timeout.
+Verdict straggler_verdict(const char* line) {
+  Job job;
+  job.log_line(line);
+  Verdict v = job.diagnose_it().verdict;
+  CHECK(v.cls == FailureClass::StragglerTimeout);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("logs: monitored_barrier, gloo's store wait and the store host's wait for workers name a straggler") {
+  SECTION("rank 0 of monitored_barrier names the rank that did not come") {
+    Verdict v = straggler_verdict("RuntimeError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 2000 ms");
+    CHECK(v.initiating_rank == 2);
+    CHECK(v.summary.find("monitored_barrier") != std::string::npos);
+  }
+  SECTION("a rank that came and got no answer from rank 0 names rank 0, at low confidence") {
+    Verdict v = straggler_verdict("[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but "
+                                  "received errors while waiting for send/recv from rank 0.");
+    CHECK(v.initiating_rank == 0);
+    CHECK(v.confidence == "low");
+    CHECK(v.summary.find("rank(s) 3") != std::string::npos);
+  }
+  SECTION("sglang's check after loading the model is the same barrier's timeout") {
+    CHECK(!straggler_verdict("ValueError: TP rank 2 could finish the model loading, but there are other ranks that "
+                             "didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow "
+                             "node.")
+               .initiating_rank);
+  }
+  SECTION("gloo's own store gave up waiting for rank 0's key") {
+    CHECK(straggler_verdict("  what():  [/tmp/horovod/common/gloo/http_store.cc:57] Wait timeout after 30 seconds for "
+                            "key(s): 0. You may want to increase the timeout via HOROVOD_GLOO_TIMEOUT_SECONDS")
+              .initiating_rank == 0);
+  }
+  SECTION("the store host's wait worded with workers") {
+    straggler_verdict("torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers "
+                      "joined.");
+  }
+}
+
+TEST_CASE("logs: gloo's collective timeout gets its op from the rank's traceback through distributed_c10d.py") {
+  Job job;
+  job.log_line("Traceback (most recent call last):", 1, "rank1.log");
+  job.log_line("  File \"/x/torch/distributed/c10d_logger.py\", line 81, in wrapper", 1, "rank1.log");
+  job.log_line("  File \"/x/torch/distributed/distributed_c10d.py\", line 3252, in all_reduce", 1, "rank1.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 2000ms "
+               "for recv operation to complete",
+               1, "rank1.log");
+  job.log_line("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 2000ms "
+               "for recv operation to complete",
+               2, "rank2.log");
+  job.log_line("[W1201 10:37:57.584947027 ProcessGroupGloo.cpp:100] Warning: something else", 0, "rank0.log");
+  Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+  CHECK(d.verdict.summary.find("(all_reduce)") != std::string::npos);
+  SECTION("NCCL's watchdog names its own op and sequence") {
+    Job nccl;
+    nccl.log_line("[E ProcessGroupNCCL.cpp:567] [Rank 1] Watchdog caught collective operation timeout: "
+                  "WorkNCCL(SeqNum=12, OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67438 milliseconds before timing out.");
+    CHECK(nccl.diagnose_it().verdict.summary.find("(ALLREDUCE, SeqNum=12)") != std::string::npos);
+  }
+}
+
+namespace {
+
+// The verdict on a log of these lines, in order.
+Verdict verdict_of(std::initializer_list<const char*> lines) {
+  Job job;
+  for (const char* l : lines) job.log_line(l);
+  return job.diagnose_it().verdict;
+}
+
+}  // namespace
+
+TEST_CASE("logs: where in the store's life a store connection broke (issue 29)") {
+  SECTION("a 0-byte reply to a wait, after the constructor: the store host ended (broken_pipe)") {
+    Verdict v = verdict_of({"[W514 18:33:36.536327028 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on "
+                            "SocketImpl(fd=3, addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 "
+                            "bytes. Connection was likely closed. Did the remote server shutdown or crash?"});
+    CHECK(v.cls == FailureClass::BrokenPipe);
+    CHECK(v.summary.find("exited or crashed") != std::string::npos);
+  }
+  SECTION("a 0-byte read whose backtrace is the constructor's ping stays transient_recv") {
+    CHECK(verdict_of({"[W1201 10:37:57.584947027 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3, "
+                      "addr=[::ffff:127.0.0.1]:52454, remote=[::ffff:127.0.0.1]:57887): Failed to recv, got 0 bytes.",
+                      "frame #4: c10d::TCPStore::ping() + 0xf9 (0x7fd510142bc9 in /x/libtorch_cpu.so)"})
+              .cls == FailureClass::TransientRecv);
+  }
+  SECTION("a reset inside the constructor: a fresh connection dropped (transient_recv), not a broken pipe") {
+    CHECK(verdict_of({"W0701 13:41:43.421574  4776 TCPStore.cpp:182] [c10d] recvValue failed on SocketImpl(fd=24, "
+                      "...): Connection reset by peer",
+                      "#10 c10d::TCPStore::waitForWorkers() from /x/libtorch_cpu.so:84812868",
+                      "#11 c10d::TCPStore::TCPStore(std::string, c10d::TCPStoreOptions const&) from /x/libtorch_cpu.so"})
+              .cls == FailureClass::TransientRecv);
+  }
+  SECTION("a reset that c10d's validation retried and met again stays a broken pipe") {
+    CHECK(verdict_of({"[W426 16:56:01.831041000 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate to "
+                      "host 100.64.0.1:59782 - retrying (try=6, timeout=1800000ms, delay=5241ms): Connection reset by "
+                      "peer",
+                      "frame #3: c10d::TCPStore::ping() + 200 (0x11b4f5738 in libtorch_cpu.dylib)"})
+              .cls == FailureClass::BrokenPipe);
+  }
+}
+
+TEST_CASE("logs: a torchrun agent's failed keep-alive to the rendezvous store in mid-run is the store host gone") {
+  const char* keep_alive =
+      "WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'docker.b_3427_0' has failed to send a "
+      "keep-alive heartbeat to the rendezvous 'test' due to an error of type RendezvousConnectionError.";
+  Verdict v = verdict_of({keep_alive});
+  CHECK(v.cls == FailureClass::BrokenPipe);
+  CHECK(v.summary.find("keep-alive") != std::string::npos);
+  SECTION("after the agent's workers finished it is the job's teardown") {
+    CHECK(verdict_of({"INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. "
+                      "Waiting 300 seconds for other agents to finish.",
+                      keep_alive})
+              .cls != FailureClass::BrokenPipe);
+  }
+}
+
+TEST_CASE("logs: DeepSpeed's launcher killing its workers says one ended non-zero (issue 29)") {
+  const char* killing = "[2022-05-15 00:12:57,785] [INFO] [launch.py:178:sigkill_handler] Killing subprocess 97277";
+  Verdict v = verdict_of({killing, "[2022-05-15 00:12:57,786] [INFO] [launch.py:178:sigkill_handler] Killing subprocess 97278"});
+  CHECK(v.cls == FailureClass::RankDied);
+  CHECK(v.confidence == "low");
+  SECTION("the launcher's own status line, when there, is the one reported") {
+    Verdict s = verdict_of({killing, "[2022-05-15 00:12:57,790] [ERROR] [launch.py:184:sigkill_handler] ['python', "
+                                     "'train.py'] exits with return code = -9"});
+    CHECK(s.cls == FailureClass::RankDied);
+    CHECK(s.confidence == "medium");
+  }
+  SECTION("beside a rendezvous error the workers may have died of it") {
+    CHECK(verdict_of({"[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect "
+                      "to (127.0.0.1, 29500).",
+                      killing})
+              .cls != FailureClass::RankDied);
   }
 }

@@ -604,3 +604,60 @@ TEST_CASE("launcher_env_missing and rank_out_of_range (issue 29)", "[families]")
        Family::RankOutOfRange);
   must("node1:77:77 [0] init.cc:1580 NCCL WARN Invalid rank requested : 4/4", Family::RankOutOfRange);
 }
+
+TEST_CASE("monitored_barrier_timeout and gloo_store_wait_timeout (issue 29)", "[families]") {
+  auto zero = must("RuntimeError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 2000 ms",
+                   Family::MonitoredBarrierTimeout);
+  CHECK(zero.rank == 0);
+  CHECK(zero.awaited_rank == 2);
+  // waitAllRanks names several: no single one
+  CHECK_FALSE(must("[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 120000 ms",
+                   Family::MonitoredBarrierTimeout).awaited_rank.has_value());
+  auto came = must("[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but received errors "
+                   "while waiting for send/recv from rank 0.",
+                   Family::MonitoredBarrierTimeout);
+  CHECK(came.rank == 3);
+  CHECK(came.awaited_rank == 0);
+  CHECK(came.setting == "reached");
+  // sglang's TP rank is no global rank
+  CHECK(must("ValueError: TP rank 2 could finish the model loading, but there are other ranks that didn't finish "
+             "loading.",
+             Family::MonitoredBarrierTimeout)
+            .rank == -1);
+  CHECK(must("  what():  [horovod/common/gloo/http_store.cc:57] Wait timeout after 30 seconds for key(s): 0. You "
+             "may want to increase the timeout",
+             Family::GlooStoreWaitTimeout)
+            .awaited_rank == 0);
+  CHECK(must("[gloo/rendezvous/file_store.cc:130] Wait timeout for key(s): [3]", Family::GlooStoreWaitTimeout)
+            .awaited_rank == 3);
+  CHECK_FALSE(must("Wait timeout for key(s): [rank_3_addr]", Family::GlooStoreWaitTimeout).awaited_rank.has_value());
+  auto workers = must("torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers "
+                      "joined.",
+                      Family::ClientsJoinTimeout);
+  CHECK(std::pair(workers.joined, workers.expected) == std::pair(std::optional(1), std::optional(2)));
+}
+
+TEST_CASE("monitored_barrier: the line's own rank outranks a rank in the file's name", "[families]") {
+  auto e = classify_line("[E ProcessGroupGloo.cpp:138] Rank 3 successfully reached monitoredBarrier, but received "
+                         "errors while waiting for send/recv from rank 0.",
+                         0);
+  REQUIRE(e.has_value());
+  CHECK(e->rank == 3);
+}
+
+TEST_CASE("stack_frame: distributed_c10d.py calls and TCPStore's constructor (issues 28, 29)", "[families]") {
+  auto py = must("  File \"/x/site-packages/torch/distributed/distributed_c10d.py\", line 3252, in all_reduce",
+                 Family::StackFrame);
+  CHECK(py.setting == "c10d_call");
+  CHECK(py.setting_value == "all_reduce");
+  auto cpp = must("frame #4: c10d::TCPStore::ping() + 0xf9 (0x7fd510142bc9 in /x/torch/lib/libtorch_cpu.so)",
+                  Family::StackFrame);
+  CHECK(cpp.setting == "store_ctor");
+  CHECK(cpp.setting_value == "TCPStore::ping");
+  CHECK(must("[trainer85612|12]:#10 c10d::TCPStore::waitForWorkers() from /x/libtorch_cpu.so:84812868",
+             Family::StackFrame)
+            .setting_value == "TCPStore::waitForWorkers");
+  // another file's frame, and a frame of the store's use after its constructor, are no such frame
+  CHECK_FALSE(classify_line("  File \"/x/torch/distributed/c10d_logger.py\", line 81, in wrapper").has_value());
+  CHECK_FALSE(classify_line("frame #9: c10d::TCPStore::doWait(c10::ArrayRef<std::string>) + 0x1d2").has_value());
+}
