@@ -760,6 +760,8 @@ TEST_CASE("logs: a process-local exception and nothing else failing: that proces
     job.log_line("RuntimeError: CUDA error: an illegal memory access was encountered");
     job.log_line("ModuleNotFoundError: No module named 'apex'");
     CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
+}
 
 // Issue 29: the barriers and store waits that say who did not come, besides c10d's init barrier.
 namespace {
