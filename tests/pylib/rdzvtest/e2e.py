@@ -67,6 +67,8 @@ COLLECTIVE_STALL_S = 4
 #   words      (optional) what the verdict's words must say (docs: "a verdict's words must be
 #              true"): dict(summary=, evidence=, next_step=: texts each must contain (evidence:
 #              some finding's line); nowhere=: texts none of them may contain)
+#   attach_words  (optional) the same, in place of `words` under --attach (what attach sees
+#              that the shim cannot: a SIGKILL's end)
 #   world      (optional) WORLD_SIZE of the job, when not WORLD
 #   withheld   (optional) ranks whose trace files, and own logs, are left out of a second
 #              analysis of the same run (a node whose trace directory was not mounted): it must
@@ -215,6 +217,10 @@ SCENARIOS = {
         words=dict(summary=("rank 1 (", "vanished without an exit record", "killed by a signal",
                             "the rendezvous completed", "failed after it"),
                    nowhere=("store_not_ready",)),
+        # attach writes the kernel's end of rank 1, with its signal: the words say so.
+        attach_words=dict(summary=("rank 1 (", "was killed by SIGKILL at", "attach saw the kernel end it",
+                                   "the rendezvous completed", "failed after it"),
+                          nowhere=("store_not_ready", "vanished without an exit record")),
         dead=(1,),
         fault="rank 0, the store host, sleeps 2 s after `import torch` (the others' first connects are "
               "refused: a start-up race they survive); every rank joins; rank 1 then SIGKILLs itself right "
