@@ -60,7 +60,8 @@ static __always_inline void fd_call_exit(struct call *c, __u32 tgid, long ret) {
   if (ret < 0 || ret == oldfd) return;
   __u64 nkey = fd_key(tgid, ret);
   struct store_sock *over = bpf_map_lookup_elem(&store_socks, &nkey);
-  if (over && (c->id == NR_dup2 || c->id == NR_dup3)) {
+  if (over && over->peer_socket) peer_forget(tgid); /* closed without a record, as the shim's */
+  if (over && !over->peer_socket && (c->id == NR_dup2 || c->id == NR_dup3)) {
     struct rdzv_record *r = &c->rec; /* the dup itself is not recorded: its slot is free */
     r->ts_ns = bpf_ktime_get_ns();
     r->fd = ret;
@@ -130,6 +131,11 @@ static long close_in_range(void *map, __u64 *key, struct store_sock *ss, struct 
   __u32 fd = (__u32)*key;
   if (fd < ctx->first || fd > ctx->last) return 0;
   if (!store_identify(ctx->tgid, fd, ss)) return 0; /* found by the loader, since closed */
+  if (ss->peer_socket) { /* forgotten without a record, as the shim's */
+    peer_forget(ctx->tgid);
+    bpf_map_delete_elem(&store_socks, key);
+    return 0;
+  }
   struct rdzv_record *r = scratch_record();
   if (!r) return 0;
   r->tid = ctx->tid;

@@ -54,7 +54,9 @@ std::optional<SlotCall> from_enter(int pid, const call& c, SlotCall s, const Cal
   store_sock ss{};
   switch (r.kind) {
     case RDZV_EV_RECV:
-      // Only store sockets' I/O is held; its flags are made at the exit.
+      // A peer socket's call is not published, as the shim's (its entry says so from the
+      // enter, store_io.bpf.h: io_fill); the store's I/O is, its flags made at the exit.
+      if (r.flags & RDZV_F_PEER) return std::nullopt;
       s.flags = RDZV_F_STORE | (c.dontwait ? RDZV_F_NONBLOCK : 0);
       if (ctx.store_sock_of(pid, r.fd, &ss)) s.peer = ss.peer;
       break;

@@ -93,7 +93,9 @@ struct Recorder {
     CallContext ctx;
     ctx.store_sock_of = [this](int pid, int fd, store_sock* out) {
       const std::uint64_t key = (static_cast<std::uint64_t>(pid) << 32) | static_cast<std::uint32_t>(fd);
-      return bpf_map__lookup_elem(skel->maps.store_socks, &key, sizeof key, out, sizeof *out, 0) == 0;
+      // Peer sockets share the table; the calls in flight and the waits are the store's.
+      return bpf_map__lookup_elem(skel->maps.store_socks, &key, sizeof key, out, sizeof *out, 0) == 0 &&
+             !out->peer_socket;
     };
     ctx.connect_pending = [this](int pid) {
       std::uint64_t key = 0, next = 0;
@@ -292,7 +294,7 @@ void seed_process(Recorder& rec, int pid, const std::vector<std::uint16_t>& port
   const auto found = find_store_sockets(pid, ports);
   if (found.empty()) return;
   TraceFile* f = rec.file_for(pid);
-  bool any = false;
+  bool any = false, reached = false;
   for (const FoundSocket& s : found) {
     store_sock ss{};
     ss.opened_ns = now_ns;  // the CLOSE record's open time counts from attach
@@ -304,12 +306,19 @@ void seed_process(Recorder& rec, int pid, const std::vector<std::uint16_t>& port
     if (bpf_map__update_elem(rec.skel->maps.store_socks, &key, sizeof key, &ss, sizeof ss, BPF_NOEXIST) != 0)
       continue;
     any = true;
+    reached = reached || (s.tcp_state == 1 && std::find(ports.begin(), ports.end(), s.peer.port) != ports.end());
     if (f) f->append(found_record(pid, s, ports, now_ns));
   }
   if (!any) return;
   const std::uint32_t tgid = static_cast<std::uint32_t>(pid);
   const std::uint8_t one = 1;
   bpf_map__update_elem(rec.skel->maps.has_store, &tgid, sizeof tgid, &one, sizeof one, BPF_ANY);
+  // Connected to its store already: the connections it makes from now on are peer sockets
+  // (its pairs opened before attach are not found: /proc cannot tell them from any socket).
+  if (reached) {
+    const proc_peers pp{1, 0};
+    bpf_map__update_elem(rec.skel->maps.proc_peers, &tgid, sizeof tgid, &pp, sizeof pp, BPF_NOEXIST);
+  }
   // A call already blocked on one of them (a hung rank's recv) is recorded at its exit. Should
   // the thread have moved on to a call recorded from its enter, that call's entry (in the
   // thread's storage) is taken first at its exit, and this one is dropped at a later exit.

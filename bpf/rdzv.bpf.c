@@ -190,6 +190,9 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
       const struct sock *csk = c->sk;
       bool pending = ret != 0 && csk && BPF_CORE_READ(csk, __sk_common.skc_state) == TCP_SYN_SENT;
       store_learn(tgid, r->fd, c->sk, &r->u.net.peer, &r->u.net.local, r->ts_ns, pending);
+      if (ret == 0) note_store_reached(tgid);
+    } else if (ret == 0 && c->sk && peer_learn(tgid, r->fd, c->sk, &r->u.net.peer, &r->u.net.local, r->ts_ns)) {
+      r->flags |= RDZV_F_PEER; /* a blocking connect's record says so, as the shim's */
     }
   } else if (c->id == NR_bind) {
     if (ret == 0 && (r->flags & RDZV_F_STORE)) {
@@ -206,6 +209,8 @@ int BPF_PROG(rdzv_sys_exit, struct pt_regs *regs, long ret) {
         remember_owner(nsk, tgid);
         if (r->flags & RDZV_F_STORE)
           store_learn(tgid, ret, nsk, &r->u.net.peer, &r->u.net.local, r->ts_ns + r->dur_ns, false);
+        else if (peer_learn(tgid, ret, nsk, &r->u.net.peer, &r->u.net.local, r->ts_ns + r->dur_ns))
+          r->flags |= RDZV_F_PEER;
       }
     }
   } else if (c->id == NR_listen) {
@@ -265,12 +270,20 @@ int BPF_PROG(rdzv_set_state, const struct sock *sk, int oldstate, int newstate) 
       p->rec.ret = p->rec.err ? -1 : 0;
       p->rec.u.net.local = r->u.net.local;
       p->rec.u.net.tcp_state = newstate;
+      /* Connected: a store reached, or a peer socket from now on (the shim decides both when
+       * the program reads the outcome; here the kernel's decision is the moment). The peer's
+       * flag goes on this record, as on the shim's. r (scratch) is not read after this. */
+      if (!p->rec.err && (p->rec.flags & RDZV_F_STORE))
+        note_store_reached(p->tgid);
+      else if (!p->rec.err && peer_learn(p->tgid, p->rec.fd, sk, &p->rec.u.net.peer, &p->rec.u.net.local,
+                                         p->rec.ts_ns - p->rec.dur_ns))
+        p->rec.flags |= RDZV_F_PEER;
       emit(p->tgid, &p->rec);
       __u64 fkey = fd_key(p->tgid, p->rec.fd);
       struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &fkey);
       if (ss && ss->sk == key) {
         ss->pending = 0;
-        ss->local = r->u.net.local;
+        ss->local = p->rec.u.net.local;
       }
       bpf_map_delete_elem(&pending_connects, &key);
     }
@@ -466,6 +479,8 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(rdzv_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm) {
   __u32 tgid = BPF_CORE_READ(task, tgid);
   if (bpf_map_lookup_elem(&has_store, &tgid)) bpf_for_each_map_elem(&store_socks, drop_if_closed, &tgid, 0);
+  /* The new image has reached no store yet (the shim's state dies with the old one). */
+  bpf_map_delete_elem(&proc_peers, &tgid);
   if (comms[0][0] && tgid != self_tgid && !known_target(tgid) && wanted_comm(task)) {
     add_target(tgid);
   }
@@ -583,6 +598,7 @@ int BPF_PROG(rdzv_exit, struct task_struct *task) {
   if (BPF_CORE_READ(task, signal, live.counter) == 0 && bpf_map_lookup_elem(&has_store, &tgid)) {
     bpf_for_each_map_elem(&store_socks, drop_all, &tgid, 0);
     bpf_map_delete_elem(&has_store, &tgid);
+    bpf_map_delete_elem(&proc_peers, &tgid);
   }
   if (!trace_all && !maybe_target(tgid)) return 0; /* other processes: one bit test */
   /* A thread that ends inside a lookup was killed in it (its process exits, by a signal or

@@ -69,7 +69,8 @@ struct rdzv_bpf_inflight {
 };
 
 /* A store socket (the store_socks map, keyed by tgid << 32 | fd), as the shim's fd table knows
- * it: learnt when a connect to a store port succeeds or is in progress, when a bind to one
+ * it, or a peer socket (peer_socket set: gloo's pairs, learnt when its connection is made, never
+ * found by the loader; its own record limits, no wait, close or call in flight): learnt when a connect to a store port succeeds or is in progress, when a bind to one
  * succeeds, and for every socket accepted on such a listener; forgotten at close. Also
  * written by the loader for the store sockets a target already had when attach started
  * (seed.cpp): those have sk 0 ("identity unknown") until the first call on the descriptor
@@ -84,7 +85,15 @@ struct store_sock {
   rdzv_u32 events_recorded;   /* per-call records so far */
   rdzv_u32 failures_recorded; /* failure / 0-byte records written after those */
   rdzv_u32 pending;           /* a non-blocking connect whose outcome the kernel has not decided */
-  rdzv_u32 reserved;
+  rdzv_u32 peer_socket;       /* a peer socket (recorder_core.h: rdzv_is_peer_socket), not a store one */
+};
+
+/* Per process (the proc_peers map), what decides a peer socket (recorder_core.h:
+ * rdzv_is_peer_socket): whether it reached a store, and how many peer sockets it has open
+ * (copies made by dup not counted; at most RDZV_PEER_SOCKETS_MAX learnt). */
+struct proc_peers {
+  rdzv_u32 reached;
+  rdzv_u32 open;
 };
 
 #endif /* RDZVSCOPE_BPF_RDZV_H */

@@ -213,6 +213,15 @@ struct {
   __type(value, __u64);
 } store_recv_last SEC(".maps");
 
+/* tgid -> struct proc_peers (rdzv.h). Made when a store connect succeeds (or by the loader for
+ * a process found connected to its store); forgotten at exec and exit. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, struct proc_peers);
+} proc_peers SEC(".maps");
+
 /* Scratch space: records are too big for the 512-byte BPF stack several times over. */
 union scratch_space {
   struct call call;

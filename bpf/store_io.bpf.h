@@ -34,9 +34,10 @@ static __always_inline bool is_io_call(long id) {
   return is_fd_io_call(id) || id == NR_poll || id == NR_ppoll || is_wait_call(id);
 }
 
-/* A store socket from now on (connect, bind or accept succeeded on a store port). */
-static __always_inline void store_learn(__u32 tgid, long fd, const void *sk, const struct rdzv_sockaddr *peer,
-                                        const struct rdzv_sockaddr *local, __u64 opened_ns, bool pending) {
+/* A store or peer socket from now on: its entry in store_socks. */
+static __always_inline void sock_learn(__u32 tgid, long fd, const void *sk, const struct rdzv_sockaddr *peer,
+                                       const struct rdzv_sockaddr *local, __u64 opened_ns, bool pending,
+                                       bool peer_socket) {
   __u32 zero = 0;
   union scratch_space *s = bpf_map_lookup_elem(&scratch, &zero);
   if (!s) return;
@@ -49,10 +50,46 @@ static __always_inline void store_learn(__u32 tgid, long fd, const void *sk, con
   ss->rcvtimeo_ms = -1;
   ss->sndtimeo_ms = -1;
   ss->pending = pending;
+  ss->peer_socket = peer_socket;
   __u64 key = fd_key(tgid, fd);
   bpf_map_update_elem(&store_socks, &key, ss, BPF_ANY);
   __u8 one = 1;
   bpf_map_update_elem(&has_store, &tgid, &one, BPF_ANY);
+}
+
+/* A store socket from now on (connect, bind or accept succeeded on a store port). */
+static __always_inline void store_learn(__u32 tgid, long fd, const void *sk, const struct rdzv_sockaddr *peer,
+                                        const struct rdzv_sockaddr *local, __u64 opened_ns, bool pending) {
+  sock_learn(tgid, fd, sk, peer, local, opened_ns, pending, false);
+}
+
+/* A store connect of the process succeeded: its connections made from now on are peer
+ * sockets (the shim's first store connect). */
+static __always_inline void note_store_reached(__u32 tgid) {
+  struct proc_peers *pp = bpf_map_lookup_elem(&proc_peers, &tgid);
+  if (pp) {
+    pp->reached = 1;
+    return;
+  }
+  struct proc_peers fresh = {.reached = 1};
+  bpf_map_update_elem(&proc_peers, &tgid, &fresh, BPF_ANY);
+}
+
+/* A connection on no store port was made (connect succeeded, or accepted): a peer socket when
+ * the recorder core says so, learnt then (true: its records get RDZV_F_PEER). One lookup. */
+static __always_inline bool peer_learn(__u32 tgid, long fd, const void *sk, const struct rdzv_sockaddr *peer,
+                                       const struct rdzv_sockaddr *local, __u64 opened_ns) {
+  struct proc_peers *pp = bpf_map_lookup_elem(&proc_peers, &tgid);
+  if (!pp || !rdzv_is_peer_socket(pp->reached, 0, pp->open)) return false;
+  __sync_fetch_and_add(&pp->open, 1);
+  sock_learn(tgid, fd, sk, peer, local, opened_ns, false, true);
+  return true;
+}
+
+/* A peer socket of the process is forgotten (closed): one fewer open. */
+static __always_inline void peer_forget(__u32 tgid) {
+  struct proc_peers *pp = bpf_map_lookup_elem(&proc_peers, &tgid);
+  if (pp && pp->open) __sync_fetch_and_add(&pp->open, (__u32)-1); /* BPF has no atomic sub */
 }
 
 static __always_inline __u64 iov_bytes(const struct iovec *iov, __u64 n) {
@@ -168,6 +205,8 @@ static __always_inline bool io_fill(struct pt_regs *regs, long id, __u32 tid, co
   r->fd = fd;
   r->u.net.timeout_ms = -1;
   r->kind = RDZV_EV_RECV;
+  /* Until its exit sets the record's flags: the loader publishes no peer call in flight. */
+  r->flags = ss->peer_socket ? RDZV_F_PEER : 0;
   switch (id) {
     case NR_write:
       r->kind = RDZV_EV_SEND;
@@ -261,7 +300,7 @@ static __always_inline void poll_exit(struct call *c, __u32 tgid, long ret) {
     if (bpf_probe_read_user(&p, sizeof(p), &fds[i])) break;
     __u64 key = fd_key(tgid, p.fd);
     struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
-    if (!ss || !store_identify(tgid, p.fd, ss)) continue;
+    if (!ss || ss->peer_socket || !store_identify(tgid, p.fd, ss)) continue; /* waits: the store's */
     r->fd = p.fd;
     wait_timed_out(r, ss, tgid);
     return;
@@ -274,7 +313,7 @@ static __always_inline void sockopt_exit(struct rdzv_record *r, struct store_soc
   __s64 *last = rcv ? &ss->rcvtimeo_ms : &ss->sndtimeo_ms;
   if (*last == r->u.net.timeout_ms) return; /* c10d sets it before every wait: changes only */
   *last = r->u.net.timeout_ms;
-  r->flags = RDZV_F_STORE;
+  r->flags = ss->peer_socket ? 0 : RDZV_F_STORE; /* as the shim's, for any socket it has a slot of */
   r->dur_ns = bpf_ktime_get_ns() - r->ts_ns;
   r->u.net.peer = ss->peer;
   emit(tgid, r);
@@ -316,9 +355,13 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
   bool is_send = r->kind == RDZV_EV_SEND;
   __sync_fetch_and_add(is_send ? &ss->calls_send : &ss->calls_recv, 1);
   if (ret > 0) __sync_fetch_and_add(is_send ? &ss->bytes_sent : &ss->bytes_recv, ret);
-  if (rdzv_store_recv_moves(ret, r->kind, 1)) note_store_recv(tgid, r->ts_ns);
+  bool peer = ss->peer_socket;
+  if (rdzv_store_recv_moves(ret, r->kind, !peer)) note_store_recv(tgid, r->ts_ns);
   if (ret == -EINTR) return;
-  if (ss->pending && ret >= 0) ss->pending = 0; /* I/O worked, so the connect did */
+  if (ss->pending && ret >= 0) { /* I/O worked, so the connect did (peer sockets never pend) */
+    ss->pending = 0;
+    note_store_reached(tgid);
+  }
 
   bool failure = false, timeout = false, zero = false, nonblock = c->dontwait;
   if (ret < 0) {
@@ -331,8 +374,9 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
   } else if (ret == 0 && !is_send && r->u.net.size > 0) {
     zero = true;
   }
-  /* Not atomic between threads: at worst one record more or less than the limit. */
-  bool detail = !io_detail || ss->events_recorded < io_detail;
+  /* Not atomic between threads: at worst one record more or less than the limit. A peer
+   * socket's limit is the recorder core's alone (--io-events is the store sockets'). */
+  bool detail = peer ? ss->events_recorded < RDZV_PEER_DETAIL_EVENTS : !io_detail || ss->events_recorded < io_detail;
   if (detail) {
     __sync_fetch_and_add(&ss->events_recorded, 1);
   } else {
@@ -341,7 +385,7 @@ static __always_inline void io_exit(struct call *c, __u32 tgid, long ret) {
     __sync_fetch_and_add(&ss->failures_recorded, 1);
   }
   if (!nonblock) nonblock = file_flags_of_fd(r->fd) & O_NONBLOCK;
-  r->flags = RDZV_F_STORE | (nonblock ? RDZV_F_NONBLOCK : 0) | (timeout ? RDZV_F_TIMEOUT : 0) |
+  r->flags = (peer ? RDZV_F_PEER : RDZV_F_STORE) | (nonblock ? RDZV_F_NONBLOCK : 0) | (timeout ? RDZV_F_TIMEOUT : 0) |
              (zero ? RDZV_F_ZERO_READ : 0) | (c->late ? RDZV_F_PREEXISTING : 0);
   r->dur_ns = bpf_ktime_get_ns() - r->ts_ns;
   r->ret = ret < 0 ? -1 : ret;
@@ -386,7 +430,7 @@ static __always_inline void late_wait_exit(struct call *c, __u32 tgid, long ret)
   if (ret != 0) return;
   __u64 key = fd_key(tgid, c->rec.fd);
   struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
-  if (ss && store_identify(tgid, c->rec.fd, ss)) wait_timed_out(&c->rec, ss, tgid);
+  if (ss && !ss->peer_socket && store_identify(tgid, c->rec.fd, ss)) wait_timed_out(&c->rec, ss, tgid);
 }
 
 /* A CLOSE record of a store socket: its totals, as the shim's CLOSE record has them. `state`
@@ -406,11 +450,17 @@ static __always_inline void fill_close(struct rdzv_record *r, const struct store
   r->u.close.tcp_state = state;
 }
 
-/* close() of a store socket: its totals; forgotten. */
+/* close() of a store socket: its totals; forgotten. A peer socket is forgotten without a
+ * record, as the shim's. */
 static __always_inline bool store_close_enter(__u32 tgid, long fd, struct rdzv_record *r) {
   __u64 key = fd_key(tgid, fd);
   struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
   if (!ss || !store_identify(tgid, fd, ss)) return false;
+  if (ss->peer_socket) {
+    peer_forget(tgid);
+    bpf_map_delete_elem(&store_socks, &key);
+    return false;
+  }
   fill_close(r, ss, store_sock_state(ss));
   bpf_map_delete_elem(&store_socks, &key);
   return true;

@@ -52,7 +52,8 @@ static long select_step(__u32 fd, struct select_scan *s) {
               fd_set_word(s->sets[2], fd / 64);
   if (!((s->bits >> (fd & 63)) & 1)) return 0;
   __u64 key = fd_key(s->tgid, fd);
-  if (!bpf_map_lookup_elem(&store_socks, &key)) return 0;
+  const struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
+  if (!ss || ss->peer_socket) return 0; /* waits on peer sockets are not recorded, as the shim's */
   s->found = fd;
   return 1; /* the first store socket, as the shim's */
 }
@@ -104,7 +105,7 @@ static __always_inline void select_exit(struct call *c, __u32 tgid, long ret) {
   if (ret != 0) return;
   __u64 key = fd_key(tgid, c->rec.fd);
   struct store_sock *ss = bpf_map_lookup_elem(&store_socks, &key);
-  if (ss && store_identify(tgid, c->rec.fd, ss)) wait_timed_out(&c->rec, ss, tgid);
+  if (ss && !ss->peer_socket && store_identify(tgid, c->rec.fd, ss)) wait_timed_out(&c->rec, ss, tgid);
 }
 
 /* epoll reports user data, not descriptors: as the shim, a timeout is recorded only while a

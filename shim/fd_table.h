@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "rdzvscope/recorder_core.h"
 #include "rdzvscope/trace_format.h"
 
 namespace rdzv {
@@ -75,10 +76,11 @@ uint16_t fd_forget(int fd);
 // examined when this is non-zero.
 extern int g_watched_fds;
 extern int g_store_pending;  // pending connects to a store port (for epoll timeouts)
-// Peer sockets open now: at most kMaxPeerSockets, so that the slots left keep room for store
-// sockets (a large gloo job has a pair per other rank); the ones past it stay plain.
+// Peer sockets open now: at most the recorder core's RDZV_PEER_SOCKETS_MAX (attach's too), so
+// that the slots left keep room for store sockets (a large gloo job has a pair per other rank);
+// the ones past it stay plain.
 extern int g_peer_sockets;
-constexpr int kMaxPeerSockets = kMaxConnSlots / 2;
+static_assert(RDZV_PEER_SOCKETS_MAX <= kMaxConnSlots / 2, "peer sockets leave half the slots to store sockets");
 
 // After fork: per-socket counters restart at zero in the child.
 void fd_table_reset_counters();

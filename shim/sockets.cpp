@@ -26,10 +26,11 @@ bool store_reached() { return __atomic_load_n(&g_first_store_connect_seen, __ATO
 
 void classify_peer_socket(int fd, uint64_t opened_ns, const rdzv_sockaddr& peer,
                           const rdzv_sockaddr& local) {
-  if (!store_reached()) return;
   const uint16_t info = fd_info(fd);
-  if (info & (kFdStore | kFdPeer)) return;
-  if (__atomic_load_n(&g_peer_sockets, __ATOMIC_RELAXED) >= kMaxPeerSockets) return;
+  if (info & kFdPeer) return;
+  const int open = __atomic_load_n(&g_peer_sockets, __ATOMIC_RELAXED);
+  if (!rdzv_is_peer_socket(store_reached(), (info & kFdStore) != 0, static_cast<rdzv_u32>(open)))
+    return;
   ConnSlot* slot = conn_slot(info);  // a settled non-blocking connect keeps its own
   if (!slot) slot = conn_slot_claim(fd, false, opened_ns, peer);
   if (!slot) return;  // table full: the socket stays plain

@@ -539,6 +539,13 @@ std::string ending_words(const Context& c, const ProcessFacts& f) {
              ")";
     case Ending::How::Vanished: break;
   }
+  if (e.killed_seen_ns)  // attach saw the kernel end it: no exit of its own, but no mystery either
+    return "was killed by " + signal_name(e.killed_seen_signal) + " at " + rel(c, *e.killed_seen_ns) +
+           " (attach saw the kernel end it" +
+           (e.hangup_ns && e.hangup_seen_by
+                ? "; " + e.hangup_seen_by->label() + " read the end of its store connection at " + rel(c, *e.hangup_ns)
+                : std::string()) +
+           ")";
   if (e.hangup_ns && e.hangup_seen_by)
     return "vanished without an exit record after " + rel(c, e.last_seen_ns) +
            " (killed by a signal: SIGKILL from the OOM killer or a scheduler, say); " + e.hangup_seen_by->label() +
@@ -580,6 +587,7 @@ std::string ending_short(const Context& c, const ProcessFacts& f) {
     case Ending::How::Signaled: return "killed (" + signal_name(e.signal) + ")";
     case Ending::How::Vanished: break;
   }
+  if (e.killed_seen_ns) return "killed (" + signal_name(e.killed_seen_signal) + ")";
   return "vanished";
 }
 

@@ -138,6 +138,12 @@ Ending ending_of(const Process& p, const ProcessCalls& calls, const std::map<Con
       out.over_ns = at;
     }
   }
+  for (const Event& e : p.events)
+    if (e.kind == RDZV_EV_PROC_EXIT && e.has(RDZV_F_SIGNALED)) {
+      out.killed_seen_ns = e.wall_ns;
+      out.killed_seen_signal = e.process().status;
+      break;
+    }
   find_hangup(p, hangups, out);
   // No exit record: the end of its connection, read the moment the kernel closed its sockets,
   // is the earliest sign of its death; its parent's reap can come a poll interval later

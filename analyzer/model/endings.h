@@ -38,6 +38,11 @@ struct Ending {
   // nullopt: not known.
   std::optional<std::int64_t> over_ns;
   std::optional<std::int64_t> reaped_ns;  // its parent's reap record, when there is one
+  // attach recorded its death by a signal (a PROC_EXIT with RDZV_F_SIGNALED): when, and the
+  // signal. How it is judged does not change (no exit: Vanished unless a reap says more, as
+  // the shim's file of the same death); its words say what attach saw.
+  std::optional<std::int64_t> killed_seen_ns;
+  int killed_seen_signal = 0;
   // Vanished: another process (hangup_seen_by) read the end of its store connection at
   // hangup_ns (0 bytes, or a reset), and it had recorded no close of that socket.
   // Also set for a process that exited: its sockets are closed at its exit as well.

@@ -173,6 +173,21 @@ static inline int rdzv_store_recv_moves(rdzv_s64 ret, rdzv_u8 kind, int on_store
   return ret > 0 && kind == RDZV_EV_RECV && on_store_socket;
 }
 
+/* ---------------------------------------------------------------- peer sockets (BPF too)
+ * Which socket is a peer socket (RDZV_F_PEER, trace_format.h), for the shim and attach alike:
+ * a TCP connection this process made (a connect that succeeded, blocking or not) or accepted,
+ * on no store port, once the process had reached a store (a store connect succeeded): the
+ * process group's own connections, gloo's pairs, opened in init_process_group right after the
+ * rendezvous. At most RDZV_PEER_SOCKETS_MAX of them per process at once; later ones stay
+ * plain sockets. What is recorded of one: its connect or accept and, of its sends and
+ * receives, the first RDZV_PEER_DETAIL_EVENTS (sizes, results, times; never a byte of what
+ * they carry), then failures and 0-byte reads (RDZV_IO_FAILURE_EVENTS, as on store sockets);
+ * no wait on it, no CLOSE record, no call in flight (those are the store's). */
+#define RDZV_PEER_SOCKETS_MAX 512u
+static inline int rdzv_is_peer_socket(int store_reached, int on_store_port, rdzv_u32 peers_open) {
+  return store_reached && !on_store_port && peers_open < RDZV_PEER_SOCKETS_MAX;
+}
+
 #if !defined(__bpf__) && !defined(__BPF__)
 
 #include <stddef.h>

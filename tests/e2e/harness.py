@@ -231,7 +231,8 @@ def main():
             check_verdict(diag, spec["cls"], run.expect_rank, spec["cause"], verdict_errors,
                           "traces+logs")
             check_discriminators(diag, spec.get("discriminators") or {}, verdict_errors)
-            check_words(diag, spec.get("words") or {}, verdict_errors)
+            words = spec.get("attach_words") if h.attach and "attach_words" in spec else spec.get("words")
+            check_words(diag, words or {}, verdict_errors)
             check_dead_rows(diag, spec.get("dead") or (), verdict_errors)
             check_stalled_rows(diag, spec.get("stalled") or (), verdict_errors)
             if spec.get("withheld"):

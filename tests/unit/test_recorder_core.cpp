@@ -119,6 +119,18 @@ TEST_CASE("the sampling limits are the ones both recorders document", "[core]") 
   CHECK(RDZV_TRACE_MAX_MB == 1024u);
 }
 
+TEST_CASE("a peer socket is one both recorders decide alike: after the store, off its ports, bounded",
+          "[core][peer]") {
+  // Documented in docs/attach.md and the shim's: 6 detailed calls, 512 open per process.
+  CHECK(RDZV_PEER_DETAIL_EVENTS == 6u);
+  CHECK(RDZV_PEER_SOCKETS_MAX == 512u);
+  CHECK(rdzv_is_peer_socket(1, 0, 0));
+  CHECK(rdzv_is_peer_socket(1, 0, RDZV_PEER_SOCKETS_MAX - 1));
+  CHECK_FALSE(rdzv_is_peer_socket(0, 0, 0));  // before any store connect: not the pairs
+  CHECK_FALSE(rdzv_is_peer_socket(1, 1, 0));  // a store port's connection is a store socket
+  CHECK_FALSE(rdzv_is_peer_socket(1, 0, RDZV_PEER_SOCKETS_MAX));  // past the bound: plain
+}
+
 // ---------------------------------------------------------------- text
 
 TEST_CASE("text building: appends, numbers, and a cut that is remembered", "[core][text]") {

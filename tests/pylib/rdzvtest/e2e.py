@@ -23,6 +23,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -66,6 +67,8 @@ COLLECTIVE_STALL_S = 4
 #   words      (optional) what the verdict's words must say (docs: "a verdict's words must be
 #              true"): dict(summary=, evidence=, next_step=: texts each must contain (evidence:
 #              some finding's line); nowhere=: texts none of them may contain)
+#   attach_words  (optional) the same, in place of `words` under --attach (what attach sees
+#              that the shim cannot: a SIGKILL's end)
 #   world      (optional) WORLD_SIZE of the job, when not WORLD
 #   withheld   (optional) ranks whose trace files, and own logs, are left out of a second
 #              analysis of the same run (a node whose trace directory was not mounted): it must
@@ -214,6 +217,10 @@ SCENARIOS = {
         words=dict(summary=("rank 1 (", "vanished without an exit record", "killed by a signal",
                             "the rendezvous completed", "failed after it"),
                    nowhere=("store_not_ready",)),
+        # attach writes the kernel's end of rank 1, with its signal: the words say so.
+        attach_words=dict(summary=("rank 1 (", "was killed by SIGKILL at", "attach saw the kernel end it",
+                                   "the rendezvous completed", "failed after it"),
+                          nowhere=("store_not_ready", "vanished without an exit record")),
         dead=(1,),
         fault="rank 0, the store host, sleeps 2 s after `import torch` (the others' first connects are "
               "refused: a start-up race they survive); every rank joins; rank 1 then SIGKILLs itself right "
@@ -431,6 +438,12 @@ class Run:
 PID_NAMESPACE = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
 
 
+# Harness.held's prefix: waits for the gate file, then becomes the rank (same pid).
+HOLD_UNTIL_GATE = ("import os, sys, time\n"
+                   "while not os.path.exists(sys.argv[1]): time.sleep(0.05)\n"
+                   "os.execvp(sys.argv[2], sys.argv[2:])\n")
+
+
 class Harness(Launcher):
     """Runs scenarios with the PyTorch of `python`; traced=False: ranks without `rdzvscope run`
     (the --untraced variants); attach: ranks without `rdzvscope run`, traced by `rdzvscope
@@ -496,6 +509,26 @@ class Harness(Launcher):
             args += ["--pid", str(p.pid)]
         run.attach = cli.start_attach(self.rdzvscope, args)
         time.sleep(1.5)   # attach passes over the calls in flight twice a second
+
+    def held(self, run):
+        """Under attach, for a scenario whose evidence is made as the ranks start (the pairs gloo
+        connects in init_process_group, which no /proc look finds afterwards): a launch prefix
+        that holds a rank before its image starts, until release(). Else (): the shim records
+        from the first instruction."""
+        if not self.attach:
+            return ()
+        run.gate = os.path.join(run.dir, "gate")
+        # No child process of its own (a `sleep` would be followed, with the rank's RANK).
+        return (sys.executable, "-c", HOLD_UNTIL_GATE, run.gate)
+
+    def release(self, run, procs):
+        """Under attach: `attach --pid` on the held procs (record), then lets them go; attach
+        follows each from its exec of the rank on. Else nothing."""
+        if not self.attach:
+            return
+        self.record(run, procs)
+        with open(run.gate, "w"):
+            pass
 
 
 # --------------------------------------------------------------------------- checks
@@ -1330,9 +1363,11 @@ def expect_peers_cut_by(h, run, dead, errors):
 
 
 def sc_rank_killed(h, run):
+    held = h.held(run)   # under attach: followed from the start, pairs and all
     for r in range(WORLD):
         env = {0: {"E2E_DELAY_S": str(STORE_RACE_S)}, 1: {"E2E_FAULT": "sigkill@after_init"}}.get(r)
-        h.launch(run, r, env=env)
+        h.launch(run, r, env=env, prefix=held)
+    h.release(run, run.procs)
     h.wait_all(run)
     errors = []
     expect_exit(run, "rank1", -signal.SIGKILL, errors)
@@ -1342,8 +1377,10 @@ def sc_rank_killed(h, run):
     if files is None:   # --untraced: the logs and exit codes are all there is
         return errors
     expect_traces(files, range(WORLD), errors)
-    expect(not any(ev.get("kind") == "proc_exit" for _, ev in events(files, rank=1)),
-           "rank 1's trace has a proc_exit although it was SIGKILLed", errors)
+    # The shim writes no proc_exit for a SIGKILLed process; attach writes one saying the signal.
+    exits = [ev for _, ev in events(files, "proc_exit", rank=1)]
+    expect(all("signaled" in (ev.get("flags") or []) and ev.get("status") == signal.SIGKILL for ev in exits),
+           f"rank 1's trace has a proc_exit other than its SIGKILL's: {exits}", errors)
     refused = [ev for _, ev in events(files) if ev.get("errno_name") == "ECONNREFUSED"
                and port_of(ev.get("peer")) == run.port]
     run.notes.append(f"{len(refused)} refused store connects while rank 0 slept")
@@ -1458,8 +1495,9 @@ def expect_collective_stall(h, run, stalled, errors):
 
 def sc_collective_stall_at(h, run, stalled):
     stall = {"E2E_FAULT": "stall@after_init", "E2E_STALL_S": str(COLLECTIVE_STALL_S)}
-    for r in range(WORLD):
-        h.launch(run, r, env=stall if r == stalled else None)
+    held = h.held(run)   # under attach: followed from the start, pairs and all
+    ps = [h.launch(run, r, env=stall if r == stalled else None, prefix=held) for r in range(WORLD)]
+    h.release(run, ps)
     h.wait_all(run)
     errors = []
     expect_collective_stall(h, run, stalled, errors)
