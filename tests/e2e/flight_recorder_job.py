@@ -43,6 +43,7 @@ STALLED = 2
 TIMEOUT_S = 2
 STALL_S = 5
 JOB_BOUND_S = 60
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer")   # gloo's pair.cc
 
 
 class Run:
@@ -85,9 +86,17 @@ def check_fault(run):
             raise Fail(f"rank {p.rank} did not fail its all_reduce (rc {p.rc}):\n{text[-2000:]}")
         if "flight recorder dumped" not in text:
             raise Fail(f"rank {p.rank} wrote no Flight Recorder dump:\n{text[-2000:]}")
-    for p in run.procs:
-        if p.rank != STALLED and "Timed out waiting" not in p.text():
-            raise Fail(f"rank {p.rank} did not time out in its all_reduce:\n{p.text()[-2000:]}")
+    # A rank that entered either timed out itself or, waiting on a pair with a rank that had
+    # already timed out and exited, found that pair closed first (the ranks enter the all_reduce
+    # up to a few hundred ms apart on a loaded machine); at least one timed out. Both entered
+    # collective 1, which is what their dumps show.
+    waited = [p for p in run.procs if p.rank != STALLED]
+    timed_out = [p.rank for p in waited if "Timed out waiting" in p.text()]
+    for p in waited:
+        if p.rank not in timed_out and not any(m in p.text() for m in PEER_GONE):
+            raise Fail(f"rank {p.rank} neither timed out in its all_reduce nor lost a pair:\n{p.text()[-2000:]}")
+    if not timed_out:
+        raise Fail("no rank timed out in its all_reduce")
 
 
 def analyze(args, argv, expect_rc=0):
