@@ -171,14 +171,20 @@ std::string exception_hint(const LogEvent& raised) {
   return "";
 }
 
-// raised_alone's verdict: low, for the logs show the exception, not the end of the process.
-Candidate raised_alone_words(const LogEvent& raised) {
+// A death the logs show by an exception, not by the process's end: rank_died, exited, low.
+Candidate raised_candidate() {
   Candidate out;
   out.death_shown = true;
+  out.verdict.cls = FailureClass::RankDied;
+  out.verdict.cause = "exited";
+  out.verdict.confidence = "low";
+  return out;
+}
+
+// raised_alone's verdict: low, for the logs show the exception, not the end of the process.
+Candidate raised_alone_words(const LogEvent& raised) {
+  Candidate out = raised_candidate();
   Verdict& v = out.verdict;
-  v.cls = FailureClass::RankDied;
-  v.cause = "exited";
-  v.confidence = "low";
   if (raised.rank >= 0) v.initiating_rank = raised.rank;
   v.summary = std::string(raised.rank >= 0 ? "rank " + std::to_string(raised.rank) : std::string("a process")) +
               " raised an exception that is no rendezvous error (" + log_line_words(raised) +
@@ -197,12 +203,8 @@ Candidate raised_words(const Context& c, const LogEvent& raised) {
   for (const LogEvent& e : c.logs.events)
     if (e.rank >= 0 && std::find(others.begin(), others.end(), e.rank) == others.end()) others.push_back(e.rank);
   std::sort(others.begin(), others.end());
-  Candidate out;
-  out.death_shown = true;
+  Candidate out = raised_candidate();
   Verdict& v = out.verdict;
-  v.cls = FailureClass::RankDied;
-  v.cause = "exited";
-  v.confidence = "low";
   v.initiating_rank = raised.rank;
   v.summary = "rank " + std::to_string(raised.rank) + " raised an exception that is no rendezvous error (" +
               log_line_words(raised) + ") and logged no rendezvous error of its own, while rank(s) " +

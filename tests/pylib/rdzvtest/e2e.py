@@ -2189,13 +2189,15 @@ def tr_straggler(h, run):
     return errors
 
 
-def tr_collective_stall(h, run):
-    agent = launch_torchrun(h, run, rank_env={2: {"E2E_FAULT": "stall@after_init",
-                                                  "E2E_STALL_S": str(COLLECTIVE_STALL_S)}})
+def tr_collective_stall_at(h, run, stalled):
+    """Worker `stalled` sleeps after init_process_group; the others time out in their all_reduce
+    and the agent stops it: it never sent on its pairs."""
+    agent = launch_torchrun(h, run, rank_env={stalled: {"E2E_FAULT": "stall@after_init",
+                                                        "E2E_STALL_S": str(COLLECTIVE_STALL_S)}})
     h.wait_all(run)
     errors = []
     expect_exit(run, agent.label, 1, errors)
-    expect_text(run, "rank2", ["e2e: joined", "e2e: fault stall at after_init"], errors)
+    expect_text(run, f"rank{stalled}", ["e2e: joined", "e2e: fault stall at after_init"], errors)
     expect("e2e: done" not in agent.text(), "a worker finished", errors)
     expect(any(m in agent.text() for m in said(h, "gloo_collective_timeout", run)),
            "no worker timed out in its all_reduce", errors)
@@ -2204,26 +2206,16 @@ def tr_collective_stall(h, run):
         return errors
     expect_traces(files, range(WORLD), errors)
     expect(not any("peer" in (ev.get("flags") or []) and (ev.get("ret") or 0) > 8
-                   for _, ev in events(files, "send", rank=2)), "worker 2 sent on its pairs", errors)
+                   for _, ev in events(files, "send", rank=stalled)), f"worker {stalled} sent on its pairs", errors)
     return errors
+
+
+def tr_collective_stall(h, run):
+    return tr_collective_stall_at(h, run, 2)
 
 
 def tr_collective_stall_rank0(h, run):
-    agent = launch_torchrun(h, run, rank_env={0: {"E2E_FAULT": "stall@after_init",
-                                                  "E2E_STALL_S": str(COLLECTIVE_STALL_S)}})
-    h.wait_all(run)
-    errors = []
-    expect_exit(run, agent.label, 1, errors)
-    expect_text(run, "rank0", ["e2e: joined", "e2e: fault stall at after_init"], errors)
-    expect(any(m in agent.text() for m in said(h, "gloo_collective_timeout", run)),
-           "no worker timed out in its all_reduce", errors)
-    files = h.dump(run)
-    if files is None:
-        return errors
-    expect_traces(files, range(WORLD), errors)
-    expect(not any("peer" in (ev.get("flags") or []) and (ev.get("ret") or 0) > 8
-                   for _, ev in events(files, "send", rank=0)), "worker 0 sent on its pairs", errors)
-    return errors
+    return tr_collective_stall_at(h, run, 0)
 
 
 def tr_worker_dead_after_init(h, run, fault, exit_code):
