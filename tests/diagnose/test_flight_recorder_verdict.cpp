@@ -50,7 +50,7 @@ TEST_CASE("dumps alone: the rank with no entry of collective 1 is the straggler"
   CHECK_THAT(text, Catch::Contains("FLIGHT RECORDER (4 dump(s), format 2.10)"));
   const auto j = diagnosis_json(d);
   CHECK(j["flight_recorder"]["kind"] == "never_entered");
-  CHECK(j["flight_recorder"]["behind_ranks"] == nlohmann::json::array({2}));
+  CHECK(j["flight_recorder"]["behind_ranks"].dump() == "[2]");
 }
 
 TEST_CASE("a rank without a dump is said to have none, not assumed late", "[flight_recorder]") {
