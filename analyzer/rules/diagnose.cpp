@@ -436,7 +436,6 @@ Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& fail
   return v;
 }
 
-// The verdict when no rule answered: healthy when everything that can be seen went well.
 // Flight Recorder dumps with no parting among them (fr_parting.h): every dumped rank reached
 // the same collective, and the members of its group that would settle it left no dump, or
 // nothing parts at all. Said as what the dumps show, and what would settle it.
@@ -459,6 +458,7 @@ Verdict unknown_from_flight_recorder(const FlightRecorderParting* p) {
   return v;
 }
 
+// The verdict when no rule answered: healthy when everything that can be seen went well.
 Verdict verdict_without_candidates(const Context& c) {
   if (!c.has_traces() && c.logs.events.empty() && c.logs.other_errors.empty() && c.flight_recorder_given)
     return unknown_from_flight_recorder(c.fr_parting ? &*c.fr_parting : nullptr);
