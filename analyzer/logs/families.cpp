@@ -133,7 +133,9 @@ bool is_exception_line(sv s) {
          (m[q] == ' ' && m.substr(q).find_first_not_of(' ') == npos);
 }
 
-bool error_line(sv s) { return is_exception_line(s) || says<"NCCL WARN">(s); }
+// THC, the CUDA layer of PyTorch up to 1.10, prints its failed check ("THCudaCheck FAIL file=...
+// error=N : <what>") and then raises it as a RuntimeError, which a posted excerpt often leaves out.
+bool error_line(sv s) { return is_exception_line(s) || says<"NCCL WARN">(s) || says<"THCudaCheck FAIL">(s); }
 
 struct LaunchSettingLine {
   sv name, value;
@@ -899,7 +901,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::ErrorLine,
      .name = "error_line",
      .scope = Scope::Error,
-     .anchors = {"Error", "Exception", "Traceback", "terminate called", "NCCL WARN"},
+     .anchors = {"Error", "Exception", "Traceback", "terminate called", "NCCL WARN", "THCudaCheck FAIL"},
      .matches = error_line,
      .versions = "all",
      // MambaTree#14

@@ -137,6 +137,7 @@ bool is_process_local_exception(const LogEvent& e) {
       has("rank"))
     return false;
   return has("CUDA out of memory") || has("OutOfMemoryError") || has("CUDA error") || has("cuda runtime error") ||
+         has("THCudaCheck FAIL") ||
          has("MemoryError") || has("ModuleNotFoundError") || has("ImportError") || has("FileNotFoundError") ||
          has("SyntaxError") || has("NameError");
 }
@@ -145,19 +146,25 @@ bool is_process_local_exception(const LogEvent& e) {
 // no other exception, and one text (several ranks may print it: each raised the same). An
 // uncaught exception ends a Python process, and a distributed job cannot go on without any of
 // its ranks: the job died of it. nullptr when anything else failed or two exceptions differ.
+// THC's failed-check line is printed just before the RuntimeError it raises ("cuda runtime
+// error (N) : <what>"): one failure, in two lines.
+bool is_thc_check(const LogEvent& e) { return e.text.find("THCudaCheck FAIL") != std::string::npos; }
+
 const LogEvent* raised_alone(const LogFacts& logs) {
   if (logs.any_rendezvous_error()) return nullptr;
   const LogEvent* raised = nullptr;
+  const LogEvent* thc = nullptr;  // stands for the exception when the excerpt lost it
   for (const LogEvent& e : logs.other_errors) {
     if (e.family != LogFamily::ErrorLine) return nullptr;  // a transport line: not this
     if (e.text.find("Traceback (most recent call last)") != std::string::npos ||
         e.text.find("ChildFailedError") != std::string::npos)
       continue;
     if (!is_process_local_exception(e)) return nullptr;
-    if (raised && raised->text != e.text) return nullptr;
-    if (!raised) raised = &e;
+    const LogEvent*& same = is_thc_check(e) ? thc : raised;
+    if (same && same->text != e.text) return nullptr;
+    if (!same) same = &e;
   }
-  return raised;
+  return raised ? raised : thc;
 }
 
 // The hint a well-known own exception carries for a distributed job.

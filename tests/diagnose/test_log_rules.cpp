@@ -736,6 +736,30 @@ TEST_CASE("logs: a process-local exception and nothing else failing: that proces
     CHECK_FALSE(d.verdict.initiating_rank.has_value());
     CHECK(d.verdict.next_step.find("--nproc-per-node") != std::string::npos);
   }
+  SECTION("THC's failed CUDA check (PyTorch <= 1.10) is the exception its process raises next") {
+    Job job;
+    job.log_line("THCudaCheck FAIL file=/opt/conda/conda-bld/pytorch_1595629403081/work/torch/csrc/cuda/Module.cpp "
+                 "line=59 error=101 : invalid device ordinal");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.next_step.find("--nproc-per-node") != std::string::npos);
+  }
+  SECTION("THC's check line and the RuntimeError it raised are one failure, the exception named") {
+    Job job;
+    job.log_line("RuntimeError: cuda runtime error (10) : invalid device ordinal at /pytorch/torch/csrc/cuda/Module.cpp:33");
+    job.log_line("THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=33 error=10 : invalid device ordinal");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RankDied);
+    CHECK(d.verdict.summary.find("cuda runtime error (10)") != std::string::npos);
+  }
+  SECTION("a THC check line beside a rendezvous error is not the job's only failure") {
+    Job job;
+    job.log_line("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=47 error=100 : no CUDA-capable "
+                 "device is detected");
+    job.log_line("RuntimeError: Connection reset by peer");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RankDied);
+  }
   SECTION("the same exception on two ranks: each raised it, the first is named") {
     Job job;
     job.log_line("[rank2]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
