@@ -159,8 +159,28 @@ std::optional<LaunchSettingLine> log_dir_run_id_in(sv body) {
   return LaunchSettingLine{"log_dir_run_id", last.substr(0, underscore)};
 }
 
+// Lightning's announcement of the rank a process took, "initializing ddp: GLOBAL_RANK: R,
+// MEMBER: K/N" ("initializing distributed: ..." in later releases): the value is "R, MEMBER:
+// K/N", from the rank to the world size.
+std::optional<LaunchSettingLine> global_rank_in(sv body) {
+  constexpr sv kKey = "GLOBAL_RANK: ";
+  const size_t key = body.find(kKey);
+  if (key == npos) return std::nullopt;
+  const sv rest = body.substr(key + kKey.size());
+  size_t q = 0;
+  while (q < rest.size() && is_digit(rest[q])) ++q;
+  if (q == 0 || !rest.substr(q).starts_with(", MEMBER: ")) return std::nullopt;
+  const size_t slash = rest.find('/', q);
+  if (slash == npos) return std::nullopt;
+  size_t end = slash + 1;
+  while (end < rest.size() && is_digit(rest[end])) ++end;
+  if (end == slash + 1) return std::nullopt;
+  return LaunchSettingLine{"global_rank", rest.substr(0, end)};
+}
+
 std::optional<LaunchSettingLine> launch_setting_in(sv body) {
   if (auto d = log_dir_run_id_in(body)) return d;
+  if (auto g = global_rank_in(body)) return g;
   static constexpr sv kNames[] = {"run_id",    "rdzv_endpoint", "rdzv_backend",
                                   "min_nodes", "max_nodes",     "nproc_per_node"};
   if (size_t close = body.find("] "); close != npos && contains(body.substr(0, close), "api.py:"))
@@ -910,7 +930,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::LaunchSetting,
      .name = "launch_setting",
      .scope = Scope::Setting,
-     .anchors = {"run_id", "rdzv_", "_node", "directory set to"},
+     .anchors = {"run_id", "rdzv_", "_node", "directory set to", "GLOBAL_RANK"},
      .matches = states_launch_setting,
      .values = find_launch_setting,
      .versions = "torchrun with LOGLEVEL=INFO: bare on 1.x, after a glog prefix on 2.x",

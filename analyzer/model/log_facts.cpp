@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -434,9 +435,20 @@ std::optional<LoggedWork> first_logged_work(const LogFacts& logs, int rank) {
   return std::nullopt;
 }
 
+namespace {
+// "R, MEMBER: K/N" (families.cpp, global_rank_in) -> R and N.
+LogFacts::RankAnnouncement rank_announcement(LogEvent e) {
+  const int rank = std::atoi(e.setting_value.c_str());
+  const int world = std::atoi(e.setting_value.c_str() + e.setting_value.rfind('/') + 1);
+  return {std::move(e), rank, world};
+}
+}  // namespace
+
 void add_log_event(LogFacts& facts, LogEvent e) {
   if (e.family == LogFamily::LaunchSetting && e.setting == "log_dir_run_id")
     facts.log_dir_run_ids.push_back(e.setting_value);
+  else if (e.family == LogFamily::LaunchSetting && e.setting == "global_rank")
+    facts.rank_announcements.push_back(rank_announcement(std::move(e)));
   else if (e.family == LogFamily::LaunchSetting)
     add_launch_setting(facts.launch_configs, e);
   else if (e.family == LogFamily::AgentTeardown)

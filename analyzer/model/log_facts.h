@@ -37,6 +37,13 @@ struct LogFacts {
   // in file order: the run id where the launch settings are not printed (1.x logs this line
   // at its default level).
   std::vector<std::string> log_dir_run_ids;
+  // The ranks processes announced taking, with the world size (Lightning's "initializing ddp:
+  // GLOBAL_RANK: R, MEMBER: K/N"), in file order.
+  struct RankAnnouncement {
+    LogEvent event;
+    int rank = -1, world = -1;
+  };
+  std::vector<RankAnnouncement> rank_announcements;
   // torchrun's agent past the end of its node's workers (agent_teardown lines: its workers
   // succeeded, or its exit barrier failed), in file order. What the same agent logs after one
   // is the job's teardown (settle_log_facts).

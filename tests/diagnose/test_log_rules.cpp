@@ -928,3 +928,40 @@ TEST_CASE("logs: DeepSpeed's launcher killing its workers says one ended non-zer
               .cls != FailureClass::RankDied);
   }
 }
+
+TEST_CASE("logs: the same global rank announced twice in one start-up is two launches on one rendezvous (issue 29)") {
+  auto announce_twice = [](Job& job) {
+    for (int r : {1, 2, 3, 0})
+      for (int copy = 0; copy < 2; ++copy)
+        job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) +
+                     "/8");
+  };
+  SECTION("ranks 0-3 twice of a world of 8: the others never came") {
+    Job job;
+    announce_twice(job);
+    job.log_line("Traceback (most recent call last):");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RdzvCollision);
+    CHECK(d.verdict.confidence == "low");
+    CHECK_FALSE(d.verdict.initiating_rank.has_value());
+    CHECK(d.verdict.summary.find("0-3") != std::string::npos);
+    CHECK(d.verdict.summary.find("4-7") != std::string::npos);
+    REQUIRE_FALSE(d.alternatives.empty());
+    CHECK(d.alternatives.front().cls == FailureClass::ConfigMismatch);
+  }
+  SECTION("announced again after a failure: a restart, not two launches") {
+    Job job;
+    for (int r : {0, 1}) job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " +
+                                      std::to_string(r + 1) + "/2");
+    job.log_line("RuntimeError: Connection reset by peer");
+    for (int r : {0, 1}) job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " +
+                                      std::to_string(r + 1) + "/2");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RdzvCollision);
+  }
+  SECTION("each rank once: nothing to say") {
+    Job job;
+    for (int r : {0, 1}) job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " +
+                                      std::to_string(r + 1) + "/2");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::RdzvCollision);
+  }
+}

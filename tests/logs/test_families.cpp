@@ -442,11 +442,19 @@ TEST_CASE("launch_setting: torchrun's launch configs block, 2.13 (glog) and 1.x 
            "directory set to: /tmp/torchelastic_gp9rzq0_/job_7_a1b2c3d4",
            Family::LaunchSetting);
   CHECK(e.setting_value == "job_7");
+  // Lightning announces the global rank and world size each process took (issue 29)
+  e = must("initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8", Family::LaunchSetting);
+  CHECK(e.setting == "global_rank");
+  CHECK(e.setting_value == "1, MEMBER: 2/8");
+  e = must("initializing distributed: GLOBAL_RANK: 11, MEMBER: 12/16", Family::LaunchSetting);
+  CHECK(e.setting_value == "11, MEMBER: 12/16");
   for (const char* line : {
            "run_id = os.environ['RUN_ID']",                 // source code, not the block
            "  run_id: job7",                                // no padding before the colon
            "  max_nodes                : 2 nodes at most",  // a value of several words
            "  log_dir                  : /tmp/torchelastic_q_epx24x",  // a setting not compared
+           "GLOBAL_RANK: 1",                                // no world size
+           "initializing ddp: GLOBAL_RANK: x, MEMBER: 2/8",  // no number
        }) {
     INFO(line);
     auto ev = classify_line(line);
