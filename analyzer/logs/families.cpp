@@ -936,6 +936,15 @@ constexpr FamilyRow kFamilies[] = {
      .versions = "torchrun with LOGLEVEL=INFO: bare on 1.x, after a glog prefix on 2.x",
      .example = "I1202 08:07:31.995000 28075 torch/distributed/launcher/api.py:254]"
                 "   run_id                   : info1"},
+    {.family = Family::WorkerGroupRestart,
+     .name = "worker_group_restart",
+     .scope = Scope::Setting,
+     .anchors = {"will restart worker group"},
+     .matches = says<"will restart worker group">,
+     .versions = "torchelastic (1.9 on), at INFO; seen on 1.10 and 2.x",
+     // open-mmlab/mmdetection#6779
+     .example = "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 2/3 attempts "
+                "left; will restart worker group"},
     {.family = Family::WorkerFailure,
      .name = "worker_failure",
      .scope = Scope::Setting,

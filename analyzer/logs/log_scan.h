@@ -84,6 +84,11 @@ enum class Family {
   // LogFacts keeps the lines apart (teardown_marks); what the agent logs after one is the
   // job's teardown.
   AgentTeardown,
+  // torchelastic's agent restarting its workers after one failed: "[default] Worker group
+  // FAILED. 2/3 attempts left; will restart worker group" (INFO). No failure by itself (the
+  // failure came before it): LogFacts keeps the lines apart (restarts); the workers' store
+  // outlives the restart, so what they count in it afterwards includes the earlier attempts.
+  WorkerGroupRestart,
   // torchrun's failure summary, the ChildFailedError block its agent prints when a worker
   // failed: the header "Root Cause (first observed failure):" and each failure's fields,
   // "  rank      : 2 (local_rank: 2)", "  exitcode  : 1 (pid: 23296)" (-15 and "(SIGTERM)" for
@@ -154,6 +159,7 @@ inline bool is_other_error(Family f) {
 // counts): neither another error nor a statement of the launcher (a setting, a success).
 inline bool is_rendezvous_message(Family f) {
   return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown &&
+         f != Family::WorkerGroupRestart &&
          f != Family::WorkerFailure && f != Family::ProcessDied && f != Family::StackFrame;
 }
 

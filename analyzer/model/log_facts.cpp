@@ -453,6 +453,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     add_launch_setting(facts.launch_configs, e);
   else if (e.family == LogFamily::AgentTeardown)
     facts.teardown_marks.push_back(std::move(e));
+  else if (e.family == LogFamily::WorkerGroupRestart)
+    facts.restarts.push_back(std::move(e));
   else if (e.family == LogFamily::WorkerFailure)
     facts.worker_failure_lines.push_back(std::move(e));
   else if (e.family == LogFamily::ProcessDied)

@@ -48,6 +48,8 @@ struct LogFacts {
   // succeeded, or its exit barrier failed), in file order. What the same agent logs after one
   // is the job's teardown (settle_log_facts).
   std::vector<LogEvent> teardown_marks;
+  // torchelastic's agent restarting its workers (worker_group_restart lines), in file order.
+  std::vector<LogEvent> restarts;
   // Issue 29: processes that ended, as the shell, the kernel's OOM killer, torch.multiprocessing
   // or the old launcher reported it (process_died lines), in file order. No store failure: the
   // rules that read the store's errors do not see them; rank_died does.

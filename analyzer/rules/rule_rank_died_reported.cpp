@@ -125,6 +125,10 @@ std::optional<OwnDeath> rank_raised_while_others_waited(const LogFacts& logs) {
   return OwnDeath{raised, {raised, false}};
 }
 
+// THC's failed-check line is printed just before the RuntimeError it raises ("cuda runtime
+// error (N) : <what>"): one failure, in two lines.
+bool is_thc_check(const LogEvent& e) { return e.text.find("THCudaCheck FAIL") != std::string::npos; }
+
 // An exception that a process raises of its own resources or code, never of a peer or of the
 // network: CUDA's errors on its own device (a GPU index past the visible ones, its memory),
 // host memory, a module or file it cannot find, its own code's syntax and names. Any other
@@ -137,7 +141,7 @@ bool is_process_local_exception(const LogEvent& e) {
       has("rank"))
     return false;
   return has("CUDA out of memory") || has("OutOfMemoryError") || has("CUDA error") || has("cuda runtime error") ||
-         has("THCudaCheck FAIL") ||
+         is_thc_check(e) ||
          has("MemoryError") || has("ModuleNotFoundError") || has("ImportError") || has("FileNotFoundError") ||
          has("SyntaxError") || has("NameError");
 }
@@ -146,10 +150,6 @@ bool is_process_local_exception(const LogEvent& e) {
 // no other exception, and one text (several ranks may print it: each raised the same). An
 // uncaught exception ends a Python process, and a distributed job cannot go on without any of
 // its ranks: the job died of it. nullptr when anything else failed or two exceptions differ.
-// THC's failed-check line is printed just before the RuntimeError it raises ("cuda runtime
-// error (N) : <what>"): one failure, in two lines.
-bool is_thc_check(const LogEvent& e) { return e.text.find("THCudaCheck FAIL") != std::string::npos; }
-
 const LogEvent* raised_alone(const LogFacts& logs) {
   if (logs.any_rendezvous_error()) return nullptr;
   const LogEvent* raised = nullptr;

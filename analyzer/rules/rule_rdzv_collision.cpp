@@ -82,9 +82,20 @@ Candidate collision_at(const std::string& ep, const Jobs& jobs) {
   return out;
 }
 
-// Log-only: a store-based barrier that counted more workers than the world size.
+// torchelastic restarted the workers of `e`'s source (a restart line anywhere in it: an excerpt
+// may begin after the first restart). The workers' store can outlive a restart with keys that
+// carry no attempt (see stale_peer_address), so a count in it may include the workers of an
+// earlier attempt of the same job.
+bool job_restarted(const LogFacts& logs, const LogEvent& e) {
+  return std::any_of(logs.restarts.begin(), logs.restarts.end(),
+                     [&](const LogEvent& r) { return r.file == e.file && r.origin == e.origin; });
+}
+
+// Log-only: a store-based barrier that counted more workers than the world size, in a job that
+// was not restarted (in one that was, the excess may be its own earlier attempts).
 std::optional<Candidate> collision_from_logs(const Context& c) {
   for (const LogEvent* e : c.logs.of({LogFamily::StoreBarrierTimeout, LogFamily::RendezvousClosed})) {
+    if (job_restarted(c.logs, *e)) continue;
     auto w = e->text.find("world_size=");
     auto k = e->text.find("worker_count=");
     if (w == std::string::npos || k == std::string::npos) continue;

@@ -337,9 +337,14 @@ std::optional<Candidate> from_traces(const Context& c, Arrivals a) {
   return out;
 }
 
+// A barrier that counted as many workers as the world size, or more, waited for nobody late: its
+// count overshot (another launch, or a restarted job's earlier attempts) and never equalled it.
+bool counted_everyone(const LogEvent* e) { return e->joined && e->expected && *e->joined >= *e->expected; }
+
 // From logs alone: ranks that report a timeout, and a rank that does not.
 std::optional<Candidate> from_logs(const Context& c) {
   auto timeouts = c.logs.of(kTimeoutFamilies);
+  std::erase_if(timeouts, counted_everyone);
   if (c.has_traces() || timeouts.empty()) return std::nullopt;
   Candidate out;
   Verdict& v = out.verdict;

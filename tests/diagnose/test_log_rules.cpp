@@ -965,3 +965,31 @@ TEST_CASE("logs: the same global rank announced twice in one start-up is two lau
     CHECK(job.diagnose_it().verdict.cls != FailureClass::RdzvCollision);
   }
 }
+
+TEST_CASE("logs: a store barrier that counted past the world size after torchelastic restarted the workers is no second launch") {
+  constexpr const char* kBarrier =
+      "RuntimeError: Timed out initializing process group in store based barrier on rank: 1, for key: "
+      "store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=0:30:00)";
+  SECTION("no restart: two launches on one store") {
+    Job job;
+    job.log_line(kBarrier);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RdzvCollision);
+    CHECK(d.verdict.confidence == "medium");
+  }
+  for (bool restart_first : {true, false}) {
+    DYNAMIC_SECTION("the agent restarted its workers, " << (restart_first ? "before" : "after (an excerpt)")
+                                                         << " the barrier line") {
+      Job job;
+      constexpr const char* kRestart =
+          "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 2/3 attempts left; will "
+          "restart worker group";
+      if (restart_first) job.log_line(kRestart);
+      job.log_line(kBarrier);
+      if (!restart_first) job.log_line(kRestart);
+      const Verdict v = job.diagnose_it().verdict;
+      CHECK(v.cls != FailureClass::RdzvCollision);
+      CHECK(v.cls != FailureClass::StragglerTimeout);  // 4 of 2 came: nobody was late
+    }
+  }
+}
