@@ -164,7 +164,9 @@ class Scanner {
       const std::string_view line(ls, static_cast<size_t>(te - ls));
       if (line.find('\0') == std::string_view::npos) {
         const int pre = line_prefix_rank(line);
-        if (says_job_progressed(line)) take_if_progress(line, pre >= 0 ? pre : default_rank_);
+        const int rank = pre >= 0 ? pre : default_rank_;
+        // Most lines of a training log hold a progress anchor: the rank is checked first.
+        if (awaits(rank) && says_job_progressed(line)) take_if_progress(line, rank);
       }
       from = te;
     }
