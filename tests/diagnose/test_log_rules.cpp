@@ -25,6 +25,10 @@ const char* kIpv4Gai113 =
 const char* kClientTimeout113 =
     "E20261203 06:02:18.999035 20360 socket.cpp:860] [c10d] The client socket has timed out after 15s while trying "
     "to connect to (storev6, 29400).";
+// The lookup warning that jobset#93's workers print while their peers' pods start.
+const char* kIpv6Gai =
+    "[W socket.cpp:558] [c10d] The IPv6 network addresses of (pytorch-workers-0-0.pytorch-workers, 3389) cannot be "
+    "retrieved (gai error: -2 - Name or service not known).";
 
 }  // namespace
 
@@ -434,8 +438,6 @@ TEST_CASE("logs: a connect/validate try that ended in the lookup's own words is 
 }
 
 TEST_CASE("logs: c10d's lookup warnings alone, with no error that ended a wait, are a lookup that failed a while") {
-  const char* kIpv6Gai = "[W socket.cpp:558] [c10d] The IPv6 network addresses of (pytorch-workers-0-0.pytorch-workers, "
-                         "3389) cannot be retrieved (gai error: -2 - Name or service not known).";
   Job job;
   job.log_line(kIpv6Gai);
   Diagnosis d = job.diagnose_it();
@@ -908,9 +910,6 @@ TEST_CASE("logs: DeepSpeed's launcher killing its workers says one ended non-zer
 // Issue 29: a job that went on past its c10d warnings (LogFacts::job_went_on) is healthy; the
 // warnings were retries that succeeded. Never so with a fatal line anywhere.
 namespace {
-const char* kGaiIpv6 =
-    "[W socket.cpp:558] [c10d] The IPv6 network addresses of (pytorch-workers-0-0.pytorch-workers, 3389) cannot be "
-    "retrieved (gai error: -2 - Name or service not known).";
 const char* kResetWarning =
     "[W506 00:43:56.240378877 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3, addr=[node0]:47466, "
     "remote=[node0]:29500): Connection reset by peer";
@@ -925,7 +924,7 @@ const char* kWatchdog =
 TEST_CASE("logs: a job that went on past its c10d warnings is healthy") {
   SECTION("a lookup warning while the pods start, then training: healthy, the warning named as noise") {
     Job job;
-    job.log_line(kGaiIpv6);
+    job.log_line(kIpv6Gai);
     job.log_line("Epoch 1/10 loss 2.31");
     Diagnosis d = job.diagnose_it();
     CHECK(d.verdict.cls == FailureClass::Healthy);
@@ -961,14 +960,14 @@ TEST_CASE("logs: a job that went on past its c10d warnings is healthy") {
   }
   SECTION("NOT: an exception line anywhere") {
     Job job;
-    job.log_line(kGaiIpv6);
+    job.log_line(kIpv6Gai);
     job.log_line("Epoch 1/10 loss 2.31");
     job.log_line("RuntimeError: CUDA error: an illegal memory access was encountered");
     CHECK(job.diagnose_it().verdict.cls != FailureClass::Healthy);
   }
   SECTION("NOT: another rank's progress does not carry this rank past its warning") {
     Job job;
-    job.log_line(kGaiIpv6, 1, "all.log");
+    job.log_line(kIpv6Gai, 1, "all.log");
     job.log_line("Epoch 1/10 loss 2.31", 0, "all.log");
     CHECK(job.diagnose_it().verdict.cls == FailureClass::NameResolution);
   }
@@ -981,7 +980,7 @@ TEST_CASE("logs: a job that went on past its c10d warnings is healthy") {
   }
   SECTION("NOT: a crash's C++ frames after the progress, in words no family reads") {
     Job job;
-    job.log_line(kGaiIpv6);
+    job.log_line(kIpv6Gai);
     job.log_line("Epoch 1/10 loss 2.31");
     job.log_line("Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1521 "
                  "(most recent call first):");
