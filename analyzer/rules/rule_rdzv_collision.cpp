@@ -231,6 +231,16 @@ Alternative own_agents_closed_it() {
           "the run ids of the jobs that use this endpoint"};
 }
 
+// A process that went on after its bind failure and logged nothing fatal: the store it joined
+// may be its own job's (a second agent of the job on the host joins the first's the same way).
+Alternative own_agents_share_it() {
+  return {FailureClass::Healthy, std::nullopt,
+          "two agents of this one job ran on this host: the second joins the first's store the same way, and "
+          "nothing failed",
+          "the run ids of the jobs on this host (torchrun prints them with LOGLEVEL=INFO), and `ss -tnp "
+          "'sport = :PORT'` while the job runs: which processes hold the store port"};
+}
+
 std::optional<Candidate> collision_after_bind_failure(const Context& c, bool default_id) {
   const JoinedAfterBind j = joined_after_bind_failure(c.logs);
   if (!j.bind) return std::nullopt;
@@ -249,6 +259,7 @@ std::optional<Candidate> collision_after_bind_failure(const Context& c, bool def
   out.findings.push_back(log_finding(FailureClass::RdzvCollision, *j.bind));
   if (j.ended) out.findings.push_back(log_finding(FailureClass::RdzvCollision, *j.ended));
   if (!closed && j.ended) out.alternatives.push_back(own_store_host_ended());
+  if (j.went_on && !first_error_after(c.logs, *j.went_on)) out.alternatives.push_back(own_agents_share_it());
   return out;
 }
 
