@@ -15,6 +15,7 @@
 #include "families.h"
 #include "logs/log_source.h"
 #include "prefilter.h"
+#include "progress.h"
 
 namespace rdzv::logs {
 namespace {
@@ -60,6 +61,7 @@ class Scanner {
     const char* cur = b;
     for (;;) {
       const char* p = pf_.find(cur, e);
+      find_progress(b, e, counted, cur, p);
       if (p == e) break;
       line_ += count_newlines(counted, p);
       counted = p;
@@ -88,7 +90,14 @@ class Scanner {
         rank = pre;
     }
     auto ev = classify_body(seg, rank, tc_);
-    if (!ev) return;
+    if (!ev) {
+      const std::string_view line(ls, static_cast<size_t>(te - ls));
+      const int pre = line_prefix_rank(line);
+      if (says_job_progressed(line)) take_if_progress(line, pre >= 0 ? pre : rank);
+      else note_unread(line, pre >= 0 ? pre : rank);
+      return;
+    }
+    await_progress(ev->rank);
     ev->file = path_;
     ev->line = line_ + 1;
     // `matched` counts lines of the c10d families: several '\r'-separated segments of one line
@@ -105,11 +114,71 @@ class Scanner {
   LogScan& scan() { return scan_; }
   uint64_t& line() { return line_; }
 
+  // Issue 29 (progress.h): the first progress line of each process after each of its lines that
+  // a family matched, and the first of the file, are all that "did it go on after this line?"
+  // needs; so the progress anchors are searched only while a process awaits one, not through the
+  // whole log. awaiting_ holds those processes' ranks (-1: the file's unranked lines, or from the
+  // start of the file).
+  void await_progress(int rank) {
+    if (std::find(awaiting_.begin(), awaiting_.end(), rank) == awaiting_.end()) awaiting_.push_back(rank);
+  }
+  bool awaits(int rank) const {
+    return !awaiting_.empty() && (rank < 0 || std::find(awaiting_.begin(), awaiting_.end(), rank) != awaiting_.end() ||
+                                  std::find(awaiting_.begin(), awaiting_.end(), -1) != awaiting_.end());
+  }
+  // A line that holds an anchor ("Exception", "Error", "orch") and that neither a family nor the
+  // progress test took: c10d's "Exception raised from ..." and the C++ frames below it, an error
+  // in words no family knows. The last one of each process is kept (LogScan::unread); a process
+  // that went on after it got past whatever it was.
+  void note_unread(std::string_view line, int rank) {
+    await_progress(rank);
+    for (auto& u : scan_.unread)
+      if (u.rank == rank) {
+        u.line = line_ + 1;
+        u.text = std::string(line.substr(0, 200));
+        return;
+      }
+    scan_.unread.push_back(ProgressLine{path_, line_ + 1, rank, std::string(line.substr(0, 200))});
+  }
+  // A progress line (says_job_progressed), kept when a process awaits one.
+  void take_if_progress(std::string_view line, int rank) {
+    if (!awaits(rank)) return;
+    scan_.progress.push_back(ProgressLine{path_, line_ + 1, rank, std::string(line.substr(0, 200))});
+    if (rank < 0) awaiting_.clear();  // an unranked line may be any process's
+    std::erase(awaiting_, rank);
+    std::erase(awaiting_, -1);
+  }
+  // The progress lines in [from, to): whole lines before the line of the next anchor hit `to`
+  // (that line is handle()'s), while some process awaits one. `counted` as in region().
+  void find_progress(const char* b, const char* e, const char*& counted, const char* from, const char* to) {
+    while (!awaiting_.empty()) {
+      const char* q = progress_pf_.find(from, to);
+      if (q == to) return;
+      const char* ls = q;
+      while (ls > b && ls[-1] != '\n') --ls;
+      const char* te = q;
+      while (te < e && !is_eol(*te)) ++te;
+      if (to != e && te >= to) return;
+      line_ += count_newlines(counted, q);
+      counted = q;
+      const std::string_view line(ls, static_cast<size_t>(te - ls));
+      if (line.find('\0') == std::string_view::npos) {
+        const int pre = line_prefix_rank(line);
+        const int rank = pre >= 0 ? pre : default_rank_;
+        // Most lines of a training log hold a progress anchor: the rank is checked first.
+        if (awaits(rank) && says_job_progressed(line)) take_if_progress(line, rank);
+      }
+      from = te;
+    }
+  }
+
  private:
   const std::string& path_;
   int default_rank_;
   TimeContext tc_;
   const detail::Prefilter& pf_;
+  const detail::Prefilter& progress_pf_ = detail::progress_prefilter();
+  std::vector<int> awaiting_{-1};
   LogScan scan_;
   uint64_t line_ = 0;  // '\n' seen so far
   uint64_t last_matched_line_ = 0;  // 1-based line of the last match (0: none yet)

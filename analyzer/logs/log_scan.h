@@ -19,6 +19,8 @@
 #include <variant>
 #include <vector>
 
+#include "logs/progress.h"
+
 namespace rdzv::logs {
 
 // Each family is one row of analyzer/logs/families.cpp: what it matches and extracts, the
@@ -202,6 +204,12 @@ struct LogEvent {
 
 struct LogScan {
   std::vector<LogEvent> events;        // in file order
+  // Issue 29: the first progress line (progress.h) of each process after each of its events,
+  // and the file's first, in file order.
+  std::vector<ProgressLine> progress;
+  // Issue 29: the last line of each process (rank) that held an anchor and that neither a family
+  // nor the progress test took ("Exception raised from ...", an error no family knows).
+  std::vector<ProgressLine> unread;
   std::string torch_version;           // "" unknown; the first "torch 2.3.1", "torch==2.3.1",
                                        // "PyTorch version: 2.3.1", "torch.__version__ = 2.3.1", ...
   uint64_t lines = 0, matched = 0, bytes = 0;

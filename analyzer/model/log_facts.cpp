@@ -451,9 +451,10 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     facts.rank_announcements.push_back(rank_announcement(std::move(e)));
   else if (e.family == LogFamily::LaunchSetting)
     add_launch_setting(facts.launch_configs, e);
-  else if (e.family == LogFamily::AgentTeardown)
+  else if (e.family == LogFamily::AgentTeardown) {
+    facts.progress.push_back(rdzv::logs::ProgressLine{e.file, e.line, e.rank, e.text.substr(0, 200)});
     facts.teardown_marks.push_back(std::move(e));
-  else if (e.family == LogFamily::WorkerGroupRestart)
+  } else if (e.family == LogFamily::WorkerGroupRestart)
     facts.restarts.push_back(std::move(e));
   else if (e.family == LogFamily::WorkerFailure)
     facts.worker_failure_lines.push_back(std::move(e));
@@ -467,6 +468,47 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     facts.events.push_back(std::move(e));
 }
 
+const rdzv::logs::ProgressLine* LogFacts::went_on_after(const std::string& file, std::uint64_t line,
+                                                        int rank) const {
+  const rdzv::logs::ProgressLine* first = nullptr;
+  for (const auto& p : progress)
+    if (p.file == file && p.line > line && (p.rank == rank || p.rank < 0 || rank < 0) &&
+        (!first || p.line < first->line))
+      first = &p;
+  return first;
+}
+
+const rdzv::logs::ProgressLine* LogFacts::went_on_after(const LogEvent& e) const {
+  return went_on_after(e.file, e.line, e.rank);
+}
+
+namespace {
+
+// c10d's and glog's warning level: "[W socket.cpp:558]", "[W1203 06:05:57.06 ...]", a glog line
+// "W20261203 06:02:04 ..." (1.13 with glog), Python logging's "WARNING". c10d logs a retry or a
+// fallback so, and raises (an exception line, an error-level line) what it gives up on.
+bool logged_as_warning(const LogEvent& e) {
+  const std::string& t = e.text;
+  if (t.size() > 1 && t[0] == 'W' && t[1] >= '0' && t[1] <= '9') return true;
+  for (std::size_t p = t.find("[W"); p != std::string::npos; p = t.find("[W", p + 1))
+    if (p + 2 < t.size() && (t[p + 2] == ' ' || (t[p + 2] >= '0' && t[p + 2] <= '9'))) return true;
+  return t.find("WARNING") != std::string::npos;
+}
+
+bool went_on_past_its_warnings(const LogFacts& facts) {
+  if (facts.progress.empty() || !facts.other_errors.empty() || !facts.deaths.empty() ||
+      !facts.worker_failures.empty() || !facts.worker_failure_lines.empty())
+    return false;
+  for (const auto& u : facts.unread)
+    if (!facts.went_on_after(u.file, u.line, u.rank)) return false;
+  return std::all_of(facts.events.begin(), facts.events.end(), [&](const LogEvent& e) {
+    return logged_as_warning(e) && !e.has(LogFamily::BindFailed) && !e.has(LogFamily::ListenFailed) &&
+           facts.went_on_after(e);
+  });
+}
+
+}  // namespace
+
 void settle_log_facts(LogFacts& facts) {
   for (auto& c : facts.launch_configs) settle_nnodes(c);
   facts.worker_failures.clear();
@@ -474,6 +516,7 @@ void settle_log_facts(LogFacts& facts) {
   set_aside_teardown(facts.events, facts.teardown_marks, is_teardown_store_error);
   set_aside_teardown(facts.other_errors, facts.teardown_marks, is_any);
   set_aside_shutdown_errors(facts.events);
+  facts.job_went_on = went_on_past_its_warnings(facts);
 }
 
 LogFacts load_logs(const std::vector<std::string>& paths) {
@@ -492,6 +535,8 @@ LogFacts load_logs(const std::vector<std::string>& paths) {
     if (facts.torch_version.empty()) facts.torch_version = s.torch_version;
     if (facts.version_hint.empty()) facts.version_hint = rdzv::logs::version_hint(s);
     for (auto& e : s.events) add_log_event(facts, std::move(e));
+    for (auto& p : s.progress) facts.progress.push_back(std::move(p));
+    for (auto& u : s.unread) facts.unread.push_back(std::move(u));
   }
   settle_log_facts(facts);
   return facts;

@@ -89,6 +89,25 @@ struct LogFacts {
   // as root cause the failure of the smallest time, and among equal times the first it lists
   // (the lowest local rank): with any of these, its choice says nothing of which went first.
   std::vector<const WorkerFailure*> tied_with(const WorkerFailure& root) const;
+  // Issue 29: lines that say the job went on past its rendezvous (logs/progress.h), and
+  // torchrun's agents past their workers' success (teardown_marks, copied here), in file order:
+  // the first of each process after each of its rendezvous lines, and each file's first.
+  std::vector<rdzv::logs::ProgressLine> progress;
+  // The first progress line after `e` from the same process (same file; the same rank, or a line
+  // that carries none), or nullptr: the process got past e and went on.
+  const rdzv::logs::ProgressLine* went_on_after(const LogEvent& e) const;
+  const rdzv::logs::ProgressLine* went_on_after(const std::string& file, std::uint64_t line, int rank) const;
+  // The last line of each process that the reader picked and could not read (LogScan::unread):
+  // whatever it says, a process that went on after it got past it.
+  std::vector<rdzv::logs::ProgressLine> unread;
+  // Issue 29, derived once (settle_log_facts): the job went on past everything it logged of its
+  // rendezvous. There is progress; every rendezvous line is a warning (c10d logs its retries
+  // and fallbacks as warnings, and raises what it gives up on) that its process went on from,
+  // and so is the last line of each process that the reader could not read (unread);
+  // none is a bind failure (a store that could not bind and went on is rdzv_collision's); and
+  // nothing fatal is logged anywhere: no exception or transport error, no death, no failure
+  // summary.
+  bool job_went_on = false;
   std::string torch_version;  // from the logs, "" when not printed
   std::string version_hint;   // ">=2.5" / "<=2.4" from message styles, "" when no clue
   // The log rows of the table (input_stats.h): log_files, partial_log_files (read up to

@@ -344,6 +344,51 @@ Verdict healthy_from_logs(const LogFacts& logs) {
   return v;
 }
 
+// Issue 29: why a c10d warning that its process went on from was noise (LogFacts::job_went_on).
+std::string why_noise(const LogEvent& e) {
+  switch (e.family) {
+    case LogFamily::GaiError:
+    case LogFamily::HostNotFound:
+      return "a lookup that c10d retries (and asks again for the other address family) until its connect "
+             "timeout: the name resolved in time";
+    case LogFamily::ReverseLookupFailed:
+      return "a reverse lookup of a connected socket's own address, which the rendezvous does not need";
+    case LogFamily::ConnectValidate:
+    case LogFamily::ConnectionReset:
+    case LogFamily::RecvZero:
+    case LogFamily::SendRecvFailed:
+    case LogFamily::BrokenPipe:
+      return "a store connection that broke while TCPStore connected and validated it, which its constructor "
+             "retries: the retry connected";
+    case LogFamily::ConnectFailed:
+    case LogFamily::NotListeningYet:
+    case LogFamily::ServerTimedOutRetry:
+    case LogFamily::ClientConnectTimeout:
+      return "a connect that c10d retries until its timeout: the store was up in time";
+    default:
+      return "a warning that c10d logs and goes on from (what it gives up on, it raises)";
+  }
+}
+
+// Logs whose job went on past every c10d line it logged, with nothing fatal after
+// (LogFacts::job_went_on): the rendezvous completed; its warnings were retries that succeeded.
+Verdict healthy_from_progress(const LogFacts& logs) {
+  const rdzv::logs::ProgressLine& last = logs.progress.back();
+  Verdict v;
+  v.cls = FailureClass::Healthy;
+  v.confidence = "low";
+  v.summary = "the job went on past its rendezvous (" + last.file + ":" + std::to_string(last.line) + ": " +
+              last.text.substr(0, 120) + ") and logged no error after";
+  if (!logs.events.empty()) {
+    const LogEvent& w = logs.events.front();
+    v.summary += "; its " + std::to_string(logs.events.size()) + " c10d warning(s) (first " + w.file + ":" +
+                 std::to_string(w.line) + ": " + w.text.substr(0, 120) + ") were noise: " + why_noise(w) +
+                 ", and the process that logged each went on after it";
+  }
+  v.next_step = "nothing to fix in the rendezvous; logs alone cannot show a hang after the lines they end with";
+  return v;
+}
+
 // Issue 13: errors in the logs that no rendezvous family matched, quoted with where they are
 // and what would settle them; never "healthy".
 std::string other_error_words(const std::vector<LogEvent>& errors) {
@@ -671,6 +716,15 @@ InputStats input_stats(const TraceInputs& traces, const LogFacts& logs) {
 
 }  // namespace
 
+namespace {
+// Logs alone (no trace, no Flight Recorder dump) of a job that went on past its c10d warnings.
+// Without any c10d line there is nothing that progress answers: such logs stay with
+// verdict_without_candidates (a hang after the last line prints nothing).
+bool logs_only_and_went_on(const Context& c) {
+  return !c.has_traces() && !c.flight_recorder_given && c.logs.job_went_on && !c.logs.events.empty();
+}
+}  // namespace
+
 Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
   const Context model(traces, logs);
   return diagnose(model);
@@ -679,8 +733,10 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
 Diagnosis diagnose(const Context& c) {
   Diagnosis d;
   d.t0_ns = c.t0();
-  std::vector<Candidate> candidates = candidates_of(c);
+  // The rules read warnings that a job which went on past them makes noise (issue 29).
+  std::vector<Candidate> candidates = logs_only_and_went_on(c) ? std::vector<Candidate>{} : candidates_of(c);
   if (!candidates.empty()) adopt(candidates, d);
+  else if (logs_only_and_went_on(c)) d.verdict = healthy_from_progress(c.logs);
   else d.verdict = verdict_without_candidates(c);
   find_common_evidence(c, d.evidence);
   common_discriminators(c, d);

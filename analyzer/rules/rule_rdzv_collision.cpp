@@ -172,10 +172,14 @@ bool default_run_id_shown(const LogFacts& logs) {
 // rendezvous backend then connects as a client to whatever store holds the port (its agents
 // fall back so, since two agents of one job on one host share one store). A rendezvous error
 // of that same agent afterwards, the rendezvous closed or its store gone, says that it had
-// joined a store that another launch ran and ended: two jobs on one endpoint.
+// joined a store that another launch ran and ended: two jobs on one endpoint. So does the same
+// process going on after the bind failure (issue 29: LogFacts::went_on_after, its training
+// lines): a store server that cannot bind raises, and a process that raised at its store's
+// construction goes no further unless something retried it as a client of the port's store.
 struct JoinedAfterBind {
   const LogEvent* bind = nullptr;
   const LogEvent* ended = nullptr;  // the first rendezvous error after it, same source
+  const rdzv::logs::ProgressLine* went_on = nullptr;  // else its first progress line after it
 };
 
 JoinedAfterBind joined_after_bind_failure(const LogFacts& logs) {
@@ -183,9 +187,37 @@ JoinedAfterBind joined_after_bind_failure(const LogFacts& logs) {
   for (const LogEvent& b : logs.events) {
     if (!port_taken(b)) continue;
     for (const LogEvent& e : logs.events)
-      if (e.has(LogFamily::RendezvousClosed) && same_source(e, b) && e.line > b.line) return {&b, &e};
+      if (e.has(LogFamily::RendezvousClosed) && same_source(e, b) && e.line > b.line) return {&b, &e, nullptr};
+    if (!out.bind)
+      if (const auto* p = logs.went_on_after(b)) out = {&b, nullptr, p};
   }
   return out;
+}
+
+// The first error line of `p`'s file after it (an exception, a transport error, a rendezvous
+// line), or nullptr: how the job that went on on another job's store ended, where its log says.
+const LogEvent* first_error_after(const LogFacts& logs, const rdzv::logs::ProgressLine& p) {
+  const LogEvent* first = nullptr;
+  for (const auto* lines : {&logs.events, &logs.other_errors})
+    for (const LogEvent& e : *lines)
+      if (e.file == p.file && e.line > p.line && (!first || e.line < first->line)) first = &e;
+  return first;
+}
+
+std::string where(const std::string& file, std::uint64_t line) { return file + ":" + std::to_string(line); }
+
+// What the agent did after it joined: found the rendezvous closed, lost it, or went on (and
+// what ended it, where the log says).
+std::string after_joining(const LogFacts& logs, const JoinedAfterBind& j, bool closed) {
+  if (j.ended) return closed ? "found the rendezvous closed" : "lost that rendezvous";
+  std::string words = "went on (" + where(j.went_on->file, j.went_on->line) + ": " + j.went_on->text.substr(0, 100) +
+                      ") in a rendezvous on that store";
+  if (const LogEvent* e = first_error_after(logs, *j.went_on))
+    words += ", and failed later (" + where(e->file, e->line) + ": " + e->text.substr(0, 100) +
+             "): when the store's own job ends, its store and rendezvous go with it";
+  else
+    words += ": it depends on a store that the other launch runs, and ends with it";
+  return words;
 }
 
 const LogEvent* first_closed_rendezvous(const LogFacts& logs) {
@@ -210,25 +242,35 @@ Alternative own_agents_closed_it() {
           "the run ids of the jobs that use this endpoint"};
 }
 
+// A process that went on after its bind failure and logged nothing fatal: the store it joined
+// may be its own job's (a second agent of the job on the host joins the first's the same way).
+Alternative own_agents_share_it() {
+  return {FailureClass::Healthy, std::nullopt,
+          "two agents of this one job ran on this host: the second joins the first's store the same way, and "
+          "nothing failed",
+          "the run ids of the jobs on this host (torchrun prints them with LOGLEVEL=INFO), and `ss -tnp "
+          "'sport = :PORT'` while the job runs: which processes hold the store port"};
+}
+
 std::optional<Candidate> collision_after_bind_failure(const Context& c, bool default_id) {
   const JoinedAfterBind j = joined_after_bind_failure(c.logs);
   if (!j.bind) return std::nullopt;
-  const bool closed = says(*j.ended, "RendezvousClosedError");
+  const bool closed = j.ended && says(*j.ended, "RendezvousClosedError");
   Candidate out;
   Verdict& v = out.verdict;
   v.cls = FailureClass::RdzvCollision;
   v.confidence = closed || default_id ? "medium" : "low";
   v.summary = "this agent could not host the store (its port was taken), joined the store that held the port as "
               "a client (c10d's rendezvous does so), and then " +
-              std::string(closed ? "found the rendezvous closed" : "lost that rendezvous") +
-              ": another launch ran and ended it" +
+              after_joining(c.logs, j, closed) + (j.ended ? ": another launch ran and ended it" : "") +
               (default_id ? "; the run id is torchelastic's default `none`, which every job without --rdzv-id shares"
                           : std::string());
   v.next_step = "give each job its own endpoint port and --rdzv-id (derive them from the job id); `ss -ltnp "
                 "'sport = :PORT'` on the store host shows who else holds the port";
   out.findings.push_back(log_finding(FailureClass::RdzvCollision, *j.bind));
-  out.findings.push_back(log_finding(FailureClass::RdzvCollision, *j.ended));
-  if (!closed) out.alternatives.push_back(own_store_host_ended());
+  if (j.ended) out.findings.push_back(log_finding(FailureClass::RdzvCollision, *j.ended));
+  if (!closed && j.ended) out.alternatives.push_back(own_store_host_ended());
+  if (j.went_on && !first_error_after(c.logs, *j.went_on)) out.alternatives.push_back(own_agents_share_it());
   return out;
 }
 

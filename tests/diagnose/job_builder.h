@@ -16,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "logs/prefilter.h"
 #include "model/log_facts.h"
 #include "rules/consistency.h"
 #include "rules/rules.h"
@@ -320,6 +321,13 @@ class Job {
       ev->file = file;
       ev->line = log_lines_;
       add_log_event(logs_, std::move(*ev));  // as load_logs
+    } else if (rdzv::logs::says_job_progressed(text)) {
+      // load_logs keeps the first progress line after each event of a process; every one is the
+      // same for went_on_after.
+      logs_.progress.push_back(rdzv::logs::ProgressLine{file, log_lines_, rank, text});
+    } else if (const auto& pf = rdzv::logs::detail::default_prefilter();
+               pf.find(text.data(), text.data() + text.size()) != text.data() + text.size()) {
+      note_unread(file, rank, text);  // as the scanner: an anchor that nothing took
     }
     logs_.stats.add(Stat::LogLines);
     if (log_files_.insert(file).second) logs_.stats.add(Stat::LogFiles);  // as load_logs, once a file
@@ -349,6 +357,17 @@ class Job {
   }
   // As `analyze`: the log facts settled (settle_log_facts) once every line is in. Every
   // verdict a test makes is checked against its own facts (rules/consistency.h).
+  // The scanner keeps the last unread line of each process of a file (LogScan::unread).
+  void note_unread(const std::string& file, int rank, const std::string& text) {
+    for (auto& u : logs_.unread)
+      if (u.file == file && u.rank == rank) {
+        u.line = log_lines_;
+        u.text = text;
+        return;
+      }
+    logs_.unread.push_back(rdzv::logs::ProgressLine{file, log_lines_, rank, text});
+  }
+
   Diagnosis diagnose_it() {
     settle_log_facts(logs_);
     Diagnosis d = diagnose(load_it(), logs_);

@@ -25,6 +25,10 @@ const char* kIpv4Gai113 =
 const char* kClientTimeout113 =
     "E20261203 06:02:18.999035 20360 socket.cpp:860] [c10d] The client socket has timed out after 15s while trying "
     "to connect to (storev6, 29400).";
+// The lookup warning that jobset#93's workers print while their peers' pods start.
+const char* kIpv6Gai =
+    "[W socket.cpp:558] [c10d] The IPv6 network addresses of (pytorch-workers-0-0.pytorch-workers, 3389) cannot be "
+    "retrieved (gai error: -2 - Name or service not known).";
 
 }  // namespace
 
@@ -434,8 +438,6 @@ TEST_CASE("logs: a connect/validate try that ended in the lookup's own words is 
 }
 
 TEST_CASE("logs: c10d's lookup warnings alone, with no error that ended a wait, are a lookup that failed a while") {
-  const char* kIpv6Gai = "[W socket.cpp:558] [c10d] The IPv6 network addresses of (pytorch-workers-0-0.pytorch-workers, "
-                         "3389) cannot be retrieved (gai error: -2 - Name or service not known).";
   Job job;
   job.log_line(kIpv6Gai);
   Diagnosis d = job.diagnose_it();
@@ -991,5 +993,128 @@ TEST_CASE("logs: a store barrier that counted past the world size after torchela
       CHECK(v.cls != FailureClass::RdzvCollision);
       CHECK(v.cls != FailureClass::StragglerTimeout);  // 4 of 2 came: nobody was late
     }
+  }
+}
+
+// Issue 29: a job that went on past its c10d warnings (LogFacts::job_went_on) is healthy; the
+// warnings were retries that succeeded. Never so with a fatal line anywhere.
+namespace {
+const char* kResetWarning =
+    "[W506 00:43:56.240378877 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3, addr=[node0]:47466, "
+    "remote=[node0]:29500): Connection reset by peer";
+const char* kRetrying =
+    "[W506 00:43:56.241 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host node0:29500 - "
+    "retrying (try=0, timeout=300000ms, delay=659ms): Connection reset by peer";
+const char* kWatchdog =
+    "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, "
+    "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.";
+}  // namespace
+
+TEST_CASE("logs: a job that went on past its c10d warnings is healthy") {
+  SECTION("a lookup warning while the pods start, then training: healthy, the warning named as noise") {
+    Job job;
+    job.log_line(kIpv6Gai);
+    job.log_line("Epoch 1/10 loss 2.31");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::Healthy);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.summary.find("noise: a lookup that c10d retries") != std::string::npos);
+  }
+  SECTION("one store connect reset that TCPStore retried, then a collective completed") {
+    Job job;
+    job.log_line(kResetWarning);
+    job.log_line(kRetrying);
+    job.log_line("[rank3] e2e: all_reduce ok (10)");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::Healthy);
+    CHECK(d.verdict.summary.find("its constructor retries") != std::string::npos);
+  }
+  SECTION("no c10d line at all: progress answers no warning, and a hang after it prints nothing") {
+    Job job;
+    job.log_line("[rank0] e2e: joined in 0.95s");
+    job.log_line("[rank0] e2e: all_reduce ok (10)");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::Unknown);
+  }
+  SECTION("NOT: a fatal error after the progress keeps its class") {
+    Job without;
+    without.log_line(kResetWarning);
+    without.log_line(kWatchdog);
+    Job with;
+    with.log_line(kResetWarning);
+    with.log_line("Epoch 1/10 loss 2.31");
+    with.log_line(kWatchdog);
+    const Diagnosis d = with.diagnose_it();
+    CHECK(d.verdict.cls != FailureClass::Healthy);
+    CHECK(d.verdict.cls == without.diagnose_it().verdict.cls);
+  }
+  SECTION("NOT: an exception line anywhere") {
+    Job job;
+    job.log_line(kIpv6Gai);
+    job.log_line("Epoch 1/10 loss 2.31");
+    job.log_line("RuntimeError: CUDA error: an illegal memory access was encountered");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::Healthy);
+  }
+  SECTION("NOT: another rank's progress does not carry this rank past its warning") {
+    Job job;
+    job.log_line(kIpv6Gai, 1, "all.log");
+    job.log_line("Epoch 1/10 loss 2.31", 0, "all.log");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::NameResolution);
+  }
+  SECTION("NOT: an error-level c10d line, even with progress after it") {
+    Job job;
+    job.log_line("[E socket.cpp:860] [c10d] The client socket has timed out after 900s while trying to connect to "
+                 "(node0, 29500).");
+    job.log_line("Epoch 1/10 loss 2.31");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::Healthy);
+  }
+  SECTION("NOT: a crash's C++ frames after the progress, in words no family reads") {
+    Job job;
+    job.log_line(kIpv6Gai);
+    job.log_line("Epoch 1/10 loss 2.31");
+    job.log_line("Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1521 "
+                 "(most recent call first):");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::Healthy);
+  }
+}
+
+TEST_CASE("logs: a store bind that failed, and a process that went on: a shared store") {
+  SECTION("1.x: both families' binds fail, listen fails, the job trains and later fails: rdzv_collision") {
+    Job job;
+    job.log_line("[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+                 "already in use).");
+    job.log_line("[W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - "
+                 "Address already in use).");
+    job.log_line("[E socket.cpp:462] [c10d] The server socket has failed to listen on any local network address.");
+    job.log_line("For gpu:3. Running epoch: 2");
+    job.log_line("Traceback (most recent call last):");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RdzvCollision);
+    CHECK(d.verdict.summary.find("went on (job.log:4") != std::string::npos);
+    CHECK(d.verdict.summary.find("failed later (job.log:5") != std::string::npos);
+  }
+  SECTION("NOT: a bind failure after which the process dies is a port conflict") {
+    Job job;
+    job.log_line("[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+                 "already in use).");
+    job.log_line("[E socket.cpp:462] [c10d] The server socket has failed to listen on any local network address.");
+    job.log_line("RuntimeError: The server socket has failed to listen on any local network address.");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::PortConflict);
+  }
+  SECTION("NOT: another node's training does not carry this node's agent past its bind failure") {
+    Job job;
+    job.log_line("[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+                 "already in use).", -1, "node0.log");
+    job.log_line("Epoch 1/10 loss 2.31", -1, "node1.log");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::PortConflict);
+  }
+  SECTION("NOT: a bind failure is never noise, even when the job went on and nothing failed") {
+    Job job;
+    job.log_line("[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+                 "already in use).");
+    job.log_line("Epoch 1/10 loss 2.31");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RdzvCollision);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(has_alternative(d, FailureClass::Healthy));  // the store may be its own job's
   }
 }

@@ -291,3 +291,53 @@ TEST_CASE("prefilter: finds each anchor at every offset, and patterns.txt holds 
   for (auto a : pf.anchors()) code.insert(std::string(a));
   CHECK(file == code);
 }
+
+// Issue 29: the progress lines the reader keeps (logs/progress.h): each process's first after
+// each of its lines that a family matched, and the file's first; and the last unread anchor line.
+TEST_CASE("progress: the first after each event of the same process, and the file's first", "[scan]") {
+  TempDir d;
+  const std::string warn = "[W socket.cpp:558] [c10d] The IPv6 network addresses of (node0, 29500) cannot be "
+                           "retrieved (gai error: -2 - Name or service not known).\n";
+  const auto f = d.write("all.log",
+                         "[rank0]:Epoch 1/10 loss 2.5\n"      // the file's first (line 1)
+                         "[rank0]:Epoch 2/10 loss 2.4\n"      // nothing awaits it
+                         "[rank1]:" + warn +                  // line 3: rank 1 awaits
+                         "[rank0]:Epoch 3/10 loss 2.3\n"      // rank 0's: not rank 1's
+                         "[rank1]:Epoch 3/10 loss 2.2\n"      // line 5: rank 1's first after it
+                         "[rank1]:Epoch 4/10 loss 2.1\n");
+  const LogScan s = must_scan(f);
+  REQUIRE(s.progress.size() == 2);
+  CHECK(s.progress[0].line == 1);
+  CHECK(s.progress[1].line == 5);
+  CHECK(s.progress[1].rank == 1);
+  CHECK(s.unread.empty());
+}
+
+TEST_CASE("progress: what counts, and what does not", "[scan]") {
+  for (const char* yes : {"For gpu:3. Running epoch: 2", "Epoch [3/10]", " iteration       10/ 1000 | loss 3.2",
+                          "step 100 loss=2.3456", "valid_loss: 0.94", "===== 5 passed in 3.21s =====",
+                          "tests/test_dp.py::test_daso PASSED", "test_daso (heat.optim.TestDASO) ... ok",
+                          "Training completed in 3h", "[rank0] e2e: all_reduce ok (10)", "barrier done"}) {
+    INFO(yes);
+    CHECK(says_job_progressed(yes));
+  }
+  for (const char* no : {"Namespace(epochs=100, lr=0.1)", "max_iterations: 1000", "Loading checkpoint shards",
+                         "the epoch argument is deprecated", "test_daso (heat.optim.TestDASO) ... ",
+                         "glossary 3", "broadcasting the model", "waiting for all_reduce"}) {
+    INFO(no);
+    CHECK_FALSE(says_job_progressed(no));
+  }
+}
+
+TEST_CASE("progress: the last unread anchor line of a process is kept, and awaits progress", "[scan]") {
+  TempDir d;
+  const auto f = d.write("rank0.log",
+                         "Epoch 1 loss 2.5\n"
+                         "Exception raised from ncclCommWatchdog at ProcessGroupNCCL.cpp:1521 (most recent call first):\n"
+                         "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96\n");
+  const LogScan s = must_scan(f);
+  REQUIRE(s.unread.size() == 1);
+  CHECK(s.unread[0].line == 3);  // "c10::Error" holds the "Error" anchor too
+  REQUIRE(s.progress.size() == 1);
+  CHECK(s.progress[0].line == 1);
+}
