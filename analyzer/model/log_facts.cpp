@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "address.h"
 #include "endings.h"
 
 namespace rdzvscope {
@@ -77,6 +78,33 @@ const LogEvent* LogFacts::connect_before(const LogEvent& e) const {
     return &x;
   }
   return nullptr;
+}
+
+bool shows_torchrun_agent(const LogFacts& logs) {
+  const bool agent_frame = std::any_of(logs.frames.begin(), logs.frames.end(),
+                                       [](const LogEvent& f) { return f.setting == "launcher"; });
+  return agent_frame || !logs.launch_configs.empty() || !logs.log_dir_run_ids.empty() ||
+         !logs.teardown_marks.empty() || !logs.worker_failures.empty() || !logs.worker_failure_lines.empty() ||
+         logs.any({LogFamily::RendezvousClosed, LogFamily::RendezvousTimeout});
+}
+
+const LogEvent* loopback_store_never_up(const LogFacts& logs) {
+  const auto timeouts = logs.of({LogFamily::ClientConnectTimeout});
+  if (timeouts.empty()) return nullptr;
+  if (!std::all_of(timeouts.begin(), timeouts.end(), [](const LogEvent* e) { return is_loopback_name(e->host); }))
+    return nullptr;
+  // A SYN that went unanswered (ETIMEDOUT: c10d 2.x warns "The server socket on ... has timed
+  // out, will retry"), a connect that failed with an errno, an unreachable host, a lookup.
+  if (logs.any({LogFamily::ServerTimedOutRetry, LogFamily::ConnectionTimedOutErrno, LogFamily::ConnectFailed,
+                LogFamily::NoRouteToHost, LogFamily::GaiError, LogFamily::HostNotFound}))
+    return nullptr;
+  if (shows_torchrun_agent(logs)) return nullptr;
+  // Rank 0 announced entering init_process_group (Lightning): it was no longer busy before it,
+  // and its store should have been up; what kept the clients out is not its lateness.
+  if (std::any_of(logs.init_entries.begin(), logs.init_entries.end(),
+                  [](const LogEvent& e) { return e.setting == "entering" && e.rank == 0; }))
+    return nullptr;
+  return timeouts.front();
 }
 
 namespace {
@@ -447,6 +475,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     add_death(facts, std::move(e));
   else if (e.family == LogFamily::StackFrame)
     facts.frames.push_back(std::move(e));
+  else if (e.family == LogFamily::InitAnnounced)
+    facts.init_entries.push_back(std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else

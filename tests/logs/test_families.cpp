@@ -661,3 +661,43 @@ TEST_CASE("stack_frame: distributed_c10d.py calls and TCPStore's constructor (is
   CHECK_FALSE(classify_line("  File \"/x/torch/distributed/c10d_logger.py\", line 81, in wrapper").has_value());
   CHECK_FALSE(classify_line("frame #9: c10d::TCPStore::doWait(c10::ArrayRef<std::string>) + 0x1d2").has_value());
 }
+
+TEST_CASE("stack_frame: a frame of torchrun's own code is the agent's (issue 29)", "[families]") {
+  for (const char* line : {"  File \"/opt/conda/bin/torchrun\", line 8, in <module>",
+                           "  File \"/x/site-packages/torch/distributed/run.py\", line 1019, in run",
+                           "  File \"/x/site-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py\", "
+                           "line 156, in _create_tcp_store"})
+    CHECK(must(line, Family::StackFrame).setting == "launcher");
+  // the env:// handler of a worker's init_process_group is no agent's frame
+  CHECK_FALSE(classify_line("  File \"/x/site-packages/torch/distributed/rendezvous.py\", line 232, in "
+                            "_env_rendezvous_handler")
+                  .has_value());
+}
+
+TEST_CASE("init_announced: Lightning's line of a process entering init_process_group, and rank 0's after it (issue 29)",
+          "[families]") {
+  auto old = must("initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/8", Family::InitAnnounced);
+  CHECK(old.setting == "entering");
+  CHECK(old.rank == 2);
+  CHECK(old.expected == 8);
+  // the line's own rank outranks the file name's
+  auto now = classify_line("[rank: 1] Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2", 0);
+  REQUIRE(now.has_value());
+  CHECK(now->family == Family::InitAnnounced);
+  CHECK(now->rank == 1);
+  CHECK(now->expected == 2);
+  auto done = must("All distributed processes registered. Starting with 8 processes", Family::InitAnnounced);
+  CHECK(done.setting == "registered");
+  CHECK(done.expected == 8);
+  CHECK(must("All DDP processes registered. Starting ddp with 4 processes", Family::InitAnnounced).expected == 4);
+  CHECK_FALSE(classify_line("GLOBAL_RANK is 3").has_value());
+}
+
+TEST_CASE("watchdog_timeout: the backtrace of the watchdog's exception, frame #1 in checkTimeout (issue 29)",
+          "[families]") {
+  must("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+       "std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in /x/libtorch_cuda.so)",
+       Family::WatchdogTimeout);
+  CHECK_FALSE(classify_line("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<long>) + 0x1d2")
+                  .has_value());
+}

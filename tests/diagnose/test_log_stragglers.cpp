@@ -1,0 +1,170 @@
+// Issue 29: stragglers from logs alone where no rank's line says it timed out waiting for another
+// (rules/rule_straggler_unarrived.cpp), and the NCCL watchdog's timeout known by its backtrace.
+// The lines are those of the corpus' logs (tests/corpus) and their variants.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "job_builder.h"
+
+using namespace rdzvscope;
+using namespace rdzvscope::test;
+
+namespace {
+
+bool has_alternative(const Diagnosis& d, FailureClass cls) {
+  return std::any_of(d.alternatives.begin(), d.alternatives.end(), [&](const Alternative& a) { return a.cls == cls; });
+}
+
+// Lightning's DDP on 1.x, nanodet#415: rank 1 announced init_process_group and waited out its
+// connect timeout on the loopback store.
+const char* kAnnounced1of2 = "initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2";
+const char* kLoopbackTimeout =
+    "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, "
+    "43771).";
+const char* kLoopbackTimeoutRaised =
+    "TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 43771)";
+
+}  // namespace
+
+TEST_CASE("logs: a client that waited out its connect timeout on a loopback store: rank 0, its host, was late") {
+  SECTION("Lightning's rank 1 of 2: straggler_timeout, rank 0, low, store_not_ready the runner-up") {
+    Job job;
+    job.log_line(kAnnounced1of2);
+    job.log_line(kLoopbackTimeout);
+    job.log_line(kLoopbackTimeoutRaised);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.initiating_rank == 0);
+    CHECK(d.verdict.summary.find("127.0.0.1:43771") != std::string::npos);
+    CHECK(d.verdict.summary.find("timed out after 1800.00 s connecting to the store") != std::string::npos);
+    CHECK(d.verdict.summary.find("rank(s) 1 announced entering init_process_group") != std::string::npos);
+    CHECK(has_alternative(d, FailureClass::StoreNotReady));
+    CHECK(has_alternative(d, FailureClass::ConnectTimeout));
+  }
+  SECTION("the bare line, 2.x's millisecond form and localhost: the same") {
+    for (const char* line :
+         {"TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 43971)",
+          "[E1201 10:37:40.865341725 socket.cpp:1028] [c10d] The client socket has timed out after 4000ms while trying "
+          "to connect to (localhost, 35711).",
+          "torch.distributed.DistNetworkError: The client socket has timed out after 60000ms while trying to connect "
+          "to (::1, 29500)."}) {
+      Job job;
+      job.log_line(line);
+      Diagnosis d = job.diagnose_it();
+      CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+      CHECK(d.verdict.initiating_rank == 0);
+      CHECK(d.verdict.summary.find("a client (the logs do not say which rank)") != std::string::npos);
+    }
+  }
+  SECTION("not to a store on another host: the path may drop SYNs, store_not_ready as before") {
+    Job job;
+    job.log_line("TimeoutError: The client socket has timed out after 1800s while trying to connect to (10.0.0.5, "
+                 "29500)");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::StoreNotReady);
+  }
+  SECTION("not when one of the timeouts is to another host") {
+    Job job;
+    job.log_line(kLoopbackTimeout, 1, "rank1.log");
+    job.log_line("TimeoutError: The client socket has timed out after 1800s while trying to connect to (node0, 29500)",
+                 2, "rank2.log");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::StoreNotReady);
+  }
+  SECTION("not when a SYN went unanswered (a firewall on the loopback): connect_timeout") {
+    Job job;
+    job.log_line("[W1201 10:37:39.916166207 socket.cpp:938] [c10d] The server socket on [::1]:35711 has timed out, "
+                 "will retry.");
+    job.log_line("[E1201 10:37:40.865341725 socket.cpp:1028] [c10d] The client socket has timed out after 4000ms while "
+                 "trying to connect to (127.0.0.1, 35711).");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::ConnectTimeout);
+  }
+  SECTION("not a torchrun agent's connect (its frames): the rendezvous endpoint's host, store_not_ready") {
+    Job job;
+    job.log_line("[E1202 07:44:29.828078162 socket.cpp:1028] [c10d] The client socket has timed out after 3000ms while "
+                 "trying to connect to (127.0.0.1, 51423).");
+    job.log_line("  File \"/work/main/.venv/torch-2.13.0/bin/torchrun\", line 8, in <module>");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::StoreNotReady);
+  }
+  SECTION("not when rank 0 announced entering init_process_group: it was not busy before it") {
+    Job job;
+    job.log_line("initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2");
+    job.log_line(kAnnounced1of2);
+    job.log_line(kLoopbackTimeout);
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::StoreNotReady);
+  }
+  SECTION("a rank 0 that a file name gives the line is no client of its own store: not named as one") {
+    Job job;
+    job.log_line(kLoopbackTimeoutRaised, 0, "rank0.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(d.verdict.summary.find("a client (the logs do not say which rank)") != std::string::npos);
+  }
+}
+
+TEST_CASE("logs: ranks that never announced init_process_group (Lightning) are the ones the others wait for") {
+  SECTION("sbatch without srun: ranks 0-3 of 8 announced, no error, no registration") {
+    Job job;
+    job.log_line("GPU available: True, used: True");
+    for (int r : {1, 2, 0, 3})
+      job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) + "/8");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(d.verdict.confidence == "low");
+    CHECK_FALSE(d.verdict.initiating_rank);
+    CHECK(d.verdict.summary.find("rank(s) 0-3 of 8") != std::string::npos);
+    CHECK(d.verdict.summary.find("wait there for rank(s) 4-7") != std::string::npos);
+  }
+  SECTION("one rank missing is named") {
+    Job job;
+    for (int r : {0, 1, 3})
+      job.log_line("Initializing distributed: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) +
+                   "/4");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(d.verdict.initiating_rank == 2);
+  }
+  SECTION("not when every rank announced it") {
+    Job job;
+    for (int r : {0, 1})
+      job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) + "/2");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::Unknown);
+  }
+  SECTION("not when rank 0 says init_process_group returned") {
+    Job job;
+    job.log_line("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8");
+    job.log_line("All distributed processes registered. Starting with 8 processes");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
+  }
+  SECTION("not when a rank was announced twice: two processes took the same rank, none is late") {
+    Job job;
+    for (int r : {1, 1, 2, 2, 3, 3, 0, 0})
+      job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) + "/8");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::Unknown);
+  }
+  SECTION("not beside an error: it says more than a silence") {
+    Job job;
+    job.log_line("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8");
+    job.log_line("Traceback (most recent call last):");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::Unknown);
+  }
+}
+
+TEST_CASE("logs: the NCCL watchdog's timeout known by its exception's backtrace alone") {
+  SECTION("frame #1 is WorkNCCL::checkTimeout: a rank waited in a collective past its timeout") {
+    Job job;
+    job.log_line("frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x1554e8b12f86 in libc10.so)");
+    job.log_line("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+                 "std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in libtorch_cuda.so)");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.summary.find("timed out in a collective after the rendezvous") != std::string::npos);
+  }
+  SECTION("not checkTimeout deeper in a stack: no exception was made there") {
+    Job job;
+    job.log_line("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+                 "std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in libtorch_cuda.so)");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
+  }
+}
