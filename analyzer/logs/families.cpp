@@ -573,9 +573,14 @@ bool is_launcher_frame(sv s) {
          says_any<"distributed/elastic/", "bin/torchrun\"", "distributed/run.py\"">(s);
 }
 
+// Issue 29: the two lines of a traceback through the entry of transformers' (or accelerate's)
+// main_process_first: the caller's source line, then contextlib's __enter__ frame below it.
+bool is_main_process_first_line(sv s) { return says_all<"with ", "main_process_first(">(s); }
+bool is_context_enter_frame(sv s) { return says_all<"contextlib.py\", line ", ", in __enter__">(s); }
+
 bool is_stack_frame(sv s) {
   if (says_all<"distributed_c10d.py\", line ", ", in ">(s)) return true;
-  if (is_launcher_frame(s)) return true;
+  if (is_launcher_frame(s) || is_main_process_first_line(s) || is_context_enter_frame(s)) return true;
   return std::any_of(std::begin(kStoreCtorFrames), std::end(kStoreCtorFrames),
                      [&](sv f) { return contains(s, f); });
 }
@@ -593,6 +598,10 @@ void find_frame_function(sv body, LogEvent& ev) {
   }
   if (is_launcher_frame(body)) {
     ev.setting = "launcher";
+    return;
+  }
+  if (is_main_process_first_line(body) || is_context_enter_frame(body)) {
+    ev.setting = is_context_enter_frame(body) ? "context_enter" : "main_process_first";
     return;
   }
   for (sv f : kStoreCtorFrames)
@@ -975,7 +984,8 @@ constexpr FamilyRow kFamilies[] = {
      .name = "stack_frame",
      .scope = Scope::Setting,
      // "TCPStore::" for the constructor's frames (TCPStore(, waitForWorkers, ping, validate).
-     .anchors = {"distributed_c10d.py", "TCPStore::", "run\", line", "distributed/elastic/"},
+     .anchors = {"distributed_c10d.py", "TCPStore::", "run\", line", "distributed/elastic/", "main_process_first(",
+                 "in __enter__"},
      .matches = is_stack_frame,
      .reason_after = {},
      .values = find_frame_function,

@@ -88,9 +88,25 @@ bool shows_torchrun_agent(const LogFacts& logs) {
          logs.any({LogFamily::RendezvousClosed, LogFamily::RendezvousTimeout});
 }
 
+namespace {
+
+// 2.x retries a whole connect that timed out ("TCP client failed to connect/validate to host
+// H:P - retrying (try=0, ...)"): a process whose last timed-out connect is such a retry may have
+// connected on the next try (a store host late by less than the timeout), and failed nothing.
+bool only_retried(const std::vector<const LogEvent*>& timeouts) {
+  return std::all_of(timeouts.begin(), timeouts.end(), [&](const LogEvent* e) {
+    const LogEvent* last = e;
+    for (const LogEvent* x : timeouts)
+      if (same_process(*x, *e) && x->line > last->line) last = x;
+    return last->has(LogFamily::ConnectValidate) && last->text.find("- retrying") != std::string::npos;
+  });
+}
+
+}  // namespace
+
 const LogEvent* loopback_store_never_up(const LogFacts& logs) {
   const auto timeouts = logs.of({LogFamily::ClientConnectTimeout});
-  if (timeouts.empty()) return nullptr;
+  if (timeouts.empty() || only_retried(timeouts)) return nullptr;
   if (!std::all_of(timeouts.begin(), timeouts.end(), [](const LogEvent* e) { return is_loopback_name(e->host); }))
     return nullptr;
   // A SYN that went unanswered (ETIMEDOUT: c10d 2.x warns "The server socket on ... has timed
@@ -105,6 +121,16 @@ const LogEvent* loopback_store_never_up(const LogFacts& logs) {
                   [](const LogEvent& e) { return e.setting == "entering" && e.rank == 0; }))
     return nullptr;
   return timeouts.front();
+}
+
+std::vector<const LogEvent*> waits_for_main_process(const LogFacts& logs) {
+  std::vector<const LogEvent*> out;
+  const auto& f = logs.frames;
+  for (std::size_t i = 0; i + 1 < f.size(); ++i)
+    if (f[i].setting == "main_process_first" && f[i + 1].setting == "context_enter" && f[i + 1].file == f[i].file &&
+        f[i + 1].line == f[i].line + 1)
+      out.push_back(&f[i]);
+  return out;
 }
 
 namespace {

@@ -150,11 +150,20 @@ bool shows_torchrun_agent(const LogFacts& logs);
 // address), with no line of a connect that failed otherwise (no SYN timed out, no errno, no
 // lookup): c10d retries a refused connect silently until its deadline, and a SYN to loopback is
 // answered at once (by a listener, or by a refusal) unless a firewall rule on the loopback
-// interface drops it. So nothing listened on that port of this node for the whole timeout.
+// interface drops it. So nothing listened on that port of this node for the whole timeout. Not
+// when every process's last such line is 2.x's retry of the connect, which may have succeeded.
 // Outside torchrun (shows_torchrun_agent) that store is rank 0's init_process_group's (env://
 // and tcp://: TCPStore(is_master = rank == 0)). Not when rank 0 announced entering
 // init_process_group (Lightning's line). The first such line, or nullptr.
 const LogEvent* loopback_store_never_up(const LogFacts& logs);
+
+// Issue 29: tracebacks through the entry of transformers' (or accelerate's) main_process_first:
+// its caller's source line ("with training_args.main_process_first(desc=...)") with contextlib's
+// __enter__ frame on the next line of the same file. Every process but the main one waits at a
+// barrier on that entry until the main one has run the block and reached the barrier at its
+// end; an exception out of the entry is a replica's wait that failed. The source lines, one per
+// traceback, in file order.
+std::vector<const LogEvent*> waits_for_main_process(const LogFacts& logs);
 
 // Reads the logs and settles what needs all of them (settle_log_facts).
 LogFacts load_logs(const std::vector<std::string>& paths);

@@ -2,6 +2,8 @@
 // (issue 29): the logs show who never arrived by what c10d or the launcher leaves behind.
 // - Clients that waited out their whole connect timeout on their own node's loopback: nothing
 //   listened there all that time, and under env:// the listener is rank 0's init_process_group.
+// - Tracebacks out of the entry of main_process_first (transformers, accelerate): replicas whose
+//   wait for the main process, still in the block, failed.
 // - PyTorch Lightning's announcements of each process entering init_process_group: the ranks of
 //   the world that never announced it are the ones the others wait for.
 #include <algorithm>
@@ -153,6 +155,34 @@ std::optional<Candidate> straggler_never_announced(const Context& c) {
   out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *entering.front()));
   out.discriminators.set("late_ranks", RankSet{missing});
   out.discriminators.set("expected_world_size", std::int64_t{world});
+  return out;
+}
+
+std::optional<Candidate> straggler_main_process_first(const Context& c) {
+  if (c.has_traces()) return std::nullopt;
+  const std::vector<const LogEvent*> waits = waits_for_main_process(c.logs);
+  if (waits.empty()) return std::nullopt;
+  const std::string n = std::to_string(waits.size());
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::StragglerTimeout;
+  v.confidence = "low";
+  v.initiating_rank = 0;
+  v.summary = n + " traceback(s) come out of the entry of main_process_first (transformers, accelerate): every "
+              "process but the main one waits there at a barrier until the main one has run the block (a dataset's "
+              "map, tokenization) and reached the barrier at its end, so these are replicas whose wait failed while "
+              "the main process (rank 0; with local=True the first process of each node) was still in the block: "
+              "most likely the block ran past the barrier's timeout (30 min by default)";
+  v.next_step = "run the block once before the distributed job (preprocess the dataset, then train from its cache), "
+                "or give the barrier more time (TrainingArguments(ddp_timeout=...), init_process_group(timeout=...)); "
+                "the main process's own log says how far the block had got";
+  out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *waits.front()));
+  out.alternatives.push_back(
+      {FailureClass::RankDied, std::nullopt,
+       "the main process died inside the block (its memory, an error in the data): the replicas' barrier then fails "
+       "or times out the same way",
+       "the main process's own log: a traceback of its own inside the block, or the OOM killer in the kernel log"});
+  out.discriminators.set("waiting_tracebacks", std::int64_t{static_cast<std::int64_t>(waits.size())});
   return out;
 }
 

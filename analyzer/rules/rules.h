@@ -33,6 +33,8 @@ std::optional<Candidate> straggler_at_first_collective(const Context& c);
 // loopback store (its host, rank 0, late), and ranks that never announced init_process_group.
 std::optional<Candidate> straggler_store_host_late(const Context& c);
 std::optional<Candidate> straggler_never_announced(const Context& c);
+// And tracebacks out of main_process_first's entry: replicas that waited for the main process.
+std::optional<Candidate> straggler_main_process_first(const Context& c);
 // The same from PyTorch's Flight Recorder dumps where the traces do not show it (NCCL's own
 // transports, no trace at all): the collective where the dumped ranks part.
 std::optional<Candidate> straggler_from_flight_recorder(const Context& c);

@@ -168,3 +168,45 @@ TEST_CASE("logs: the NCCL watchdog's timeout known by its exception's backtrace 
     CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
   }
 }
+
+TEST_CASE("logs: tracebacks out of main_process_first's entry are replicas that waited for the main process") {
+  const char* with_line = "    with training_args.main_process_first(desc=\"dataset map tokenization\"):";
+  const char* enter = "  File \"/usr/lib/python3.8/contextlib.py\", line 113, in __enter__";
+  SECTION("transformers#17106: interleaved tracebacks of the replicas, the excerpt ends before the error") {
+    Job job;
+    for (int i = 0; i < 3; ++i) job.log_line(with_line).log_line(enter);
+    job.log_line(with_line);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.initiating_rank == 0);
+    CHECK(d.verdict.summary.find("3 traceback(s) come out of the entry of main_process_first") != std::string::npos);
+    CHECK(has_alternative(d, FailureClass::RankDied));
+  }
+  SECTION("not the block's exit: the main process's own barrier after the block") {
+    Job job;
+    job.log_line(with_line);
+    job.log_line("  File \"/usr/lib/python3.8/contextlib.py\", line 120, in __exit__");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
+  }
+  SECTION("not another context manager's entry") {
+    Job job;
+    job.log_line("    with torch.autocast(device_type=\"cuda\"):");
+    job.log_line(enter);
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
+  }
+}
+
+TEST_CASE("logs: a loopback connect timeout that 2.x retried, and nothing after: no late store host") {
+  // e2e store_late on 2.13 by hand: rank 0 later than the clients' timeout, their first try
+  // times out and is retried, the retry connects and the job succeeds.
+  Job job;
+  job.log_line("[E1201 10:37:29.828158829 socket.cpp:1028] [c10d] The client socket has timed out after 3000ms while "
+               "trying to connect to (127.0.0.1, 57291).",
+               1, "rank1.log");
+  job.log_line("[W1201 10:37:29.828524691 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host "
+               "127.0.0.1:57291 - retrying (try=0, timeout=3000ms, delay=1397ms): The client socket has timed out after "
+               "3000ms while trying to connect to (127.0.0.1, 57291).",
+               1, "rank1.log");
+  CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
+}

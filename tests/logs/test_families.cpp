@@ -701,3 +701,11 @@ TEST_CASE("watchdog_timeout: the backtrace of the watchdog's exception, frame #1
   CHECK_FALSE(classify_line("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<long>) + 0x1d2")
                   .has_value());
 }
+
+TEST_CASE("stack_frame: main_process_first's caller line and contextlib's __enter__ (issue 29)", "[families]") {
+  CHECK(must("    with training_args.main_process_first(desc=\"dataset map tokenization\"):", Family::StackFrame)
+            .setting == "main_process_first");
+  CHECK(must("  File \"/usr/lib/python3.8/contextlib.py\", line 113, in __enter__", Family::StackFrame).setting ==
+        "context_enter");
+  CHECK_FALSE(classify_line("  File \"/usr/lib/python3.8/contextlib.py\", line 120, in __exit__").has_value());
+}
