@@ -56,6 +56,17 @@ std::vector<Alternative> loopback_alternatives(const LogEvent& e) {
   };
 }
 
+// The candidate these log-only paths make: straggler_timeout, low (the logs cannot say how
+// late), `rank` initiating where they name one, `line` its evidence.
+Candidate low_straggler(std::optional<int> rank, const LogEvent& line) {
+  Candidate out;
+  out.verdict.cls = FailureClass::StragglerTimeout;
+  out.verdict.confidence = "low";
+  out.verdict.initiating_rank = rank;
+  out.findings.push_back(log_finding(FailureClass::StragglerTimeout, line));
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> straggler_store_host_late(const Context& c) {
@@ -71,11 +82,8 @@ std::optional<Candidate> straggler_store_host_late(const Context& c) {
   const std::string after = e->timeout_ms ? " after " + fmt_seconds(*e->timeout_ms / 1000.0) : std::string();
   const std::string where = e->host + (e->port ? ":" + std::to_string(*e->port) : std::string());
 
-  Candidate out;
+  Candidate out = low_straggler(0, *e);
   Verdict& v = out.verdict;
-  v.cls = FailureClass::StragglerTimeout;
-  v.confidence = "low";
-  v.initiating_rank = 0;
   v.summary = who + " timed out" + after + " connecting to the store at " + where +
               ", a loopback address of the node the client runs on: a loopback SYN is answered at once (by the store, or by a refusal "
               "that c10d retries silently until its deadline), so nothing listened there for the whole timeout. "
@@ -89,7 +97,6 @@ std::optional<Candidate> straggler_store_host_late(const Context& c) {
                 "the others waited; move that work before the launch, or behind a barrier after init_process_group, "
                 "or give init_process_group(timeout=...) more than it takes; if rank 0 never got there (it died or "
                 "never started), that is why";
-  out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *e));
   out.alternatives = loopback_alternatives(*e);
   out.discriminators.set("candidates", NameList{{"straggler_timeout", "store_not_ready", "connect_timeout"}});
   out.discriminators.set("store_address", where);
@@ -137,11 +144,9 @@ std::optional<Candidate> straggler_never_announced(const Context& c) {
     if (!std::binary_search(entered.begin(), entered.end(), r)) missing.push_back(r);
   if (missing.empty() || entered.empty()) return std::nullopt;
 
-  Candidate out;
+  Candidate out =
+      low_straggler(missing.size() == 1 ? std::optional<int>(missing.front()) : std::nullopt, *entering.front());
   Verdict& v = out.verdict;
-  v.cls = FailureClass::StragglerTimeout;
-  v.confidence = "low";
-  if (missing.size() == 1) v.initiating_rank = missing.front();
   v.summary = "rank(s) " + rank_list(entered) + " of " + std::to_string(world) +
               " announced entering init_process_group (Lightning's \"GLOBAL_RANK: R, MEMBER: M/" +
               std::to_string(world) + "\") and the logs hold no error and no sign that it returned (rank 0's \"All "
@@ -152,7 +157,6 @@ std::optional<Candidate> straggler_never_announced(const Context& c) {
   v.next_step = "check that every rank was started: the scheduler's task count (srun inside the batch script), "
                 "NODE_RANK and LOCAL_RANK in the launching shell's environment, the other nodes' logs; the ranks that "
                 "came wait until init_process_group's timeout (30 min by default)";
-  out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *entering.front()));
   out.discriminators.set("late_ranks", RankSet{missing});
   out.discriminators.set("expected_world_size", std::int64_t{world});
   return out;
@@ -163,11 +167,8 @@ std::optional<Candidate> straggler_main_process_first(const Context& c) {
   const std::vector<const LogEvent*> waits = waits_for_main_process(c.logs);
   if (waits.empty()) return std::nullopt;
   const std::string n = std::to_string(waits.size());
-  Candidate out;
+  Candidate out = low_straggler(0, *waits.front());
   Verdict& v = out.verdict;
-  v.cls = FailureClass::StragglerTimeout;
-  v.confidence = "low";
-  v.initiating_rank = 0;
   v.summary = n + " traceback(s) come out of the entry of main_process_first (transformers, accelerate): every "
               "process but the main one waits there at a barrier until the main one has run the block (a dataset's "
               "map, tokenization) and reached the barrier at its end, so these are replicas whose wait failed while "
@@ -176,7 +177,6 @@ std::optional<Candidate> straggler_main_process_first(const Context& c) {
   v.next_step = "run the block once before the distributed job (preprocess the dataset, then train from its cache), "
                 "or give the barrier more time (TrainingArguments(ddp_timeout=...), init_process_group(timeout=...)); "
                 "the main process's own log says how far the block had got";
-  out.findings.push_back(log_finding(FailureClass::StragglerTimeout, *waits.front()));
   out.alternatives.push_back(
       {FailureClass::RankDied, std::nullopt,
        "the main process died inside the block (its memory, an error in the data): the replicas' barrier then fails "

@@ -25,6 +25,21 @@ const char* kLoopbackTimeout =
 const char* kLoopbackTimeoutRaised =
     "TimeoutError: The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 43771)";
 
+// The C++ backtrace of an exception made in WorkNCCL::checkTimeout, at frame `n`.
+std::string check_timeout_frame(int n) {
+  return "frame #" + std::to_string(n) +
+         ": c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, std::ratio<1l, "
+         "1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in libtorch_cuda.so)";
+}
+
+// Lightning's announcement of each of `ranks` entering init_process_group in a world of `world`.
+void announce(Job& job, std::initializer_list<int> ranks, int world,
+              const std::string& words = "initializing ddp") {
+  for (int r : ranks)
+    job.log_line(words + ": GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) + "/" +
+                 std::to_string(world));
+}
+
 }  // namespace
 
 TEST_CASE("logs: a client that waited out its connect timeout on a loopback store: rank 0, its host, was late") {
@@ -106,8 +121,7 @@ TEST_CASE("logs: ranks that never announced init_process_group (Lightning) are t
   SECTION("sbatch without srun: ranks 0-3 of 8 announced, no error, no registration") {
     Job job;
     job.log_line("GPU available: True, used: True");
-    for (int r : {1, 2, 0, 3})
-      job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) + "/8");
+    announce(job, {1, 2, 0, 3}, 8);
     Diagnosis d = job.diagnose_it();
     CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
     CHECK(d.verdict.confidence == "low");
@@ -117,34 +131,30 @@ TEST_CASE("logs: ranks that never announced init_process_group (Lightning) are t
   }
   SECTION("one rank missing is named") {
     Job job;
-    for (int r : {0, 1, 3})
-      job.log_line("Initializing distributed: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) +
-                   "/4");
+    announce(job, {0, 1, 3}, 4, "Initializing distributed");
     Diagnosis d = job.diagnose_it();
     CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
     CHECK(d.verdict.initiating_rank == 2);
   }
   SECTION("not when every rank announced it") {
     Job job;
-    for (int r : {0, 1})
-      job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) + "/2");
+    announce(job, {0, 1}, 2);
     CHECK(job.diagnose_it().verdict.cls == FailureClass::Unknown);
   }
   SECTION("not when rank 0 says init_process_group returned") {
     Job job;
-    job.log_line("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8");
+    announce(job, {0}, 8);
     job.log_line("All distributed processes registered. Starting with 8 processes");
     CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
   }
   SECTION("not when a rank was announced twice: two processes took the same rank, none is late") {
     Job job;
-    for (int r : {1, 1, 2, 2, 3, 3, 0, 0})
-      job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) + "/8");
+    announce(job, {1, 1, 2, 2, 3, 3, 0, 0}, 8);
     CHECK(job.diagnose_it().verdict.cls == FailureClass::Unknown);
   }
   SECTION("not beside an error: it says more than a silence") {
     Job job;
-    job.log_line("initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8");
+    announce(job, {0}, 8);
     job.log_line("Traceback (most recent call last):");
     CHECK(job.diagnose_it().verdict.cls == FailureClass::Unknown);
   }
@@ -154,8 +164,7 @@ TEST_CASE("logs: the NCCL watchdog's timeout known by its exception's backtrace 
   SECTION("frame #1 is WorkNCCL::checkTimeout: a rank waited in a collective past its timeout") {
     Job job;
     job.log_line("frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x1554e8b12f86 in libc10.so)");
-    job.log_line("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
-                 "std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in libtorch_cuda.so)");
+    job.log_line(check_timeout_frame(1));
     Diagnosis d = job.diagnose_it();
     CHECK(d.verdict.cls == FailureClass::StragglerTimeout);
     CHECK(d.verdict.confidence == "low");
@@ -163,8 +172,7 @@ TEST_CASE("logs: the NCCL watchdog's timeout known by its exception's backtrace 
   }
   SECTION("not checkTimeout deeper in a stack: no exception was made there") {
     Job job;
-    job.log_line("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
-                 "std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in libtorch_cuda.so)");
+    job.log_line(check_timeout_frame(3));
     CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);
   }
 }
