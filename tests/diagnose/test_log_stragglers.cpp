@@ -108,6 +108,12 @@ TEST_CASE("logs: a client that waited out its connect timeout on a loopback stor
     job.log_line(kLoopbackTimeout);
     CHECK(job.diagnose_it().verdict.cls == FailureClass::StoreNotReady);
   }
+  SECTION("not when the logs show rank 0's death: a dead rank is dead, not late (rank_died)") {
+    Job job;
+    job.log_line(kLoopbackTimeoutRaised, 1, "rank1.log");
+    job.log_line("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL");
+    CHECK(job.diagnose_it().verdict.cls == FailureClass::RankDied);
+  }
   SECTION("a rank 0 that a file name gives the line is no client of its own store: not named as one") {
     Job job;
     job.log_line(kLoopbackTimeoutRaised, 0, "rank0.log");
