@@ -59,6 +59,15 @@ bool transport_connect_failed(sv s) {
                   "Connection refused", "Connection reset", "Connection closed", "No route to host">(s);
 }
 
+// The NCCL watchdog's timeout, or (issue 29) the C++ backtrace of its exception without the
+// message above it: c10's Error records the backtrace where it is made, so frame #0 is its
+// constructor and frame #1 the function that raised it; WorkNCCL::checkTimeout raises only the
+// collective's timeout.
+bool watchdog_timed_out(sv s) {
+  return says<"Watchdog caught collective operation timeout">(s) ||
+         says_all<"frame #1: ", "WorkNCCL::checkTimeout(">(s);
+}
+
 bool store_barrier_timed_out(sv s) {
   return says<"store based barrier">(s) &&
          says_any<"Timed out initializing", "Waiting in store based barrier">(s);
@@ -159,28 +168,8 @@ std::optional<LaunchSettingLine> log_dir_run_id_in(sv body) {
   return LaunchSettingLine{"log_dir_run_id", last.substr(0, underscore)};
 }
 
-// Lightning's announcement of the rank a process took, "initializing ddp: GLOBAL_RANK: R,
-// MEMBER: K/N" ("initializing distributed: ..." in later releases): the value is "R, MEMBER:
-// K/N", from the rank to the world size.
-std::optional<LaunchSettingLine> global_rank_in(sv body) {
-  constexpr sv kKey = "GLOBAL_RANK: ";
-  const size_t key = body.find(kKey);
-  if (key == npos) return std::nullopt;
-  const sv rest = body.substr(key + kKey.size());
-  size_t q = 0;
-  while (q < rest.size() && is_digit(rest[q])) ++q;
-  if (q == 0 || !rest.substr(q).starts_with(", MEMBER: ")) return std::nullopt;
-  const size_t slash = rest.find('/', q);
-  if (slash == npos) return std::nullopt;
-  size_t end = slash + 1;
-  while (end < rest.size() && is_digit(rest[end])) ++end;
-  if (end == slash + 1) return std::nullopt;
-  return LaunchSettingLine{"global_rank", rest.substr(0, end)};
-}
-
 std::optional<LaunchSettingLine> launch_setting_in(sv body) {
   if (auto d = log_dir_run_id_in(body)) return d;
-  if (auto g = global_rank_in(body)) return g;
   static constexpr sv kNames[] = {"run_id",    "rdzv_endpoint", "rdzv_backend",
                                   "min_nodes", "max_nodes",     "nproc_per_node"};
   if (size_t close = body.find("] "); close != npos && contains(body.substr(0, close), "api.py:"))
@@ -578,8 +567,22 @@ void find_awaited_key(sv body, LogEvent& ev) {
 constexpr std::string_view kStoreCtorFrames[] = {"c10d::TCPStore::TCPStore(", "c10d::TCPStore::waitForWorkers(",
                                                  "c10d::TCPStore::ping(", "c10d::TCPStore::validate("};
 
+// Issue 29: a Python frame of torchrun's own code (its entry point, torch/distributed/run.py,
+// the elastic agent and rendezvous): the traceback is an agent's, whose store is the rendezvous
+// endpoint's, not a worker's init_process_group store.
+bool is_launcher_frame(sv s) {
+  return says_all<"File \"", "\", line ">(s) &&
+         says_any<"distributed/elastic/", "bin/torchrun\"", "distributed/run.py\"">(s);
+}
+
+// Issue 29: the two lines of a traceback through the entry of transformers' (or accelerate's)
+// main_process_first: the caller's source line, then contextlib's __enter__ frame below it.
+bool is_main_process_first_line(sv s) { return says_all<"with ", "main_process_first(">(s); }
+bool is_context_enter_frame(sv s) { return says_all<"contextlib.py\", line ", ", in __enter__">(s); }
+
 bool is_stack_frame(sv s) {
   if (says_all<"distributed_c10d.py\", line ", ", in ">(s)) return true;
+  if (is_launcher_frame(s) || is_main_process_first_line(s) || is_context_enter_frame(s)) return true;
   return std::any_of(std::begin(kStoreCtorFrames), std::end(kStoreCtorFrames),
                      [&](sv f) { return contains(s, f); });
 }
@@ -595,12 +598,47 @@ void find_frame_function(sv body, LogEvent& ev) {
     ev.setting_value = std::string(body.substr(b, e - b));
     return;
   }
+  if (is_launcher_frame(body)) {
+    ev.setting = "launcher";
+    return;
+  }
+  if (is_main_process_first_line(body) || is_context_enter_frame(body)) {
+    ev.setting = is_context_enter_frame(body) ? "context_enter" : "main_process_first";
+    return;
+  }
   for (sv f : kStoreCtorFrames)
     if (size_t p = body.find(f); p != npos) {
       ev.setting = "store_ctor";
       ev.setting_value = std::string(f.substr(6, f.size() - 7));  // "TCPStore::ping"
       return;
     }
+}
+
+// Lightning's announcement of a process entering init_process_group, or rank 0's that it
+// returned (InitAnnounced).
+bool announces_init(sv s) {
+  return says_all<"GLOBAL_RANK: ", ", MEMBER: ">(s) || says_all<"processes registered. Starting ", " processes">(s);
+}
+
+// "GLOBAL_RANK: 1, MEMBER: 2/8": rank 1 of 8 entering; "Starting with 8 processes": 8 registered.
+void find_init_announcement(sv body, LogEvent& ev) {
+  if (auto r = number_after(body, "GLOBAL_RANK: ")) {
+    const size_t member = body.find(", MEMBER: ");
+    const size_t slash = member == npos ? npos : body.find('/', member);
+    if (slash == npos) return;
+    ev.rank = static_cast<int>(*r);
+    if (auto n = number_after(body.substr(slash), "/")) ev.expected = static_cast<int>(*n);
+    ev.setting = "entering";
+    return;
+  }
+  const size_t start = body.find("processes registered. Starting ");
+  const size_t end = start == npos ? npos : body.find(" processes", start + 31);
+  if (end == npos) return;
+  size_t b = end;
+  while (b > start && is_digit(body[b - 1])) --b;
+  if (b == end) return;
+  if (auto n = number_at(body, b)) ev.expected = static_cast<int>(*n);
+  ev.setting = "registered";
 }
 
 void find_missing_variable(sv body, LogEvent& ev) {
@@ -688,8 +726,8 @@ constexpr FamilyRow kFamilies[] = {
      .example = "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL"},
     {.family = Family::WatchdogTimeout,
      .name = "watchdog_timeout",
-     .anchors = {"Watchdog caught"},
-     .matches = says<"Watchdog caught collective operation timeout">,
+     .anchors = {"Watchdog caught", "WorkNCCL::checkTimeout("},
+     .matches = watchdog_timed_out,
      .versions = "1.10 on",
      .example = "[E ProcessGroupNCCL.cpp:567] [Rank 3] Watchdog caught collective operation "
                 "timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67438 milliseconds "
@@ -930,7 +968,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::LaunchSetting,
      .name = "launch_setting",
      .scope = Scope::Setting,
-     .anchors = {"run_id", "rdzv_", "_node", "directory set to", "GLOBAL_RANK"},
+     .anchors = {"run_id", "rdzv_", "_node", "directory set to"},
      .matches = states_launch_setting,
      .values = find_launch_setting,
      .versions = "torchrun with LOGLEVEL=INFO: bare on 1.x, after a glog prefix on 2.x",
@@ -956,8 +994,9 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::StackFrame,
      .name = "stack_frame",
      .scope = Scope::Setting,
-     .anchors = {"distributed_c10d.py", "TCPStore::TCPStore", "TCPStore::waitForWorkers", "TCPStore::ping",
-                 "TCPStore::validate"},
+     // "TCPStore::" for the constructor's frames (TCPStore(, waitForWorkers, ping, validate).
+     .anchors = {"distributed_c10d.py", "TCPStore::", "run\", line", "distributed/elastic/", "main_process_first(",
+                 "in __enter__"},
      .matches = is_stack_frame,
      .reason_after = {},
      .values = find_frame_function,
@@ -965,6 +1004,15 @@ constexpr FamilyRow kFamilies[] = {
      // 2.13, tests/e2e's rank stalled after init_process_group, its traceback
      .example = "  File \"/work/main/.venv/torch-2.13.0/lib/python3.11/site-packages/torch/distributed/"
                 "distributed_c10d.py\", line 3252, in all_reduce"},
+    {.family = Family::InitAnnounced,
+     .name = "init_announced",
+     .scope = Scope::Setting,
+     .anchors = {"GLOBAL_RANK", "processes registered"},
+     .matches = announces_init,
+     .reason_after = {},
+     .values = find_init_announcement,
+     .versions = "any (PyTorch Lightning's DDP strategies)",
+     .example = "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8"},  // Lightning-AI#8707
 };
 
 // What the classifier and the prefilter rely on, checked where the rows are written.

@@ -133,6 +133,13 @@ enum class Family {
   // vs 2", NCCL's "Invalid rank requested : 2/2". RANK (or the node rank) and WORLD_SIZE
   // disagree.
   RankOutOfRange,
+  // Issue 29. PyTorch Lightning's line of each process as it calls init_process_group
+  // ("initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8"; later "Initializing distributed: ..."),
+  // and rank 0's once it returned ("All distributed processes registered. Starting with 8
+  // processes"; older "All DDP processes registered. Starting ddp with 8 processes").
+  // LogEvent::rank the GLOBAL_RANK, expected the world size, setting "entering" or "registered".
+  // No failure: LogFacts keeps them apart (init_entries).
+  InitAnnounced,
   // Issue 13. The families below are not rendezvous (store) failures: LogFacts keeps them
   // apart from the events the rules read (LogFacts::other_errors), so that a log holding only
   // them is `unknown` with the line quoted, never `healthy`.
@@ -161,8 +168,8 @@ inline bool is_other_error(Family f) {
 // counts): neither another error nor a statement of the launcher (a setting, a success).
 inline bool is_rendezvous_message(Family f) {
   return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown &&
-         f != Family::WorkerGroupRestart &&
-         f != Family::WorkerFailure && f != Family::ProcessDied && f != Family::StackFrame;
+         f != Family::WorkerGroupRestart && f != Family::WorkerFailure && f != Family::ProcessDied &&
+         f != Family::StackFrame && f != Family::InitAnnounced;
 }
 
 struct LogEvent {

@@ -28,6 +28,10 @@ std::array<std::uint8_t, 16> ipv6_form(const rdzv_sockaddr& a) {
 
 ConnectionEnd connection_end(const rdzv_sockaddr& a) { return {ipv6_form(a), a.port}; }
 
+bool is_loopback_name(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+}
+
 bool is_loopback(const rdzv_sockaddr& a) {
   static constexpr std::array<std::uint8_t, 16> kV6Loopback{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   if (a.family != AF_INET && a.family != AF_INET6) return false;

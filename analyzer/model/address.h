@@ -15,6 +15,8 @@ namespace rdzvscope {
 std::array<std::uint8_t, 16> ipv6_form(const rdzv_sockaddr& a);
 // 127.0.0.0/8, ::1, ::ffff:127.x.
 bool is_loopback(const rdzv_sockaddr& a);
+// A MASTER_ADDR (or a log line's host) that names loopback: "localhost", "127.0.0.1", "::1".
+bool is_loopback_name(const std::string& addr);
 // 0.0.0.0, ::, ::ffff:0.0.0.0: a wildcard bind, no host.
 bool is_unspecified(const rdzv_sockaddr& a);
 // One end of a TCP connection, its address in ipv6_form and its port, so that it compares

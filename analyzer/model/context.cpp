@@ -308,10 +308,6 @@ const Misdirected* Context::misdirected_of(const ProcessFacts& f) const {
   return it == misdirected_index.end() ? nullptr : &misdirected[it->second];
 }
 
-bool is_loopback_name(const std::string& addr) {
-  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
-}
-
 std::string loopback_scope(const Process& p) {
   if (!p.header.origin || !p.header.origin->netns_inode) return "host " + p.host;
   const rdzv_origin& o = *p.header.origin;

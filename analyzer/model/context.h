@@ -224,8 +224,6 @@ Finding finding_for(FailureClass cls, const ProcessFacts& f, std::optional<std::
 // A finding whose evidence is one log line ("FILE:LINE: text"), for the log-only paths.
 Finding log_finding(FailureClass cls, const LogEvent& e);
 std::optional<int> rank_of(const ProcessFacts& f);
-// A MASTER_ADDR that names loopback: "localhost", "127.0.0.1", "::1".
-bool is_loopback_name(const std::string& addr);
 // Where a process's loopback addresses lead: its network namespace (the boot and the netns
 // inode of the trace's origin), else its host. Two processes reach each other's 127.0.0.1
 // only when theirs are equal.

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "address.h"
 #include "endings.h"
 
 namespace rdzvscope {
@@ -78,6 +78,59 @@ const LogEvent* LogFacts::connect_before(const LogEvent& e) const {
     return &x;
   }
   return nullptr;
+}
+
+bool shows_torchrun_agent(const LogFacts& logs) {
+  const bool agent_frame = std::any_of(logs.frames.begin(), logs.frames.end(),
+                                       [](const LogEvent& f) { return f.setting == "launcher"; });
+  return agent_frame || !logs.launch_configs.empty() || !logs.log_dir_run_ids.empty() ||
+         !logs.teardown_marks.empty() || !logs.worker_failures.empty() || !logs.worker_failure_lines.empty() ||
+         logs.any({LogFamily::RendezvousClosed, LogFamily::RendezvousTimeout});
+}
+
+namespace {
+
+// 2.x retries a whole connect that timed out ("TCP client failed to connect/validate to host
+// H:P - retrying (try=0, ...)"): a process whose last timed-out connect is such a retry may have
+// connected on the next try (a store host late by less than the timeout), and failed nothing.
+bool only_retried(const std::vector<const LogEvent*>& timeouts) {
+  return std::all_of(timeouts.begin(), timeouts.end(), [&](const LogEvent* e) {
+    const LogEvent* last = e;
+    for (const LogEvent* x : timeouts)
+      if (same_process(*x, *e) && x->line > last->line) last = x;
+    return last->has(LogFamily::ConnectValidate) && last->text.find("- retrying") != std::string::npos;
+  });
+}
+
+}  // namespace
+
+const LogEvent* loopback_store_never_up(const LogFacts& logs) {
+  const auto timeouts = logs.of({LogFamily::ClientConnectTimeout});
+  if (timeouts.empty() || only_retried(timeouts)) return nullptr;
+  if (!std::all_of(timeouts.begin(), timeouts.end(), [](const LogEvent* e) { return is_loopback_name(e->host); }))
+    return nullptr;
+  // A SYN that went unanswered (ETIMEDOUT: c10d 2.x warns "The server socket on ... has timed
+  // out, will retry"), a connect that failed with an errno, an unreachable host, a lookup.
+  if (logs.any({LogFamily::ServerTimedOutRetry, LogFamily::ConnectionTimedOutErrno, LogFamily::ConnectFailed,
+                LogFamily::NoRouteToHost, LogFamily::GaiError, LogFamily::HostNotFound}))
+    return nullptr;
+  if (shows_torchrun_agent(logs)) return nullptr;
+  // Rank 0 announced entering init_process_group (Lightning): it was no longer busy before it,
+  // and its store should have been up; what kept the clients out is not its lateness.
+  if (std::any_of(logs.init_entries.begin(), logs.init_entries.end(),
+                  [](const LogEvent& e) { return e.setting == "entering" && e.rank == 0; }))
+    return nullptr;
+  return timeouts.front();
+}
+
+std::vector<const LogEvent*> waits_for_main_process(const LogFacts& logs) {
+  std::vector<const LogEvent*> out;
+  const auto& f = logs.frames;
+  for (std::size_t i = 0; i + 1 < f.size(); ++i)
+    if (f[i].setting == "main_process_first" && f[i + 1].setting == "context_enter" && f[i + 1].file == f[i].file &&
+        f[i + 1].line == f[i].line + 1)
+      out.push_back(&f[i]);
+  return out;
 }
 
 namespace {
@@ -435,20 +488,9 @@ std::optional<LoggedWork> first_logged_work(const LogFacts& logs, int rank) {
   return std::nullopt;
 }
 
-namespace {
-// "R, MEMBER: K/N" (families.cpp, global_rank_in) -> R and N.
-LogFacts::RankAnnouncement rank_announcement(LogEvent e) {
-  const int rank = std::atoi(e.setting_value.c_str());
-  const int world = std::atoi(e.setting_value.c_str() + e.setting_value.rfind('/') + 1);
-  return {std::move(e), rank, world};
-}
-}  // namespace
-
 void add_log_event(LogFacts& facts, LogEvent e) {
   if (e.family == LogFamily::LaunchSetting && e.setting == "log_dir_run_id")
     facts.log_dir_run_ids.push_back(e.setting_value);
-  else if (e.family == LogFamily::LaunchSetting && e.setting == "global_rank")
-    facts.rank_announcements.push_back(rank_announcement(std::move(e)));
   else if (e.family == LogFamily::LaunchSetting)
     add_launch_setting(facts.launch_configs, e);
   else if (e.family == LogFamily::AgentTeardown) {
@@ -462,6 +504,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     add_death(facts, std::move(e));
   else if (e.family == LogFamily::StackFrame)
     facts.frames.push_back(std::move(e));
+  else if (e.family == LogFamily::InitAnnounced)
+    facts.init_entries.push_back(std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else

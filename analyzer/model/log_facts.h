@@ -37,13 +37,6 @@ struct LogFacts {
   // in file order: the run id where the launch settings are not printed (1.x logs this line
   // at its default level).
   std::vector<std::string> log_dir_run_ids;
-  // The ranks processes announced taking, with the world size (Lightning's "initializing ddp:
-  // GLOBAL_RANK: R, MEMBER: K/N"), in file order.
-  struct RankAnnouncement {
-    LogEvent event;
-    int rank = -1, world = -1;
-  };
-  std::vector<RankAnnouncement> rank_announcements;
   // torchrun's agent past the end of its node's workers (agent_teardown lines: its workers
   // succeeded, or its exit barrier failed), in file order. What the same agent logs after one
   // is the job's teardown (settle_log_facts).
@@ -58,6 +51,9 @@ struct LogFacts {
   // distributed_c10d.py function of a Python traceback, TCPStore's constructor in a C++ one),
   // in file order. No failure: the rules read them beside the line they explain.
   std::vector<LogEvent> frames;
+  // Issue 29: PyTorch Lightning's announcements of a process entering init_process_group, and
+  // rank 0's that it returned (init_announced lines), in file order. No failure.
+  std::vector<LogEvent> init_entries;
   // torchrun's failure summary (worker_failure lines: the ChildFailedError block its agent
   // prints once a worker failed), one entry per failure it lists, in file order. The one under
   // "Root Cause (first observed failure)" is the worker whose failure torchrun saw first; the
@@ -162,6 +158,33 @@ bool closed_after_store_constructor(const LogFacts& logs, const LogEvent& e);
 // The work named by the first collective timeout line (watchdog_timeout, gloo_collective_timeout)
 // that names an op, of `rank` (-1: of any rank). nullopt: no such line.
 std::optional<LoggedWork> first_logged_work(const LogFacts& logs, int rank = -1);
+
+// Issue 29: the logs hold a torchrun agent (its launch settings, failure summary, teardown, a
+// rendezvous error of torchelastic, a frame of its code in a traceback). Under torchrun the
+// workers' env:// store is the agent's (the static backend, and c10d's from 2.4 unless
+// TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1), up before any worker starts; an agent's own store
+// connect goes to the rendezvous endpoint, hosted by the first node's agent.
+bool shows_torchrun_agent(const LogFacts& logs);
+
+// Issue 29: clients that ran out their whole connect timeout on a store at their own node's
+// loopback (client_connect_timeout lines to 127.0.0.0/8, localhost or ::1, and to no other
+// address), with no line of a connect that failed otherwise (no SYN timed out, no errno, no
+// lookup): c10d retries a refused connect silently until its deadline, and a SYN to loopback is
+// answered at once (by a listener, or by a refusal) unless a firewall rule on the loopback
+// interface drops it. So nothing listened on that port of this node for the whole timeout. Not
+// when every process's last such line is 2.x's retry of the connect, which may have succeeded.
+// Outside torchrun (shows_torchrun_agent) that store is rank 0's init_process_group's (env://
+// and tcp://: TCPStore(is_master = rank == 0)). Not when rank 0 announced entering
+// init_process_group (Lightning's line). The first such line, or nullptr.
+const LogEvent* loopback_store_never_up(const LogFacts& logs);
+
+// Issue 29: tracebacks through the entry of transformers' (or accelerate's) main_process_first:
+// its caller's source line ("with training_args.main_process_first(desc=...)") with contextlib's
+// __enter__ frame on the next line of the same file. Every process but the main one waits at a
+// barrier on that entry until the main one has run the block and reached the barrier at its
+// end; an exception out of the entry is a replica's wait that failed. The source lines, one per
+// traceback, in file order.
+std::vector<const LogEvent*> waits_for_main_process(const LogFacts& logs);
 
 // Reads the logs and settles what needs all of them (settle_log_facts).
 LogFacts load_logs(const std::vector<std::string>& paths);

@@ -313,14 +313,13 @@ std::optional<RanksTwice> ranks_announced_twice(const LogFacts& logs) {
   RanksTwice out;
   std::map<int, const LogEvent*> first;
   std::set<int> twice;
-  for (const auto& a : logs.rank_announcements) {
-    if (out.world < 0) out.world = a.world;
-    if (a.world != out.world) return std::nullopt;  // two world sizes: settings that disagree, not this
-    const auto [it, fresh] = first.emplace(a.rank, &a.event);
-    if (fresh || it->second->file != a.event.file ||
-        failure_between(logs, a.event.file, it->second->line, a.event.line))
-      continue;
-    if (twice.insert(a.rank).second && !out.second) out.second = &a.event;
+  for (const LogEvent& a : logs.init_entries) {
+    if (a.setting != "entering" || a.rank < 0 || !a.expected) continue;
+    if (out.world < 0) out.world = *a.expected;
+    if (*a.expected != out.world) return std::nullopt;  // two world sizes: settings that disagree, not this
+    const auto [it, fresh] = first.emplace(a.rank, &a);
+    if (fresh || it->second->file != a.file || failure_between(logs, a.file, it->second->line, a.line)) continue;
+    if (twice.insert(a.rank).second && !out.second) out.second = &a;
   }
   if (twice.empty()) return std::nullopt;
   out.twice.assign(twice.begin(), twice.end());

@@ -162,7 +162,9 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
 
   auto log_hits = c.logs.of({LogFamily::NotListeningYet, LogFamily::ClientConnectTimeout,
                              LogFamily::ConnectTimeoutLegacy});
-  const bool log_case = !c.has_traces() && !log_hits.empty();
+  // Issue 29: clients that waited out their timeout on a loopback store are straggler_timeout's
+  // (the store host, rank 0, late), with this class as the alternative.
+  const bool log_case = !c.has_traces() && !log_hits.empty() && !loopback_store_never_up(c.logs);
   if (!traced_case && !log_case) return std::nullopt;
 
   Candidate out;

@@ -553,7 +553,10 @@ std::optional<Candidate> rule_straggler(const Context& c) {
   if (auto agents = from_missing_agents(c)) return agents;
   if (auto collective = from_collective_timeouts(c)) return collective;
   if (auto cancelled = straggler_from_calls_in_flight(c)) return cancelled;
-  return from_logs(c);
+  if (auto timeouts = from_logs(c)) return timeouts;
+  if (auto store_host = straggler_store_host_late(c)) return store_host;
+  if (auto main_first = straggler_main_process_first(c)) return main_first;
+  return straggler_never_announced(c);
 }
 
 }  // namespace rdzvscope

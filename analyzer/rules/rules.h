@@ -28,6 +28,13 @@ std::optional<Candidate> straggler_from_calls_in_flight(const Context& c);
 // rule_straggler's part after the rendezvous: a rank that never entered the first collective
 // (rule_straggler_collective.cpp).
 std::optional<Candidate> straggler_at_first_collective(const Context& c);
+// rule_straggler's log-only cases where no rank's line says it timed out waiting for another
+// (rule_straggler_unarrived.cpp, issue 29): clients that waited out their connect timeout on a
+// loopback store (its host, rank 0, late), and ranks that never announced init_process_group.
+std::optional<Candidate> straggler_store_host_late(const Context& c);
+std::optional<Candidate> straggler_never_announced(const Context& c);
+// And tracebacks out of main_process_first's entry: replicas that waited for the main process.
+std::optional<Candidate> straggler_main_process_first(const Context& c);
 // The same from PyTorch's Flight Recorder dumps where the traces do not show it (NCCL's own
 // transports, no trace at all): the collective where the dumped ranks part.
 std::optional<Candidate> straggler_from_flight_recorder(const Context& c);

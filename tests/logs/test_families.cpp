@@ -442,19 +442,11 @@ TEST_CASE("launch_setting: torchrun's launch configs block, 2.13 (glog) and 1.x 
            "directory set to: /tmp/torchelastic_gp9rzq0_/job_7_a1b2c3d4",
            Family::LaunchSetting);
   CHECK(e.setting_value == "job_7");
-  // Lightning announces the global rank and world size each process took (issue 29)
-  e = must("initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8", Family::LaunchSetting);
-  CHECK(e.setting == "global_rank");
-  CHECK(e.setting_value == "1, MEMBER: 2/8");
-  e = must("initializing distributed: GLOBAL_RANK: 11, MEMBER: 12/16", Family::LaunchSetting);
-  CHECK(e.setting_value == "11, MEMBER: 12/16");
   for (const char* line : {
            "run_id = os.environ['RUN_ID']",                 // source code, not the block
            "  run_id: job7",                                // no padding before the colon
            "  max_nodes                : 2 nodes at most",  // a value of several words
            "  log_dir                  : /tmp/torchelastic_q_epx24x",  // a setting not compared
-           "GLOBAL_RANK: 1",                                // no world size
-           "initializing ddp: GLOBAL_RANK: x, MEMBER: 2/8",  // no number
        }) {
     INFO(line);
     auto ev = classify_line(line);
@@ -668,4 +660,52 @@ TEST_CASE("stack_frame: distributed_c10d.py calls and TCPStore's constructor (is
   // another file's frame, and a frame of the store's use after its constructor, are no such frame
   CHECK_FALSE(classify_line("  File \"/x/torch/distributed/c10d_logger.py\", line 81, in wrapper").has_value());
   CHECK_FALSE(classify_line("frame #9: c10d::TCPStore::doWait(c10::ArrayRef<std::string>) + 0x1d2").has_value());
+}
+
+TEST_CASE("stack_frame: a frame of torchrun's own code is the agent's (issue 29)", "[families]") {
+  for (const char* line : {"  File \"/opt/conda/bin/torchrun\", line 8, in <module>",
+                           "  File \"/x/site-packages/torch/distributed/run.py\", line 1019, in run",
+                           "  File \"/x/site-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py\", "
+                           "line 156, in _create_tcp_store"})
+    CHECK(must(line, Family::StackFrame).setting == "launcher");
+  // the env:// handler of a worker's init_process_group is no agent's frame
+  CHECK_FALSE(classify_line("  File \"/x/site-packages/torch/distributed/rendezvous.py\", line 232, in "
+                            "_env_rendezvous_handler")
+                  .has_value());
+}
+
+TEST_CASE("init_announced: Lightning's line of a process entering init_process_group, and rank 0's after it (issue 29)",
+          "[families]") {
+  auto old = must("initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/8", Family::InitAnnounced);
+  CHECK(old.setting == "entering");
+  CHECK(old.rank == 2);
+  CHECK(old.expected == 8);
+  // the line's own rank outranks the file name's
+  auto now = classify_line("[rank: 1] Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2", 0);
+  REQUIRE(now.has_value());
+  CHECK(now->family == Family::InitAnnounced);
+  CHECK(now->rank == 1);
+  CHECK(now->expected == 2);
+  auto done = must("All distributed processes registered. Starting with 8 processes", Family::InitAnnounced);
+  CHECK(done.setting == "registered");
+  CHECK(done.expected == 8);
+  CHECK(must("All DDP processes registered. Starting ddp with 4 processes", Family::InitAnnounced).expected == 4);
+  CHECK_FALSE(classify_line("GLOBAL_RANK is 3").has_value());
+}
+
+TEST_CASE("watchdog_timeout: the backtrace of the watchdog's exception, frame #1 in checkTimeout (issue 29)",
+          "[families]") {
+  must("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+       "std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in /x/libtorch_cuda.so)",
+       Family::WatchdogTimeout);
+  CHECK_FALSE(classify_line("frame #3: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<long>) + 0x1d2")
+                  .has_value());
+}
+
+TEST_CASE("stack_frame: main_process_first's caller line and contextlib's __enter__ (issue 29)", "[families]") {
+  CHECK(must("    with training_args.main_process_first(desc=\"dataset map tokenization\"):", Family::StackFrame)
+            .setting == "main_process_first");
+  CHECK(must("  File \"/usr/lib/python3.8/contextlib.py\", line 113, in __enter__", Family::StackFrame).setting ==
+        "context_enter");
+  CHECK_FALSE(classify_line("  File \"/usr/lib/python3.8/contextlib.py\", line 120, in __exit__").has_value());
 }
