@@ -733,7 +733,7 @@ Diagnosis diagnose(const TraceInputs& traces, const LogFacts& logs) {
 Diagnosis diagnose(const Context& c) {
   Diagnosis d;
   d.t0_ns = c.t0();
-  // The rules read warnings that a job which went on past them makes noise (issue 29).
+  // A job that went on past its c10d warnings made them noise: no rule reads them (issue 29).
   std::vector<Candidate> candidates = logs_only_and_went_on(c) ? std::vector<Candidate>{} : candidates_of(c);
   if (!candidates.empty()) adopt(candidates, d);
   else if (logs_only_and_went_on(c)) d.verdict = healthy_from_progress(c.logs);
