@@ -324,7 +324,10 @@ std::string suspects_words(const std::optional<TorchVersion>& tv) {
   return "the c10d TCPStore bug of PyTorch 2.7 and older matches this when the failing rank changes from run to run";
 }
 
-void word_tcpstore_bug(const std::optional<TorchVersion>& tv, const BrokenPipes& b, const PipeHit* first, Candidate& out) {
+// `store_seen_up`: traces show the store host alive after the break; logs cannot, and a store
+// host that ended breaks its clients' connections the same way.
+void word_tcpstore_bug(const std::optional<TorchVersion>& tv, const BrokenPipes& b, const PipeHit* first,
+                       bool store_seen_up, Candidate& out) {
   Verdict& v = out.verdict;
   const std::string version = tv ? tv->words() : std::string();
   const bool old = tv && tv->known_at_most(2, 7);
@@ -341,8 +344,12 @@ void word_tcpstore_bug(const std::optional<TorchVersion>& tv, const BrokenPipes&
     v.initiating_rank = rank_of(*e);
     out.findings.push_back(log_finding(FailureClass::BrokenPipe, *e));
   }
-  v.summary = "a store connection broke while the store stayed up" +
-              std::string(version.empty() ? "" : " (PyTorch " + version + ")") + ": " + suspects_words(tv);
+  const std::string in_version = version.empty() ? std::string() : " (PyTorch " + version + ")";
+  v.summary = store_seen_up ? "a store connection broke while the store stayed up" + in_version + ": " + suspects_words(tv)
+                            : "a store connection broke and the logs show no process ending" + in_version + ": " +
+                                  suspects_words(tv) +
+                                  "; a store host that ended (rank 0, or the first node's torchrun agent) breaks its "
+                                  "clients' connections the same way, which only its own log or a trace shows";
   v.next_step = !tv || old || !tv->known_newer_than(2, 7)
                     ? "check the PyTorch version (python -c 'import torch; print(torch.__version__)'); on 2.7 or older upgrade past 2.8 and rerun before debugging the network"
                     : "rerun on the same allocation: if the same rank fails again, look at that node's network; if it moves, report it to PyTorch with this diagnosis";
@@ -377,7 +384,7 @@ std::optional<Candidate> rule_broken_pipe(const Context& c) {
   else if (!c.has_traces() && past_the_bug)
     word_pipe_past_the_bug(version->words(), *b, out);
   else
-    word_tcpstore_bug(version, *b, first, out);
+    word_tcpstore_bug(version, *b, first, c.has_traces(), out);
   out.discriminators.set("failed_ranks", pipe_failed_ranks(b->hits));
   out.discriminators.set("pytorch", version ? DiscriminatorValue(version->words()) : DiscriminatorValue(NotKnown{}));
   return out;

@@ -1118,3 +1118,16 @@ TEST_CASE("logs: a store bind that failed, and a process that went on: a shared 
     CHECK(has_alternative(d, FailureClass::Healthy));  // the store may be its own job's
   }
 }
+
+TEST_CASE("logs: a broken store connection on an old PyTorch never claims from the logs that the store stayed up") {
+  Job job;
+  job.log_line("PyTorch version: 2.1.0");
+  job.log_line("[W socket.cpp:601] [c10d] sendBytes failed on SocketImpl(fd=83, addr=[node1]:38648, "
+               "remote=[node0]:29500): Broken pipe",
+               2);
+  Diagnosis d = job.diagnose_it();
+  REQUIRE(d.verdict.cls == FailureClass::BrokenPipe);
+  CHECK(d.verdict.cause == "tcpstore_bug_suspected");
+  CHECK(d.verdict.summary.find("stayed up") == std::string::npos);
+  CHECK(d.verdict.summary.find("store host that ended") != std::string::npos);
+}
