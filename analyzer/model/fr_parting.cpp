@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
 #include "context.h"  // rank_list, fmt_seconds
 
@@ -162,10 +163,13 @@ const char* fr_kind_name(FlightRecorderParting::Kind k) {
   return "undecided";
 }
 
+std::string fr_collective_words(const FlightRecorderParting& p) {
+  return "collective " + std::to_string(p.sequence) + (p.op.empty() ? "" : " (" + p.op + ")") + " of process group " +
+         p.pg_name + (p.pg_desc.empty() ? "" : " (" + p.pg_desc + ")");
+}
+
 std::string fr_parting_words(const FlightRecorderParting& p, const std::string& where) {
-  const std::string coll = "collective " + std::to_string(p.sequence) + (p.op.empty() ? "" : " (" + p.op + ")") +
-                           " of process group " + p.pg_name + (p.pg_desc.empty() ? "" : " (" + p.pg_desc + ")") +
-                           (where.empty() ? "" : ", " + where);
+  const std::string coll = fr_collective_words(p) + (where.empty() ? "" : ", " + where);
   const std::string behind = (p.behind.size() == 1 ? "rank " : "ranks ") + rank_list(p.behind);
   const std::string waited = (p.waited.size() == 1 ? "rank " : "ranks ") + rank_list(p.waited);
   std::string s;
@@ -190,6 +194,46 @@ std::string fr_parting_words(const FlightRecorderParting& p, const std::string& 
          " left no dump (dead, or never dumped): whether " + (p.no_dump.size() == 1 ? "it" : "they") +
          " entered is not known";
   return s;
+}
+
+std::string fr_dumps_words(const FlightRecorderParting& p) {
+  return std::to_string(p.files.size()) + " dump(s), format " + p.version;
+}
+
+std::string fr_last_sequence_words(const FlightRecorderParting& p) {
+  std::string last;
+  for (const auto& [r, s] : p.last_sequence) last += (last.empty() ? "" : ", ") + std::to_string(r) + ": " + std::to_string(s);
+  return "last collective of process group " + p.pg_name + " by rank: " + last;
+}
+
+std::vector<int> fr_ranks(const FlightRecorderParting& p) {
+  std::vector<int> out;
+  for (const auto& [r, s] : p.last_sequence) out.push_back(r);
+  out.insert(out.end(), p.no_dump.begin(), p.no_dump.end());
+  return out;
+}
+
+std::string fr_last_sequence_of(const FlightRecorderParting& p, int rank) {
+  const auto last = p.last_sequence.find(rank);
+  return last == p.last_sequence.end() ? "no dump" : std::to_string(last->second);
+}
+
+bool fr_is_behind(const FlightRecorderParting& p, int rank) {
+  return std::find(p.behind.begin(), p.behind.end(), rank) != p.behind.end();
+}
+
+std::string fr_rank_part_words(const FlightRecorderParting& p, int rank) {
+  auto in = [rank](const std::vector<int>& v) { return std::find(v.begin(), v.end(), rank) != v.end(); };
+  if (in(p.no_dump)) return "left no dump (dead, or never dumped)";
+  if (fr_is_behind(p, rank) && p.kind == FlightRecorderParting::Kind::NeverEntered) return "never entered it";
+  if (const auto late = p.late_ns.find(rank); late != p.late_ns.end())
+    return "entered it " + fmt_seconds(late->second / 1e9) + " after the first rank's timeout in it had run out";
+  const auto state = p.state.find(rank);
+  const std::string entry = state == p.state.end() ? std::string() : " (its entry: " + state->second + ")";
+  // Undecided: they entered it, but whether they waited there for a rank is what is not known.
+  if (p.kind == FlightRecorderParting::Kind::Undecided) return "entered it, its last in its dump" + entry;
+  if (in(p.waited)) return "waited in it" + entry;
+  return "entered it";
 }
 
 }  // namespace rdzvscope

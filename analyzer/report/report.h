@@ -56,7 +56,8 @@ struct HtmlSection {
 std::string diagnosis_html(const Diagnosis& d, const std::vector<HtmlSection>& more = {});
 
 // A support-ticket summary in Markdown (report_markdown.cpp): the exact error line, the
-// PyTorch version, the launcher command, the first failing rank, verdict and next step.
+// PyTorch version, the launcher command, the first failing rank, verdict and next step, and
+// where Flight Recorder dumps were read, where they say the ranks parted.
 std::string diagnosis_markdown(const Diagnosis& d, const Context& model);
 
 // Prometheus text exposition (report_prom.cpp), for node_exporter's textfile collector: the

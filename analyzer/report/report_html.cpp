@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "model/context.h"
+#include "model/fr_parting.h"
 #include "report.h"
 
 namespace rdzvscope {
@@ -510,7 +511,7 @@ table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eef1f5;vertical-align:top}
 th{color:var(--muted);font-weight:600;background:#fafbfc}
 td.k{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:nowrap;width:1%}
-tr.late td{background:#fff1d6}tr.initiating td,tr.bad td{background:#fde7e4}
+tr.late td{background:#fff1d6}tr.initiating td,tr.bad td{background:#fde7e4}tr.no-dump td{color:var(--muted);font-style:italic}
 ul.evidence{margin:0;padding-left:20px}ul.evidence li{margin:3px 0}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 .stats{display:flex;flex-wrap:wrap;gap:10px}
@@ -656,6 +657,27 @@ std::string arrival_section(const Diagnosis& d) {
   return s + "</section>\n";
 }
 
+// Where the Flight Recorder dumps say the ranks parted (Diagnosis::flight_recorder): the
+// parting, a row per rank of the group (the ranks the others waited for marked late, a rank
+// with no dump only greyed: it is not known to be late), and the dumps read.
+std::string flight_recorder_section(const Diagnosis& d) {
+  if (!d.flight_recorder) return "";
+  const FlightRecorderParting& p = *d.flight_recorder;
+  std::string s = "<section id=\"flight-recorder\">\n<h2>Flight Recorder</h2>\n<p class=\"note\">From PyTorch's Flight "
+                  "Recorder: " + esc(fr_dumps_words(p)) + ", one file per rank.</p>\n"
+                  "<p class=\"summary\" id=\"fr-parting\">" + esc(fr_parting_words(p)) + "</p>\n<table>\n<tr><th>rank</th>"
+                  "<th>last collective of process group " + esc(p.pg_name) + "</th><th>in " + esc(fr_collective_words(p)) +
+                  "</th></tr>\n";
+  for (int r : fr_ranks(p)) {
+    const char* cls = !p.last_sequence.count(r) ? " class=\"no-dump\"" : fr_is_behind(p, r) ? " class=\"late behind\"" : "";
+    s += std::string("<tr") + cls + "><td>" + std::to_string(r) + "</td><td>" + fr_last_sequence_of(p, r) + "</td><td>" +
+         esc(fr_rank_part_words(p, r)) + "</td></tr>\n";
+  }
+  s += "</table>\n<details><summary>Dumps read (" + std::to_string(p.files.size()) + ")</summary>\n<ul class=\"evidence\">\n";
+  for (const std::string& f : p.files) s += "<li class=\"mono\">" + esc(f) + "</li>\n";
+  return s + "</ul>\n</details>\n</section>\n";
+}
+
 std::string clocks_section(const Diagnosis& d) {
   if (d.clocks.empty()) return "";
   std::string s = "<section id=\"clocks\">\n<h2>Host clocks</h2>\n<p class=\"note\">Estimated from matched connect/accept "
@@ -698,7 +720,8 @@ std::string inputs_section(const InputStats& in) {
 }  // namespace
 
 std::string diagnosis_html(const Diagnosis& d, const std::vector<HtmlSection>& more) {
-  std::string s = page_head(d.verdict) + verdict_header(d) + arrival_section(d) + clocks_section(d) +
+  std::string s = page_head(d.verdict) + verdict_header(d) + arrival_section(d) + flight_recorder_section(d) +
+                  clocks_section(d) +
                   discriminators_section(d) + evidence_section(d);
   if (!d.ranks.empty() && d.ranks.size() <= kMaxRankRows) s += "<section id=\"ranks\">\n" + rank_table(d) + "</section>\n";
   for (const HtmlSection& m : more) s += section_html(m);

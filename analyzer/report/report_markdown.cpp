@@ -1,6 +1,7 @@
 // --format markdown: what a support ticket needs, ready to paste (GitHub, Jira, Slack all read
 // Markdown): the exact error line, PyTorch version, launcher command with its rendezvous
-// flags, the first failing rank, the verdict and next step. Whether it reproduces is unknown
+// flags, the first failing rank, the verdict and next step (and where Flight Recorder dumps say
+// the ranks parted, when they were read). Whether it reproduces is unknown
 // from one run, and the summary says so rather than leaving the field out.
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "model/context.h"
+#include "model/fr_parting.h"
 #include "reader/names.h"
 #include "report.h"
 
@@ -210,6 +212,22 @@ std::string launcher_part(const TraceInputs& traces) {
   return s;
 }
 
+// Where the Flight Recorder dumps say the ranks parted (Diagnosis::flight_recorder): the
+// parting in words, then a row per rank of the group, the ranks the others waited for in bold.
+std::string flight_recorder_part(const Diagnosis& d) {
+  if (!d.flight_recorder) return "";
+  const FlightRecorderParting& p = *d.flight_recorder;
+  std::string s = "\n### Flight Recorder\n\nFrom PyTorch's Flight Recorder (" + md_inline(fr_dumps_words(p)) + "): " +
+                  md_inline(fr_parting_words(p)) + ".\n\n| Rank | Last collective of process group " + md_inline(p.pg_name) +
+                  " | In " + md_inline(fr_collective_words(p)) + " |\n|---|---|---|\n";
+  for (int r : fr_ranks(p)) {
+    const std::string part = md_inline(fr_rank_part_words(p, r));
+    s += "| " + std::to_string(r) + " | " + fr_last_sequence_of(p, r) + " | " + (fr_is_behind(p, r) ? "**" + part + "**" : part) +
+         " |\n";
+  }
+  return s;
+}
+
 std::string evidence_part(const Diagnosis& d) {
   if (d.findings.empty()) return "";
   std::string s = "\n### Evidence\n\n";
@@ -229,7 +247,7 @@ std::string inputs_part(const InputStats& in) {
 
 std::string diagnosis_markdown(const Diagnosis& d, const Context& model) {
   return verdict_part(d.verdict, d.alternatives) + facts_table(d, model.logs) + error_part(d, model.logs) + launcher_part(model.traces) +
-         evidence_part(d) + inputs_part(d.inputs);
+         flight_recorder_part(d) + evidence_part(d) + inputs_part(d.inputs);
 }
 
 }  // namespace rdzvscope

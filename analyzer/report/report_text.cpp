@@ -235,11 +235,8 @@ std::string collective_section(const Diagnosis& d) {
 std::string flight_recorder_section(const Diagnosis& d) {
   if (!d.flight_recorder) return "";
   const FlightRecorderParting& p = *d.flight_recorder;
-  std::string last;
-  for (const auto& [r, s] : p.last_sequence) last += (last.empty() ? "" : ", ") + std::to_string(r) + ": " + std::to_string(s);
-  return "\nFLIGHT RECORDER (" + std::to_string(p.files.size()) + " dump(s), format " + p.version + ")\n  " +
-         wrap(fr_parting_words(p), 88, 2) + "\n  " +
-         wrap("last collective of process group " + p.pg_name + " by rank: " + last, 88, 2) + "\n";
+  return "\nFLIGHT RECORDER (" + fr_dumps_words(p) + ")\n  " + wrap(fr_parting_words(p), 88, 2) + "\n  " +
+         wrap(fr_last_sequence_words(p), 88, 2) + "\n";
 }
 
 std::string evidence_section(const Diagnosis& d) {

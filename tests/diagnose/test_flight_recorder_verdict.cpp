@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "model/context.h"
+#include "model/fr_parting.h"
 #include "report/report.h"
 #include "rules/rules.h"
 
@@ -78,6 +79,41 @@ TEST_CASE("a rank without a dump is said to have none, not assumed late", "[flig
   CHECK_FALSE(u.verdict.initiating_rank);
   CHECK_THAT(u.verdict.summary, Catch::Contains("rank 2 left no dump (dead, or never dumped)"));
   CHECK_THAT(u.verdict.next_step, Catch::Contains("find the dump of rank(s) 2"));
+}
+
+TEST_CASE("each rank's part in the views: behind, waited, without a dump", "[flight_recorder]") {
+  FrInputs fr = load_flight_recorder({kStall}, {});
+  // Rank 3 left no dump: rank 2 is behind, ranks 0 and 1 waited, rank 3 is not known.
+  fr.dumps.erase(fr.dumps.begin() + 3);
+  const Diagnosis d = diagnose_dumps(fr);
+  REQUIRE(d.flight_recorder);
+  const FlightRecorderParting& p = *d.flight_recorder;
+  CHECK(fr_ranks(p) == std::vector<int>{0, 1, 2, 3});
+  CHECK(fr_rank_part_words(p, 2) == "never entered it");
+  CHECK_THAT(fr_rank_part_words(p, 0), Catch::StartsWith("waited in it (its entry: "));
+  CHECK(fr_rank_part_words(p, 3) == "left no dump (dead, or never dumped)");
+  CHECK(fr_last_sequence_words(p) == "last collective of process group 0 by rank: 0: 1, 1: 1, 2: 0");
+  CHECK(fr_collective_words(p) == "collective 1 (all_reduce) of process group 0 (default_pg)");
+
+  const TraceInputs no_traces;
+  const LogFacts no_logs;
+  const std::string md = diagnosis_markdown(d, Context(no_traces, no_logs, std::nullopt, &fr));
+  CHECK_THAT(md, Catch::Contains("### Flight Recorder\n\nFrom PyTorch's Flight Recorder (3 dump(s), format 2.10): " +
+                                 fr_parting_words(p) + "."));
+  CHECK_THAT(md, Catch::Contains("| 2 | 0 | **never entered it** |"));
+  CHECK_THAT(md, Catch::Contains("| 3 | no dump | left no dump (dead, or never dumped) |"));
+  const std::string page = diagnosis_html(d);
+  CHECK_THAT(page, Catch::Contains("<p class=\"summary\" id=\"fr-parting\">" + fr_parting_words(p) + "</p>"));
+  CHECK_THAT(page, Catch::Contains("<tr class=\"late behind\"><td>2</td><td>0</td><td>never entered it</td></tr>"));
+  CHECK_THAT(page, Catch::Contains("<tr class=\"no-dump\"><td>3</td><td>no dump</td>"));
+
+  // The undecided parting: the ranks that dumped entered it; none is said to have waited.
+  fr = load_flight_recorder({kStall}, {});
+  fr.dumps.erase(fr.dumps.begin() + 2);
+  const auto u = find_fr_parting(fr);
+  REQUIRE(u);
+  CHECK_THAT(fr_rank_part_words(*u, 0), Catch::StartsWith("entered it, its last in its dump"));
+  CHECK(fr_rank_part_words(*u, 2) == "left no dump (dead, or never dumped)");
 }
 
 TEST_CASE("a dump of a job that did not part says so", "[flight_recorder]") {

@@ -8,6 +8,7 @@
   check_report.py markdown RDZVSCOPE SCENARIO_DIR OUT_DIR
   check_report.py collective RDZVSCOPE SCENARIO_DIR OUT_DIR [--chromium PATH]
   check_report.py scale_collective RDZVSCOPE GEN_JOB OUT_DIR [--chromium PATH]
+  check_report.py flight_recorder RDZVSCOPE DUMP_DIR NO_DUMP_SCENARIO OUT_DIR [--chromium PATH]
 
 Scenarios are the stored real runs of tests/golden/ (traces/ + logs/). Every check prints
 what it found and exits 1 on the first failure. The HTML checks open the page in headless
@@ -490,6 +491,150 @@ def cmd_scale_collective(rdzvscope, gen_job, out, chromium, n=128):
           f"rank {stalled} on its own{' (Chromium)' if chromium else ''}")
 
 
+# ------------------------------------------------------------------------ flight recorder
+def analyze_dumps(rdzvscope, dumps, *extra):
+    cmd = [rdzvscope, "analyze", "--flight-recorder", dumps] + list(extra)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        fail(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr}")
+    return p.stdout
+
+
+def fr_rank_words(fr, rank):
+    """What a view must say of one rank's part, from the JSON flight_recorder object."""
+    if rank in fr["ranks_without_dump"]:
+        return "left no dump"
+    if rank in fr["behind_ranks"] and fr["kind"] == "never_entered":
+        return "never entered it"
+    if fr["kind"] == "undecided":
+        return "entered it, its last in its dump"
+    return "waited in it" if rank in fr["waited_ranks"] else "entered it"
+
+
+def fr_parting_text(text, where):
+    """The text report's FLIGHT RECORDER parting line, unwrapped: the words both views share."""
+    if "\nFLIGHT RECORDER (" not in text:
+        fail(f"{where}: the text report has no FLIGHT RECORDER section:\n{text}")
+    section = text.split("\nFLIGHT RECORDER (", 1)[1].split("\n\n", 1)[0]
+    lines = section.split("\n")[1:]
+    body = " ".join(l.strip() for l in lines)
+    return body.split(" last collective of process group ", 1)[0]
+
+
+def check_fr_markdown(md, fr, parting, where):
+    if "### Flight Recorder" not in md:
+        fail(f"{where}: no Flight Recorder section:\n{md}")
+    section = md.split("### Flight Recorder", 1)[1].split("\n### ", 1)[0].split("\n_rdzvscope", 1)[0]
+    if parting not in section:
+        fail(f"{where}: the section does not give the text report's parting {parting!r}:\n{section}")
+    op = f"collective {fr['sequence']} ({fr['op']}) of process group {fr['process_group']}"
+    if op not in section:
+        fail(f"{where}: the section does not name {op!r}:\n{section}")
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].isdigit():
+            rows[int(cells[0])] = cells
+    want_ranks = sorted(int(r) for r in fr["last_sequence"]) + fr["ranks_without_dump"]
+    if sorted(rows) != sorted(want_ranks):
+        fail(f"{where}: table rows for ranks {sorted(rows)}, want {want_ranks}:\n{section}")
+    for r, (_, last, part) in rows.items():
+        want_last = str(fr["last_sequence"][str(r)]) if str(r) in fr["last_sequence"] else "no dump"
+        if last != want_last or fr_rank_words(fr, r) not in part:
+            fail(f"{where}: rank {r}'s row is {rows[r]}, want last {want_last!r} and {fr_rank_words(fr, r)!r}")
+        if (part.startswith("**")) != (r in fr["behind_ranks"]):
+            fail(f"{where}: rank {r}'s row {rows[r]}: exactly the ranks the others waited for are in bold")
+
+
+def check_fr_page(dom_text, fr, parting, where):
+    dom = parse(dom_text)
+    sect = dom.by_id("flight-recorder")
+    if len(sect) != 1:
+        fail(f"{where}: {len(sect)} Flight Recorder sections")
+    p = dom.by_id("fr-parting")
+    if not p or p[0]["text"].strip() != parting:
+        fail(f"{where}: the parting reads {p[0]['text'] if p else None!r}, the text report {parting!r}")
+    def within(el):
+        while el is not None and el is not sect[0]:
+            el = el["parent"]
+        return el is sect[0]
+
+    rows = {}
+    for tr in (e for e in dom.elements if e["tag"] == "tr" and within(e)):
+        cells = [e["text"].strip() for e in dom.elements if e["tag"] == "td" and e["parent"] is tr]
+        if cells:
+            rows[int(cells[0])] = (set((tr["attrs"].get("class") or "").split()), cells)
+    want_ranks = sorted(int(r) for r in fr["last_sequence"]) + fr["ranks_without_dump"]
+    if sorted(rows) != sorted(want_ranks):
+        fail(f"{where}: table rows for ranks {sorted(rows)}, want {want_ranks}")
+    for r, (cls, cells) in rows.items():
+        if fr_rank_words(fr, r) not in cells[2]:
+            fail(f"{where}: rank {r}'s row says {cells}, want {fr_rank_words(fr, r)!r}")
+        if ("late" in cls) != (r in fr["behind_ranks"]) or ("no-dump" in cls) != (r in fr["ranks_without_dump"]):
+            fail(f"{where}: rank {r}'s row is of class {sorted(cls)}: late marks exactly the ranks waited for, "
+                 f"no-dump the ranks without a dump (never late)")
+    files = [e["text"] for e in dom.elements if e["tag"] == "li" and within(e)]
+    if sorted(files) != sorted(fr["files"]):
+        fail(f"{where}: the dumps listed are {files}, the JSON's {fr['files']}")
+
+
+def fr_views(rdzvscope, dumps, name, out, chromium):
+    """The JSON, the text report's parting, and the markdown and HTML views of one set of dumps."""
+    fr = json.loads(analyze_dumps(rdzvscope, dumps, "--format", "json")).get("flight_recorder")
+    if not fr:
+        fail(f"{dumps}: the JSON has no flight_recorder")
+    parting = fr_parting_text(analyze_dumps(rdzvscope, dumps), name)
+    md = analyze_dumps(rdzvscope, dumps, "--format", "markdown")
+    with open(os.path.join(out, name + ".md"), "w") as f:
+        f.write(md)
+    check_fr_markdown(md, fr, parting, name + ".md")
+    page = os.path.join(out, name + ".html")
+    analyze_dumps(rdzvscope, dumps, "--html", page)
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    check_self_contained(page, text)
+    check_fr_page(text, fr, parting, page)
+    if chromium:
+        check_fr_page(chromium_dom_and_screenshot(chromium, page, os.path.join(out, name + ".png")), fr, parting,
+                      "chromium DOM of " + page)
+    return fr, parting
+
+
+def cmd_flight_recorder(rdzvscope, dumps, no_dump_scenario, out, chromium):
+    """The stored real dumps of tests/e2e/flight_recorder_job.py (4 ranks, rank 2 asleep after
+    init_process_group): all four, then ranks 0, 1, 3 alone (rank 2 left no dump), in a folder
+    whose name is markup (the page lists the dumps' paths); then a run without dumps."""
+    fr, parting = fr_views(rdzvscope, dumps, "flight_recorder", out, chromium)
+    if (fr["kind"], fr["behind_ranks"], fr["waited_ranks"], fr["sequence"], fr["op"]) != \
+            ("never_entered", [2], [0, 1, 3], 1, "all_reduce"):
+        fail(f"{dumps}: the stored dumps should part at rank 2, all_reduce 1: {fr}")
+    if "rank 2 never entered collective 1 (all_reduce)" not in parting:
+        fail(f"{dumps}: the parting reads {parting!r}")
+    subset = os.path.join(out, "fr <b>&'no_dump")
+    shutil.rmtree(subset, ignore_errors=True)
+    os.makedirs(subset)
+    for r in (0, 1, 3):
+        shutil.copy(os.path.join(dumps, f"nccl_trace_rank_{r}"), subset)
+    fr3, parting3 = fr_views(rdzvscope, subset, "flight_recorder_no_dump", out, chromium)
+    if fr3["ranks_without_dump"] != [2] or 2 in fr3["behind_ranks"] or "rank 2 left no dump" not in parting3:
+        fail(f"{subset}: rank 2 should be named as leaving no dump, never as behind: {fr3}; {parting3!r}")
+    with open(os.path.join(out, "flight_recorder_no_dump.html"), encoding="utf-8") as f:
+        if "fr <b>" in f.read():
+            fail("flight_recorder_no_dump.html: a dump's path reached the page as markup")
+    # No dumps: no section in either view.
+    if "flight_recorder" in diagnosis(rdzvscope, no_dump_scenario):
+        fail(f"{no_dump_scenario}: a flight_recorder object without dumps")
+    md = analyze(rdzvscope, no_dump_scenario, "--format", "markdown")
+    page = os.path.join(out, "flight_recorder_none.html")
+    analyze(rdzvscope, no_dump_scenario, "--html", page)
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    if "Flight Recorder" in md or parse(text).by_id("flight-recorder") or "Flight Recorder" in text:
+        fail(f"{no_dump_scenario}: a Flight Recorder section without dumps")
+    print(f"ok flight recorder in markdown and HTML{' (Chromium)' if chromium else ''}: {parting!r}; "
+          f"without rank 2's dump: {parting3!r}; none without dumps")
+
+
 # ------------------------------------------------------------------------------- markdown
 def cmd_markdown(rdzvscope, scenario, out):
     name = os.path.basename(os.path.normpath(scenario))
@@ -547,6 +692,8 @@ def main():
             cmd_scale_collective(args[1], args[2], out, chromium)
         elif what == "markdown":
             cmd_markdown(args[1], args[2], out)
+        elif what == "flight_recorder":
+            cmd_flight_recorder(args[1], args[2], args[3], out, chromium)
         elif what == "collective":
             cmd_collective(args[1], args[2], out, chromium)
         else:
