@@ -25,6 +25,8 @@ bool LogFacts::any_rendezvous_error() const {
                      [](const LogEvent& e) { return e.family != LogFamily::ReverseLookupFailed; });
 }
 
+bool same_source(const LogEvent& a, const LogEvent& b) { return a.file == b.file && a.origin == b.origin; }
+
 namespace {
 
 // "VALUE" of "KEY=VALUE" in a watchdog line (OpType=ALLREDUCE, SeqNum=12), "" when absent.
@@ -221,8 +223,6 @@ void set_aside_shutdown_errors(std::vector<LogEvent>& events) {
   }
   erase_marked(events, part);
 }
-
-bool same_source(const LogEvent& a, const LogEvent& b) { return a.file == b.file && a.origin == b.origin; }
 
 // The teardown of an agent whose workers ended (log_facts.h): its events of kind `in_teardown`
 // after its first teardown mark, and the C++ warning of a failed store call printed just above

@@ -16,6 +16,9 @@ namespace rdzvscope {
 using LogFamily = rdzv::logs::Family;
 using LogEvent = rdzv::logs::LogEvent;
 
+// Two lines of one writer: the same file, and the same host or pod prefix within it.
+bool same_source(const LogEvent& a, const LogEvent& b);
+
 struct LogFacts {
   std::vector<LogEvent> events;
   // Issue 13: lines of the families that say nothing about the store (logs::is_other_error:

@@ -88,7 +88,7 @@ Candidate collision_at(const std::string& ep, const Jobs& jobs) {
 // earlier attempt of the same job.
 bool job_restarted(const LogFacts& logs, const LogEvent& e) {
   return std::any_of(logs.restarts.begin(), logs.restarts.end(),
-                     [&](const LogEvent& r) { return r.file == e.file && r.origin == e.origin; });
+                     [&](const LogEvent& r) { return same_source(r, e); });
 }
 
 // Log-only: a store-based barrier that counted more workers than the world size, in a job that
@@ -146,8 +146,6 @@ std::optional<Candidate> foreign_peer_from_logs(const Context& c) {
                               "`ss -ltnp 'sport = :PORT'` on the store host: the process that listens there"});
   return out;
 }
-
-bool same_source(const LogEvent& a, const LogEvent& b) { return a.file == b.file && a.origin == b.origin; }
 
 bool says(const LogEvent& e, const char* words) { return e.text.find(words) != std::string::npos; }
 
