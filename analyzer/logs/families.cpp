@@ -1013,6 +1013,20 @@ constexpr FamilyRow kFamilies[] = {
      .values = find_init_announcement,
      .versions = "any (PyTorch Lightning's DDP strategies)",
      .example = "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8"},  // Lightning-AI#8707
+    {.family = Family::GroupLeftAtExit,
+     .name = "group_left_at_exit",
+     .scope = Scope::Setting,
+     .anchors = {"NOT been destroyed"},
+     .matches = says_all<"process group has NOT been destroyed", "destruct ProcessGroup">,
+     .reason_after = {},
+     .versions = "2.4 and later (ProcessGroupNCCL's destructor)",
+     // dmlcloud#61
+     .example = "[rank0]:[W227 10:54:51.986111855 ProcessGroupNCCL.cpp:1374] Warning: WARNING: process group has NOT "
+                "been destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should "
+                "call destroy_process_group to ensure that any pending NCCL operations have finished in this process. "
+                "In rare cases this process can exit before this point and block the progress of another member of "
+                "the process group. This constraint has always been present,  but this warning has only been added "
+                "since PyTorch 2.4 (function operator())"},
 };
 
 // What the classifier and the prefilter rely on, checked where the rows are written.

@@ -140,6 +140,12 @@ enum class Family {
   // LogEvent::rank the GLOBAL_RANK, expected the world size, setting "entering" or "registered".
   // No failure: LogFacts keeps them apart (init_entries).
   InitAnnounced,
+  // Issue 29. ProcessGroupNCCL's destructor finding its group never destroyed (2.4+): "Warning:
+  // WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL. On normal
+  // program exit, ...". The group is destructed as the interpreter exits, after the script
+  // returned or raised: the rank got past its rendezvous and reached its exit. No failure:
+  // LogFacts keeps the lines apart (exit_marks).
+  GroupLeftAtExit,
   // Issue 13. The families below are not rendezvous (store) failures: LogFacts keeps them
   // apart from the events the rules read (LogFacts::other_errors), so that a log holding only
   // them is `unknown` with the line quoted, never `healthy`.
@@ -169,7 +175,7 @@ inline bool is_other_error(Family f) {
 inline bool is_rendezvous_message(Family f) {
   return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown &&
          f != Family::WorkerGroupRestart && f != Family::WorkerFailure && f != Family::ProcessDied &&
-         f != Family::StackFrame && f != Family::InitAnnounced;
+         f != Family::StackFrame && f != Family::InitAnnounced && f != Family::GroupLeftAtExit;
 }
 
 struct LogEvent {

@@ -506,6 +506,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     facts.frames.push_back(std::move(e));
   else if (e.family == LogFamily::InitAnnounced)
     facts.init_entries.push_back(std::move(e));
+  else if (e.family == LogFamily::GroupLeftAtExit)
+    facts.exit_marks.push_back(std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else

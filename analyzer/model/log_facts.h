@@ -44,6 +44,9 @@ struct LogFacts {
   // succeeded, or its exit barrier failed), in file order. What the same agent logs after one
   // is the job's teardown (settle_log_facts).
   std::vector<LogEvent> teardown_marks;
+  // Issue 29: processes that reached their interpreter's exit with their NCCL process group
+  // alive (group_left_at_exit lines), in file order: past their rendezvous, at their end.
+  std::vector<LogEvent> exit_marks;
   // torchelastic's agent restarting its workers (worker_group_restart lines), in file order.
   std::vector<LogEvent> restarts;
   // Issue 29: processes that ended, as the shell, the kernel's OOM killer, torch.multiprocessing

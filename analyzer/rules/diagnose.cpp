@@ -317,9 +317,23 @@ Verdict unknown_no_rank_found(const Context& c) {
 
 // Logs alone, with no error in them: the job may have hung (a hang prints nothing: a rank stuck
 // before init_process_group or in its first collective, a store host that stopped answering),
-// or the logs end before its failure. Healthy only when a line says the workers finished
-// (a torchrun agent's teardown marks: it logs them once its worker group succeeded).
-bool logs_show_workers_finished(const LogFacts& logs) { return !logs.teardown_marks.empty(); }
+// or the logs end before its failure. Healthy only when a line says the workers finished: a
+// torchrun agent's teardown marks (it logs them once its worker group succeeded), or
+// ProcessGroupNCCL's warning as a rank's interpreter exits (the rank ran to its end).
+bool logs_show_workers_finished(const LogFacts& logs) {
+  return !logs.teardown_marks.empty() || !logs.exit_marks.empty();
+}
+
+// The line that says so, in words.
+std::string workers_finished_words(const LogFacts& logs) {
+  const bool agent = !logs.teardown_marks.empty();
+  const LogEvent& m = agent ? logs.teardown_marks.front() : logs.exit_marks.front();
+  const std::string where = m.file + ":" + std::to_string(m.line);
+  if (agent) return "torchrun's agent says its workers finished (" + where + ")";
+  return "a rank reached its exit (" + where +
+         ": ProcessGroupNCCL's warning as the interpreter exits with the process group never destroyed; the "
+         "script does not call destroy_process_group(), which is no failure)";
+}
 
 Verdict unknown_from_quiet_logs(const LogFacts& logs) {
   Verdict v;
@@ -338,8 +352,8 @@ Verdict healthy_from_logs(const LogFacts& logs) {
   Verdict v;
   v.cls = FailureClass::Healthy;
   v.confidence = "low";
-  v.summary = "no c10d / TCPStore error in " + std::to_string(logs.stats[Stat::LogLines]) +
-              " log lines; logs alone cannot show a hang or a late rank";
+  v.summary = "no c10d / TCPStore error in " + std::to_string(logs.stats[Stat::LogLines]) + " log lines, and " +
+              workers_finished_words(logs) + "; logs alone cannot show a hang or a late rank";
   v.next_step = "if the job still hung, rerun under rdzvscope run to trace every rank";
   return v;
 }

@@ -1131,3 +1131,31 @@ TEST_CASE("logs: a broken store connection on an old PyTorch never claims from t
   CHECK(d.verdict.summary.find("stayed up") == std::string::npos);
   CHECK(d.verdict.summary.find("store host that ended") != std::string::npos);
 }
+
+// Issue 29 (dmlcloud#61): ProcessGroupNCCL's destructor warns when the group was never
+// destroyed; it runs as the interpreter exits, so the rank ran to its end.
+TEST_CASE("logs: ProcessGroupNCCL's warning at exit says the rank ran to its end") {
+  const char* at_exit =
+      "[rank0]:[W227 10:54:51.986111855 ProcessGroupNCCL.cpp:1374] Warning: WARNING: process group has NOT been "
+      "destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call "
+      "destroy_process_group to ensure that any pending NCCL operations have finished in this process.";
+  SECTION("alone: healthy, low, the line quoted as the end") {
+    Verdict v = verdict_of({at_exit});
+    CHECK(v.cls == FailureClass::Healthy);
+    CHECK(v.confidence == "low");
+    CHECK(v.summary.find("reached its exit") != std::string::npos);
+    CHECK(v.summary.find("destroy_process_group()") != std::string::npos);
+  }
+  SECTION("NOT: after an error it is the exit of a failed rank") {
+    CHECK(verdict_of({"[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect "
+                      "to (127.0.0.1, 29500).",
+                      at_exit})
+              .cls != FailureClass::Healthy);
+    CHECK(verdict_of({"Traceback (most recent call last):", "RuntimeError: CUDA error: an illegal memory access was "
+                      "encountered", at_exit})
+              .cls != FailureClass::Healthy);
+  }
+  SECTION("NOT: a quiet log without it is no finished job") {
+    CHECK(verdict_of({"[rank0]: loading checkpoint shard 3/8"}).cls == FailureClass::Unknown);
+  }
+}

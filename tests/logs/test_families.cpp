@@ -709,3 +709,13 @@ TEST_CASE("stack_frame: main_process_first's caller line and contextlib's __ente
         "context_enter");
   CHECK_FALSE(classify_line("  File \"/usr/lib/python3.8/contextlib.py\", line 120, in __exit__").has_value());
 }
+
+TEST_CASE("group_left_at_exit: ProcessGroupNCCL's destructor warning, no failure (issue 29)", "[families]") {
+  auto e = must("[W1203 09:00:01.000000000 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been "
+                "destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call "
+                "destroy_process_group to ensure that any pending NCCL operations have finished in this process.",
+                Family::GroupLeftAtExit);
+  CHECK_FALSE(is_rendezvous_message(e.family));
+  // a user's own words about destroying a group are not the destructor's line
+  CHECK_FALSE(classify_line("the process group has NOT been destroyed yet, calling destroy_process_group").has_value());
+}
