@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -541,6 +543,42 @@ bool logged_as_warning(const LogEvent& e) {
   return t.find("WARNING") != std::string::npos;
 }
 
+bool failure_between(const LogFacts& logs, const std::string& file, std::uint64_t from, std::uint64_t to) {
+  auto inside = [&](const LogEvent& e) { return e.file == file && e.line > from && e.line < to; };
+  return std::any_of(logs.events.begin(), logs.events.end(), inside) ||
+         std::any_of(logs.other_errors.begin(), logs.other_errors.end(), inside) ||
+         std::any_of(logs.deaths.begin(), logs.deaths.end(), inside);
+}
+
+// LogFacts::ranks_twice. Two world sizes among the announcements are settings that disagree,
+// which rule_config_mismatch reads from other lines: not this.
+std::optional<LogFacts::RanksTwice> ranks_announced_twice(const LogFacts& logs) {
+  LogFacts::RanksTwice out;
+  std::map<int, const LogEvent*> first;
+  std::set<int> twice;
+  bool second_found = false;
+  for (std::size_t i = 0; i < logs.init_entries.size(); ++i) {
+    const LogEvent& a = logs.init_entries[i];
+    if (a.setting != "entering" || a.rank < 0 || !a.expected) continue;
+    if (out.world < 0) out.world = *a.expected;
+    if (*a.expected != out.world) return std::nullopt;
+    const auto [it, fresh] = first.emplace(a.rank, &a);
+    if (fresh) {
+      ++out.announced;
+      continue;
+    }
+    if (it->second->file != a.file || failure_between(logs, a.file, it->second->line, a.line)) continue;
+    ++out.announced;
+    twice.insert(a.rank);
+    if (!second_found) out.second = i, second_found = true;
+  }
+  if (twice.empty()) return std::nullopt;
+  out.twice.assign(twice.begin(), twice.end());
+  for (int r = 0; r < out.world && r < 65536; ++r)
+    if (!first.count(r)) out.missing.push_back(r);
+  return out;
+}
+
 bool went_on_past_its_warnings(const LogFacts& facts) {
   if (facts.progress.empty() || !facts.other_errors.empty() || !facts.deaths.empty() ||
       !facts.worker_failures.empty() || !facts.worker_failure_lines.empty())
@@ -563,6 +601,7 @@ void settle_log_facts(LogFacts& facts) {
   set_aside_teardown(facts.other_errors, facts.teardown_marks, is_any);
   set_aside_shutdown_errors(facts.events);
   facts.job_went_on = went_on_past_its_warnings(facts);
+  facts.ranks_twice = ranks_announced_twice(facts);
 }
 
 LogFacts load_logs(const std::vector<std::string>& paths) {

@@ -110,6 +110,21 @@ struct LogFacts {
   // nothing fatal is logged anywhere: no exception or transport error, no death, no failure
   // summary.
   bool job_went_on = false;
+  // Issue 29, derived once (settle_log_facts): Lightning's announcements (init_entries) that
+  // give the same rank twice in one start-up (no failure logged between the two copies, as a
+  // restart would have). A launcher gives each process of a job a rank of its own: a rank twice
+  // is processes numbered alike. `announced` counts the announcements of the start-up: no more
+  // than the world size is one job whose nodes numbered their processes alike (the same node
+  // rank on each, or an allocation that disagrees with the trainer's counts: config_mismatch);
+  // more is more processes than one job has, two launches on one rendezvous (rdzv_collision).
+  struct RanksTwice {
+    std::vector<int> twice, missing;  // the ranks announced twice, and those never announced
+    int world = -1;
+    int announced = 0;
+    std::size_t second = 0;  // init_entries' index of the first rank's second announcement
+    bool more_than_the_world() const { return announced > world; }
+  };
+  std::optional<RanksTwice> ranks_twice;
   std::string torch_version;  // from the logs, "" when not printed
   std::string version_hint;   // ">=2.5" / "<=2.4" from message styles, "" when no clue
   // The log rows of the table (input_stats.h): log_files, partial_log_files (read up to

@@ -520,12 +520,41 @@ std::string mismatch_next_step(const Mismatch& m0, const ProcessFacts& first) {
          "'MASTER_|WORLD_SIZE|TORCHELASTIC'`)";
 }
 
+// Log-only: ranks announced twice by no more processes than the world has
+// (LogFacts::ranks_twice): the job's own processes, numbered alike by nodes that were given the
+// same node rank (or an allocation the trainer's counts disagree with), and the ranks nobody
+// took never came. Two launches on one rendezvous would bring more processes than one world.
+std::optional<Candidate> from_ranks_numbered_alike(const Context& c) {
+  const auto& t = c.logs.ranks_twice;
+  if (!t || t->more_than_the_world()) return std::nullopt;
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::ConfigMismatch;
+  v.confidence = "low";
+  v.cause = "node_rank";
+  v.summary = "rank(s) " + rank_list(t->twice) + " of a world of " + std::to_string(t->world) +
+              " were each announced twice in one start-up, by " + std::to_string(t->announced) +
+              " processes, no more than the world has: one job whose nodes numbered their processes alike (the same "
+              "node rank on each, or an allocation that disagrees with the trainer's node and device counts)" +
+              (t->missing.empty() ? std::string()
+                                  : ", so rank(s) " + rank_list(t->missing) +
+                                        " never came and the rendezvous could not complete");
+  v.next_step = "give each node its own node rank (NODE_RANK, SLURM_NODEID, --node_rank) and match the allocation "
+                "to the trainer (srun --ntasks-per-node = devices per node, --nodes = num_nodes)";
+  out.findings.push_back(log_finding(FailureClass::ConfigMismatch, c.logs.init_entries[t->second]));
+  out.alternatives.push_back({FailureClass::RdzvCollision, std::nullopt,
+                              "two launches on one MASTER_PORT, each with only part of its processes started",
+                              "the job id (SLURM_JOB_ID) beside each copy: two ids are two launches"});
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_config_mismatch(const Context& c) {
   if (!c.has_traces()) {
     if (auto env = config_mismatch_from_launcher_env(c)) return env;
     if (auto agents = from_agent_logs(c)) return agents;
+    if (auto alike = from_ranks_numbered_alike(c)) return alike;
     return from_logs(c);
   }
   const std::optional<TracedMismatches> t = find_traced_mismatches(c);

@@ -291,65 +291,34 @@ std::optional<Candidate> collision_by_default_run_id(const Context& c) {
   return out;
 }
 
-// A launcher gives each process of a job a rank of its own. The same rank announced twice in
-// one start-up (no failure logged between the two copies, as a restart would have) is two
-// launches that took the same ranks of one rendezvous; the ranks nobody announced never came.
-struct RanksTwice {
-  std::vector<int> twice, missing;
-  int world = -1;
-  const LogEvent* second = nullptr;  // the first rank's second announcement
-};
-
-bool failure_between(const LogFacts& logs, const std::string& file, std::uint64_t from, std::uint64_t to) {
-  auto inside = [&](const LogEvent& e) { return e.file == file && e.line > from && e.line < to; };
-  return std::any_of(logs.events.begin(), logs.events.end(), inside) ||
-         std::any_of(logs.other_errors.begin(), logs.other_errors.end(), inside) ||
-         std::any_of(logs.deaths.begin(), logs.deaths.end(), inside);
-}
-
-std::optional<RanksTwice> ranks_announced_twice(const LogFacts& logs) {
-  RanksTwice out;
-  std::map<int, const LogEvent*> first;
-  std::set<int> twice;
-  for (const LogEvent& a : logs.init_entries) {
-    if (a.setting != "entering" || a.rank < 0 || !a.expected) continue;
-    if (out.world < 0) out.world = *a.expected;
-    if (*a.expected != out.world) return std::nullopt;  // two world sizes: settings that disagree, not this
-    const auto [it, fresh] = first.emplace(a.rank, &a);
-    if (fresh || it->second->file != a.file || failure_between(logs, a.file, it->second->line, a.line)) continue;
-    if (twice.insert(a.rank).second && !out.second) out.second = &a;
-  }
-  if (twice.empty()) return std::nullopt;
-  out.twice.assign(twice.begin(), twice.end());
-  for (int r = 0; r < out.world && r < 65536; ++r)
-    if (!first.count(r)) out.missing.push_back(r);
-  return out;
-}
-
+// The alternative: one job of more processes than its world size says (a --nproc or
+// --ntasks larger than the trainer's devices), numbered alike.
 Alternative one_job_numbered_twice() {
   return {FailureClass::ConfigMismatch, std::nullopt,
-          "one job whose nodes were given the same node rank (each node numbered its processes from 0), or whose "
-          "allocation disagrees with the trainer's node and device counts",
-          "the job id (SLURM_JOB_ID) beside each copy: one job is a node-rank setting, two are two launches on one "
+          "one job launched with more processes than its world size, whose nodes numbered them alike (the same "
+          "node rank on each, an allocation that disagrees with the trainer's node and device counts)",
+          "the job id (SLURM_JOB_ID) beside each copy: one job is its settings, two are two launches on one "
           "MASTER_PORT"};
 }
 
+// Log-only: ranks announced twice, more announcements than the world size (LogFacts::ranks_twice):
+// more processes than one job of that world has took its ranks, two launches on one rendezvous.
 std::optional<Candidate> collision_by_rank_twice(const Context& c) {
-  const auto t = ranks_announced_twice(c.logs);
-  if (!t) return std::nullopt;
+  const auto& t = c.logs.ranks_twice;
+  if (!t || !t->more_than_the_world()) return std::nullopt;
   Candidate out;
   Verdict& v = out.verdict;
   v.cls = FailureClass::RdzvCollision;
   v.confidence = "low";
-  v.summary = "rank(s) " + rank_list(t->twice) + " of a world of " + std::to_string(t->world) +
-              " were each announced twice in one start-up: two launches took the same ranks of one rendezvous" +
+  v.summary = std::to_string(t->announced) + " processes entered init_process_group for a world of " +
+              std::to_string(t->world) + ", rank(s) " + rank_list(t->twice) +
+              " each announced twice in one start-up: two launches took the same ranks of one rendezvous" +
               (t->missing.empty() ? std::string()
                                   : ", and rank(s) " + rank_list(t->missing) +
                                         " never came, so the rendezvous could not complete");
-  v.next_step = "give each node its own node rank (NODE_RANK, SLURM_NODEID, --node_rank) and match the allocation "
-                "to the trainer (srun --ntasks-per-node = devices per node, --nodes = num_nodes); check that no "
-                "second launch used the same MASTER_PORT";
-  out.findings.push_back(log_finding(FailureClass::RdzvCollision, *t->second));
+  v.next_step = "check that no second launch used the same MASTER_PORT (a job id beside each copy); give each node "
+                "its own node rank (NODE_RANK, SLURM_NODEID, --node_rank) and match the allocation to the trainer";
+  out.findings.push_back(log_finding(FailureClass::RdzvCollision, c.logs.init_entries[t->second]));
   out.alternatives.push_back(one_job_numbered_twice());
   return out;
 }

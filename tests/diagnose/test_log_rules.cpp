@@ -931,23 +931,39 @@ TEST_CASE("logs: DeepSpeed's launcher killing its workers says one ended non-zer
   }
 }
 
-TEST_CASE("logs: the same global rank announced twice in one start-up is two launches on one rendezvous (issue 29)") {
-  auto announce_twice = [](Job& job) {
-    for (int r : {1, 2, 3, 0})
-      for (int copy = 0; copy < 2; ++copy)
+// A launcher gives each process of a job a rank of its own: a rank announced twice is processes
+// numbered alike. No more announcements than the world size: one job's nodes numbered alike
+// (config_mismatch); more: more processes than one job has, two launches (rdzv_collision).
+TEST_CASE("logs: the same global rank announced twice in one start-up: one job numbered alike, or two launches (issue 29)") {
+  auto announce = [](Job& job, std::initializer_list<int> ranks, int copies) {
+    for (int r : ranks)
+      for (int copy = 0; copy < copies; ++copy)
         job.log_line("initializing ddp: GLOBAL_RANK: " + std::to_string(r) + ", MEMBER: " + std::to_string(r + 1) +
                      "/8");
   };
-  SECTION("ranks 0-3 twice of a world of 8: the others never came") {
+  SECTION("ranks 0-3 twice of a world of 8, 8 processes: one job whose nodes numbered alike, the others never came") {
     Job job;
-    announce_twice(job);
+    announce(job, {1, 2, 3, 0}, 2);
     job.log_line("Traceback (most recent call last):");
     Diagnosis d = job.diagnose_it();
-    CHECK(d.verdict.cls == FailureClass::RdzvCollision);
+    CHECK(d.verdict.cls == FailureClass::ConfigMismatch);
     CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.cause == "node_rank");
     CHECK_FALSE(d.verdict.initiating_rank.has_value());
     CHECK(d.verdict.summary.find("0-3") != std::string::npos);
     CHECK(d.verdict.summary.find("4-7") != std::string::npos);
+    CHECK(d.verdict.summary.find("by 8 processes") != std::string::npos);
+    REQUIRE_FALSE(d.alternatives.empty());
+    CHECK(d.alternatives.front().cls == FailureClass::RdzvCollision);
+  }
+  SECTION("ranks 0-5 twice of a world of 8, 12 processes: more than one job has, two launches") {
+    Job job;
+    announce(job, {0, 1, 2, 3, 4, 5}, 2);
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::RdzvCollision);
+    CHECK(d.verdict.confidence == "low");
+    CHECK(d.verdict.summary.find("12 processes entered init_process_group for a world of 8") != std::string::npos);
+    CHECK(d.verdict.summary.find("6, 7") != std::string::npos);
     REQUIRE_FALSE(d.alternatives.empty());
     CHECK(d.alternatives.front().cls == FailureClass::ConfigMismatch);
   }

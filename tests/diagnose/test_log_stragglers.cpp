@@ -156,7 +156,7 @@ TEST_CASE("logs: ranks that never announced init_process_group (Lightning) are t
   SECTION("not when a rank was announced twice: two processes took the same rank, none is late") {
     Job job;
     announce(job, {1, 1, 2, 2, 3, 3, 0, 0}, 8);
-    CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);  // rdzv_collision (test_log_rules)
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::StragglerTimeout);  // config_mismatch (test_log_rules)
   }
   SECTION("not beside an error: it says more than a silence") {
     Job job;
