@@ -52,7 +52,8 @@ bool transport_connect_failed(sv s) {
   // remote=[H]:P, error=SO_ERROR: Connection refused"), then "Gloo connectFullMesh failed with
   // [...pair.cc:152] timed out connecting: ..." (pair.cc above).
   if (says_all<"failed to connect, willRetry", "remote=">(s)) return true;
-  if (says_all<"pair.cc", "connectFullMesh failed">(s)) return true;
+  // [...pair.cc:152] timed out connecting (2.x), [...pair.h:311] Connect timeout (2.13's passive side)
+  if (says<"connectFullMesh failed">(s) && says_any<"pair.cc", "pair.h">(s)) return true;
   if (says_all<"Proxy Call to rank", "failed">(s)) return true;  // NCCL proxy
   return says<"NCCL WARN">(s) &&
          says_any<"socketStartConnect", "Connect to ", "socketPollConnect", "socketProgress",
@@ -674,7 +675,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::TransportError,
      .name = "transport_error",
      .scope = Scope::Alone,
-     .anchors = {"pair.cc", "Exception", "Proxy Call", "NCCL WARN", "willRetry"},
+     .anchors = {"pair.cc", "Exception", "Proxy Call", "NCCL WARN", "willRetry", "connectFullMesh"},
      .matches = transport_connect_failed,
      .versions = "all (gloo, NCCL)",
      // pytorch#15592
@@ -1027,6 +1028,17 @@ constexpr FamilyRow kFamilies[] = {
                 "In rare cases this process can exit before this point and block the progress of another member of "
                 "the process group. This constraint has always been present,  but this warning has only been added "
                 "since PyTorch 2.4 (function operator())"},
+    {.family = Family::GlooLoopbackFallback,
+     .name = "gloo_loopback_fallback",
+     .scope = Scope::Setting,
+     .anchors = {"loopback address as fallback"},
+     .matches = says_all<"Unable to resolve hostname", "loopback address as fallback">,
+     .reason_after = {},
+     .versions = "2.x (ProcessGroupGloo's default device)",
+     // 2.13, run here: two network namespaces whose host name resolves to nothing
+     .example = "[W1207 23:08:57.442164623 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname to a (local) "
+                "address. Using the loopback address as fallback. Manually set the network interface to bind to with "
+                "GLOO_SOCKET_IFNAME. (function operator())"},
 };
 
 // What the classifier and the prefilter rely on, checked where the rows are written.

@@ -146,6 +146,12 @@ enum class Family {
   // returned or raised: the rank got past its rendezvous and reached its exit. No failure:
   // LogFacts keeps the lines apart (exit_marks).
   GroupLeftAtExit,
+  // Issue 29. gloo's device found no address for the host name and bound loopback: "Warning:
+  // Unable to resolve hostname to a (local) address. Using the loopback address as fallback.
+  // Manually set the network interface to bind to with GLOO_SOCKET_IFNAME." The rank then
+  // publishes 127.0.0.1 as its address. No failure by itself (a job on one node works so):
+  // LogFacts keeps the lines apart (gloo_loopback_fallbacks).
+  GlooLoopbackFallback,
   // Issue 13. The families below are not rendezvous (store) failures: LogFacts keeps them
   // apart from the events the rules read (LogFacts::other_errors), so that a log holding only
   // them is `unknown` with the line quoted, never `healthy`.
@@ -175,7 +181,8 @@ inline bool is_other_error(Family f) {
 inline bool is_rendezvous_message(Family f) {
   return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown &&
          f != Family::WorkerGroupRestart && f != Family::WorkerFailure && f != Family::ProcessDied &&
-         f != Family::StackFrame && f != Family::InitAnnounced && f != Family::GroupLeftAtExit;
+         f != Family::StackFrame && f != Family::InitAnnounced && f != Family::GroupLeftAtExit &&
+         f != Family::GlooLoopbackFallback;
 }
 
 struct LogEvent {

@@ -446,6 +446,18 @@ bool says_peer_went_away(const LogEvent& e) {
   return e.family == LogFamily::ErrorLine && says({"ncclRemoteError", "remote process exit"});
 }
 
+std::optional<PeerUnanswered> peer_unanswered(const LogEvent& e) {
+  if (e.family != LogFamily::TransportError) return std::nullopt;
+  if (e.err) {
+    if (*e.err != ETIMEDOUT && *e.err != EHOSTUNREACH && *e.err != ENETUNREACH) return std::nullopt;
+    return PeerUnanswered{&e, !e.host.empty()};
+  }
+  const bool mesh = e.text.find("connectFullMesh failed") != std::string::npos;
+  if (mesh && (e.text.find("Connect timeout") != std::string::npos || e.text.find("] no error") != std::string::npos))
+    return PeerUnanswered{&e, false};
+  return std::nullopt;
+}
+
 namespace {
 
 bool is_traceback_header(const LogEvent& e) {
@@ -510,6 +522,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     facts.init_entries.push_back(std::move(e));
   else if (e.family == LogFamily::GroupLeftAtExit)
     facts.exit_marks.push_back(std::move(e));
+  else if (e.family == LogFamily::GlooLoopbackFallback)
+    facts.gloo_loopback_fallbacks.push_back(std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else

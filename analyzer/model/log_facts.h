@@ -47,6 +47,9 @@ struct LogFacts {
   // Issue 29: processes that reached their interpreter's exit with their NCCL process group
   // alive (group_left_at_exit lines), in file order: past their rendezvous, at their end.
   std::vector<LogEvent> exit_marks;
+  // Issue 29: gloo devices that bound loopback because the host name resolved to nothing
+  // (gloo_loopback_fallback lines), in file order: those ranks published 127.0.0.1.
+  std::vector<LogEvent> gloo_loopback_fallbacks;
   // torchelastic's agent restarting its workers (worker_group_restart lines), in file order.
   std::vector<LogEvent> restarts;
   // Issue 29: processes that ended, as the shell, the kernel's OOM killer, torch.multiprocessing
@@ -151,6 +154,18 @@ struct LogFacts {
 // Connection reset by peer", NCCL's "Connection closed by remote peer" and ncclRemoteError's
 // "remote process exited" (its ncclRemoteError, an exception line).
 bool says_peer_went_away(const LogEvent& e);
+
+// Issue 29: a transport line that says a rank's connection to the address a peer published went
+// unanswered: the active side's connect timed out or found no route (gloo's "failed to connect
+// ... error=SO_ERROR: Connection timed out", "timed out connecting: ...", NCCL's "Connect to
+// ... failed : Connection timed out"), or the passive side's wait for the peer's connect ran
+// out (gloo's "connectFullMesh failed with [...pair.h:311] Connect timeout", worded "no error"
+// by the gloo of 2.1 to 2.5). `active`: the line names the address that did not answer.
+struct PeerUnanswered {
+  const LogEvent* line = nullptr;
+  bool active = false;
+};
+std::optional<PeerUnanswered> peer_unanswered(const LogEvent& e);
 
 // The work a collective timeout line names (NCCL's watchdog: "WorkNCCL(SeqNum=12,
 // OpType=ALLREDUCE, ..., Timeout(ms)=60000)"): its op and sequence number, each where the line

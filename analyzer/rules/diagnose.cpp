@@ -473,7 +473,8 @@ Verdict unknown_with_what_is_missing(const Context& c, const FailedWorkers& fail
   if (const ProcessFacts* a = failed_agent(c))
     missing.push_back("the launcher agent " + a->proc->label() + " failed" +
                       (c.ranks().empty() ? std::string(" before any worker started") : std::string()));
-  if (!logs.other_errors.empty() && logs.events.empty())
+  // A reverse lookup's warning beside it says nothing of the rendezvous (any_rendezvous_error).
+  if (!logs.other_errors.empty() && !logs.any_rendezvous_error())
     missing.push_back(other_error_words(logs.other_errors));
   for (const LogEvent* e : logs.of({LogFamily::RendezvousClosed}))
     if (e->text.find("RendezvousClosedError") != std::string::npos) {

@@ -108,14 +108,31 @@ std::string stale_next_step() {
 // with stale keys, but the address was wrong from the start. Not 127.0.0.1: that is localhost's
 // own, which gloo binds on purpose for a job on one node (its fallback); a host name resolves
 // to another loopback address (Debian's 127.0.1.1, nss-myhostname's 127.0.0.2). A refusal at
-// 127.0.0.1 is a peer gone on the same node (a stale key, a dead rank), not this trap.
+// 127.0.0.1 is a peer gone on the same node (a stale key, a dead rank), not this trap, unless
+// gloo says it bound loopback for want of an address (its fallback warning, LogFacts::
+// gloo_loopback_fallbacks): a host name that resolves to nothing publishes 127.0.0.1.
 bool host_name_loopback(const std::string& host) { return host.rfind("127.", 0) == 0 && host != "127.0.0.1"; }
+
+bool published_loopback(const LogFacts& logs, const std::string& host) {
+  return host_name_loopback(host) || (host == "127.0.0.1" && !logs.gloo_loopback_fallbacks.empty());
+}
 
 const LogEvent* loopback_peer_refused(const LogFacts& logs) {
   for (const LogEvent& e : logs.other_errors)
-    if (e.family == LogFamily::TransportError && e.err && *e.err == ECONNREFUSED && host_name_loopback(e.host))
+    if (e.family == LogFamily::TransportError && e.err && *e.err == ECONNREFUSED && published_loopback(logs, e.host))
       return &e;
   return nullptr;
+}
+
+// Why the peer published a loopback address.
+std::string loopback_reason(const LogFacts& logs, const std::string& host) {
+  if (host == "127.0.1.1") return "its host name resolves to 127.0.1.1, as Debian and Ubuntu write it in /etc/hosts";
+  if (host == "127.0.0.1") {
+    const LogEvent& w = logs.gloo_loopback_fallbacks.front();
+    return "its host name resolves to no address, so gloo bound loopback, as its warning at " + w.file + ":" +
+           std::to_string(w.line) + " says";
+  }
+  return "its host name resolves to a loopback address";
 }
 
 std::optional<Candidate> loopback_peer_from_logs(const Context& c) {
@@ -130,9 +147,7 @@ std::optional<Candidate> loopback_peer_from_logs(const Context& c) {
   const std::optional<int> refused = rank_of(*e);
   v.summary = (refused ? "rank " + std::to_string(*refused) + "'s" : std::string("a rank's")) + " gloo connection to a peer was refused at the loopback address " + e->host +
               (e->port ? ":" + std::to_string(*e->port) : std::string()) +
-              ": that peer published a loopback address as its own (its host name resolves to " +
-              (e->host == "127.0.1.1" ? std::string("127.0.1.1, as Debian and Ubuntu write it in /etc/hosts")
-                                      : std::string("a loopback address")) +
+              ": that peer published a loopback address as its own (" + loopback_reason(c.logs, e->host) +
               "), and a rank on another node reached its own loopback instead, where nothing listens";
   v.next_step = "`rdzvscope preflight` on each node (its own-name check), or `getent hosts $(hostname)`: map the "
                 "host name to the node's network address in /etc/hosts, or set GLOO_SOCKET_IFNAME (and "

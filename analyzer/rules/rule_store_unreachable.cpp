@@ -411,12 +411,76 @@ std::optional<Candidate> resolved_elsewhere(const Context& c) {
   return out;
 }
 
+// Log-only, cause peer_address (issue 29): a rank's gloo (or NCCL) connection to the address a
+// peer published went unanswered (log_facts.h, peer_unanswered). gloo's connectFullMesh starts
+// once every rank has published its address through the store and read the others' (the
+// store's get returns only once the key is there): the peer was up and listening. SYNs that
+// nobody answers, or no route, to that address, and on the passive side no connect arriving in
+// time, say the address is not reachable from the other node: without GLOO_SOCKET_IFNAME a rank
+// publishes what its host name resolves to, an interface the other nodes may have no path to (a
+// management network, a VPN's far side, a container's bridge). A refused connect is not this
+// (the host answered, nothing listened: a peer gone, or the loopback trap of
+// rule_stale_peer_address). Only with no store error in the logs: the store was reached.
+std::vector<PeerUnanswered> unanswered_peer_lines(const LogFacts& logs) {
+  std::vector<PeerUnanswered> out;
+  for (const LogEvent& e : logs.other_errors)
+    if (auto u = peer_unanswered(e)) out.push_back(*u);
+  return out;
+}
+
+std::string peer_address_words(const PeerUnanswered& u) {
+  const LogEvent& e = *u.line;
+  const std::string where = e.file + ":" + std::to_string(e.line);
+  if (u.active)
+    return "a rank's connect to the address a peer published through the store, " + e.host +
+           (e.port ? ":" + std::to_string(*e.port) : std::string()) + ", went unanswered (" + where +
+           ", SYNs unanswered or no route)";
+  return "a rank waited in vain for a peer to connect to the address it had published through the store (" + where +
+         ": gloo's full mesh timed out)";
+}
+
+// What the peer had done through the store before the connect.
+std::string after_the_store(const LogEvent& e) {
+  if (e.text.find("NCCL") != std::string::npos)
+    return "the peer had published its bootstrap address through it (NCCL connects only to addresses read there)";
+  return "every rank had published its address through it (gloo's full mesh starts only then)";
+}
+
+std::optional<Candidate> peer_address_from_logs(const Context& c) {
+  if (c.has_traces() || c.logs.any_rendezvous_error()) return std::nullopt;
+  const std::vector<PeerUnanswered> lines = unanswered_peer_lines(c.logs);
+  if (lines.empty()) return std::nullopt;
+  const auto active = std::find_if(lines.begin(), lines.end(), [](const PeerUnanswered& u) { return u.active; });
+  const PeerUnanswered& shown = active != lines.end() ? *active : lines.front();
+  Candidate out;
+  Verdict& v = out.verdict;
+  v.cls = FailureClass::StoreUnreachable;
+  v.cause = "peer_address";
+  v.confidence = active != lines.end() ? "medium" : "low";
+  v.summary = peer_address_words(shown) + ": the store worked and " + after_the_store(*shown.line) +
+              ", so the peer was up; the address it published is not reachable from the other node (without "
+              "GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME a rank publishes what its host name resolves to, or the first "
+              "interface it finds, which may be one the other nodes have no path to)";
+  v.next_step = "set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) on every node to the interface the nodes share "
+                "(`ip -br addr`); check what each node's host name resolves to (`getent hosts $(hostname)`) and that "
+                "each node reaches the others' address on it (`nc -vz ADDR PORT`, `rdzvscope preflight`)";
+  out.findings.push_back(log_finding(FailureClass::StoreUnreachable, *shown.line));
+  out.alternatives.push_back({FailureClass::RankDied, std::nullopt,
+                              "the peer's node went down after the peer published its address: a dead host answers "
+                              "no SYN either",
+                              "the peer's own log (did it go on to its collective, or end?) and its node's uptime"});
+  return out;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_store_unreachable(const Context& c) {
   if (auto elsewhere = resolved_elsewhere(c)) return elsewhere;
   const std::optional<UnreachableStore> s = find_unreachable_store(c);
-  if (!s) return store_unreachable_from_calls_in_flight(c);
+  if (!s) {
+    if (auto peer = peer_address_from_logs(c)) return peer;
+    return store_unreachable_from_calls_in_flight(c);
+  }
   const ProcessFacts& first = *s->blocked.front().f;
   Candidate out;
   Verdict& v = out.verdict;

@@ -99,11 +99,14 @@ TEST_CASE("logs: No route to host is the connect_timeout / store_unreachable fam
     CHECK(d.verdict.summary.find("storev4:29401") != std::string::npos);
     CHECK(d.verdict.summary.find("6ba6") == std::string::npos);
   }
-  SECTION("an NCCL warning with it is NCCL's own connection, not the store") {
+  SECTION("an NCCL warning with it is NCCL's own connection to a peer's address, not the store (stop 38)") {
     Job job;
     job.log_line("node1:1234:1240 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.2<43521> "
                  "failed : No route to host");
-    CHECK(job.diagnose_it().verdict.cls == FailureClass::Unknown);
+    const Verdict v = job.diagnose_it().verdict;
+    CHECK(v.cls == FailureClass::StoreUnreachable);
+    CHECK(v.cause == "peer_address");
+    CHECK(v.summary.find("NCCL") != std::string::npos);
   }
 }
 
@@ -1174,4 +1177,98 @@ TEST_CASE("logs: ProcessGroupNCCL's warning at exit says the rank ran to its end
   SECTION("NOT: a quiet log without it is no finished job") {
     CHECK(verdict_of({"[rank0]: loading checkpoint shard 3/8"}).cls == FailureClass::Unknown);
   }
+}
+
+// Issue 29: gloo's full mesh could not reach the address a peer published through the store
+// (own/torch2.13-gloo-peer-unreachable: two network namespaces, each host name on an address
+// the other namespace's SYNs never reach).
+TEST_CASE("logs: a peer's published gloo address that does not answer is store_unreachable, cause peer_address") {
+  const char* active =
+      "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, "
+      "willRetry=0, retry=4, retryLimit=3, rank=1, size=2, local=[10.240.0.2]:4801, remote=[10.241.0.1]:21918$1, "
+      "error=SO_ERROR: Connection timed out, remote=[10.241.0.1]:21918$1";
+  const char* passive =
+      "[E1207 23:12:23.840069266 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with "
+      "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.h:311] Connect timeout [none]";
+  const char* reverse = "[W1207 23:10:43.395746503 socket.cpp:207] [c10d] The hostname of the client socket cannot be "
+                        "retrieved. err=-3";
+  SECTION("the active side names the address: medium, beside a reverse lookup's warning") {
+    Job job;
+    job.log_line(reverse, 1, "rank1.log");
+    job.log_line(active, 1, "rank1.log");
+    job.log_line(passive, 0, "rank0.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StoreUnreachable);
+    CHECK(d.verdict.cause == "peer_address");
+    CHECK(d.verdict.confidence == "medium");
+    CHECK(d.verdict.summary.find("10.241.0.1:21918") != std::string::npos);
+    CHECK(d.verdict.next_step.find("GLOO_SOCKET_IFNAME") != std::string::npos);
+    CHECK(has_alternative(d, FailureClass::RankDied));
+  }
+  SECTION("only the passive side's timeout, and older gloo's \"no error\": low") {
+    for (const char* line : {passive, "RuntimeError: Gloo connectFullMesh failed with "
+                                      "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"}) {
+      Job job;
+      job.log_line(line);
+      Diagnosis d = job.diagnose_it();
+      CHECK(d.verdict.cls == FailureClass::StoreUnreachable);
+      CHECK(d.verdict.confidence == "low");
+    }
+  }
+  SECTION("NOT: a refused connect is a host that answered") {
+    Job job;
+    job.log_line("[E1207 23:08:57.443493812 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with "
+                 "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out connecting: "
+                 "SO_ERROR: Connection refused, remote=[10.0.0.5]:12723$0");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::StoreUnreachable);
+  }
+  SECTION("NOT: beside a store error the store was not reached") {
+    Job job;
+    job.log_line("[E1201 10:37:40.865341725 socket.cpp:1028] [c10d] The client socket has timed out after 4000ms "
+                 "while trying to connect to (10.0.0.1, 29500).");
+    job.log_line(active);
+    const Diagnosis d = job.diagnose_it();
+    CHECK_FALSE((d.verdict.cls == FailureClass::StoreUnreachable && d.verdict.cause == "peer_address"));
+  }
+}
+
+// Issue 29 (own/torch2.13-gloo-loopback-fallback): gloo found no address for the host name,
+// bound loopback and published 127.0.0.1; the peer on the other node was refused there.
+TEST_CASE("logs: refused at 127.0.0.1 after gloo's loopback fallback is the loopback trap") {
+  const char* fallback =
+      "[W1207 23:08:57.442164623 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname to a (local) address. "
+      "Using the loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. "
+      "(function operator())";
+  const char* refused =
+      "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, "
+      "willRetry=0, retry=4, retryLimit=3, rank=0, size=2, local=[127.0.0.1]:33959, remote=[127.0.0.1]:12723$0, "
+      "error=SO_ERROR: Connection refused, remote=[127.0.0.1]:12723$0";
+  SECTION("with the fallback warning") {
+    Job job;
+    job.log_line(fallback, 0, "rank0.log");
+    job.log_line(refused, 0, "rank0.log");
+    Diagnosis d = job.diagnose_it();
+    CHECK(d.verdict.cls == FailureClass::StalePeerAddress);
+    CHECK(d.verdict.cause == "loopback_peer_address");
+    CHECK(d.verdict.summary.find("resolves to no address") != std::string::npos);
+    CHECK(has_alternative(d, FailureClass::RankDied));
+  }
+  SECTION("NOT without it: 127.0.0.1 is a job on one node, and a refusal there a peer gone") {
+    Job job;
+    job.log_line(refused, 0, "rank0.log");
+    CHECK(job.diagnose_it().verdict.cls != FailureClass::StalePeerAddress);
+  }
+}
+
+// A reverse lookup's warning beside a transport error: the unknown verdict still quotes the
+// transport line (it did not, while any log event hid it).
+TEST_CASE("logs: an unknown verdict quotes the transport error beside a reverse lookup's warning") {
+  Job job;
+  job.log_line("[W1207 23:10:43.395746503 socket.cpp:207] [c10d] The hostname of the client socket cannot be "
+               "retrieved. err=-3");
+  job.log_line("host-1:1234:5678 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.5<43210> "
+               "failed : Software caused connection abort");
+  const Verdict v = job.diagnose_it().verdict;
+  CHECK(v.cls == FailureClass::Unknown);
+  CHECK(v.summary.find("socketStartConnect") != std::string::npos);
 }

@@ -719,3 +719,16 @@ TEST_CASE("group_left_at_exit: ProcessGroupNCCL's destructor warning, no failure
   // a user's own words about destroying a group are not the destructor's line
   CHECK_FALSE(classify_line("the process group has NOT been destroyed yet, calling destroy_process_group").has_value());
 }
+
+TEST_CASE("transport_error: gloo's full mesh given up, pair.cc and pair.h (issue 29)", "[families]") {
+  must("[E1207 23:12:23.840069266 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with "
+       "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.h:311] Connect timeout [none]",
+       Family::TransportError);
+  must("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+       Family::TransportError);
+  auto w = must("[W1207 23:08:57.442164623 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname to a (local) "
+                "address. Using the loopback address as fallback. Manually set the network interface to bind to with "
+                "GLOO_SOCKET_IFNAME. (function operator())",
+                Family::GlooLoopbackFallback);
+  CHECK_FALSE(is_rendezvous_message(w.family));
+}
