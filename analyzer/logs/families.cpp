@@ -675,7 +675,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::TransportError,
      .name = "transport_error",
      .scope = Scope::Alone,
-     .anchors = {"pair.cc", "Exception", "Proxy Call", "NCCL WARN", "willRetry", "connectFullMesh"},
+     .anchors = {"pair.cc", "Exception", "Proxy Call", "NCCL WARN", "willRetry", "FullMesh"},
      .matches = transport_connect_failed,
      .versions = "all (gloo, NCCL)",
      // pytorch#15592
@@ -1031,7 +1031,7 @@ constexpr FamilyRow kFamilies[] = {
     {.family = Family::GlooLoopbackFallback,
      .name = "gloo_loopback_fallback",
      .scope = Scope::Setting,
-     .anchors = {"loopback address as fallback"},
+     .anchors = {"GLOO_SOCKET_IFNAME"},
      .matches = says_all<"Unable to resolve hostname", "loopback address as fallback">,
      .reason_after = {},
      .versions = "2.x (ProcessGroupGloo's default device)",

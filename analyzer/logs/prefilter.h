@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace rdzv::logs::detail {
@@ -35,8 +36,12 @@ class Prefilter {
  private:
   bool check(const char* p, const char* end, size_t* which) const;
 
+  bool bit(const char* p) const;
+
   std::vector<std::string_view> anchors_;
-  std::vector<uint32_t> prefix_;          // the first 4 bytes of each anchor
+  // (the first 4 bytes of an anchor, its index), sorted by both: a candidate's word is looked up
+  // rather than compared with every anchor's, which cost each candidate one compare an anchor
+  std::vector<std::pair<uint32_t, uint32_t>> by_prefix_;
   uint8_t bits_[(1u << 16) / 8] = {};     // hash(prefix) bits
 };
 

@@ -431,11 +431,12 @@ std::vector<PeerUnanswered> unanswered_peer_lines(const LogFacts& logs) {
 std::string peer_address_words(const PeerUnanswered& u) {
   const LogEvent& e = *u.line;
   const std::string where = e.file + ":" + std::to_string(e.line);
+  const std::string who = e.rank >= 0 ? "rank " + std::to_string(e.rank) : std::string("a rank");
   if (u.active)
-    return "a rank's connect to the address a peer published through the store, " + e.host +
+    return who + "'s connect to the address a peer published through the store, " + e.host +
            (e.port ? ":" + std::to_string(*e.port) : std::string()) + ", went unanswered (" + where +
            ", SYNs unanswered or no route)";
-  return "a rank waited in vain for a peer to connect to the address it had published through the store (" + where +
+  return who + " waited in vain for a peer to connect to the address it had published through the store (" + where +
          ": gloo's full mesh timed out)";
 }
 
