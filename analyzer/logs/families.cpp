@@ -52,8 +52,10 @@ bool transport_connect_failed(sv s) {
   // remote=[H]:P, error=SO_ERROR: Connection refused"), then "Gloo connectFullMesh failed with
   // [...pair.cc:152] timed out connecting: ..." (pair.cc above).
   if (says_all<"failed to connect, willRetry", "remote=">(s)) return true;
-  // [...pair.cc:152] timed out connecting (2.x), [...pair.h:311] Connect timeout (2.13's passive side)
-  if (says<"connectFullMesh failed">(s) && says_any<"pair.cc", "pair.h">(s)) return true;
+  // ProcessGroupGloo's words for any exception of gloo's full mesh connect: "Gloo
+  // connectFullMesh failed with [...pair.cc:152] timed out connecting", "[...pair.h:311] Connect
+  // timeout" (2.13's passive side), with the path or without it (a quote that elided it)
+  if (says<"connectFullMesh failed">(s)) return true;
   if (says_all<"Proxy Call to rank", "failed">(s)) return true;  // NCCL proxy
   return says<"NCCL WARN">(s) &&
          says_any<"socketStartConnect", "Connect to ", "socketPollConnect", "socketProgress",

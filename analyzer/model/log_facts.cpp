@@ -453,7 +453,7 @@ std::optional<PeerUnanswered> peer_unanswered(const LogEvent& e) {
     return PeerUnanswered{&e, !e.host.empty()};
   }
   const bool mesh = e.text.find("connectFullMesh failed") != std::string::npos;
-  if (mesh && (e.text.find("Connect timeout") != std::string::npos || e.text.find("] no error") != std::string::npos))
+  if (mesh && (e.text.find("Connect timeout") != std::string::npos || e.text.find(" no error") != std::string::npos))
     return PeerUnanswered{&e, false};
   return std::nullopt;
 }
