@@ -1041,6 +1041,15 @@ constexpr FamilyRow kFamilies[] = {
      .example = "[W1207 23:08:57.442164623 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname to a (local) "
                 "address. Using the loopback address as fallback. Manually set the network interface to bind to with "
                 "GLOO_SOCKET_IFNAME. (function operator())"},
+    {.family = Family::AddressFamilyUnsupported,
+     .name = "address_family_unsupported",
+     .scope = Scope::Setting,
+     .anchors = {"Address family not supported"},
+     .matches = says_all<"cannot be initialized", "Address family not supported">,
+     .reason_after = {},
+     .versions = "1.10 and later (c10d's socket.cpp)",
+     .example = "[W socket.cpp:401] [c10d] The server socket cannot be initialized on [::]:29500 (errno: 97 - Address "
+                "family not supported by protocol)."},  // heat#1003
 };
 
 // What the classifier and the prefilter rely on, checked where the rows are written.

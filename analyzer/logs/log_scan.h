@@ -152,6 +152,13 @@ enum class Family {
   // publishes 127.0.0.1 as its address. No failure by itself (a job on one node works so):
   // LogFacts keeps the lines apart (gloo_loopback_fallbacks).
   GlooLoopbackFallback,
+  // Issue 29. c10d's warning that a socket of one address family could not be made: "[c10d] The
+  // server socket cannot be initialized on [::]:29500 (errno: 97 - Address family not supported
+  // by protocol)", "... client socket cannot be initialized to connect to [host]:29500 (errno:
+  // 97 ...)". A host without IPv6 prints it for the IPv6 address of every store socket, and c10d
+  // goes on to the next address (IPv4): every job on such a host logs it. No failure: LogFacts
+  // keeps the lines apart (family_fallbacks).
+  AddressFamilyUnsupported,
   // Issue 13. The families below are not rendezvous (store) failures: LogFacts keeps them
   // apart from the events the rules read (LogFacts::other_errors), so that a log holding only
   // them is `unknown` with the line quoted, never `healthy`.
@@ -182,7 +189,7 @@ inline bool is_rendezvous_message(Family f) {
   return !is_other_error(f) && f != Family::LaunchSetting && f != Family::AgentTeardown &&
          f != Family::WorkerGroupRestart && f != Family::WorkerFailure && f != Family::ProcessDied &&
          f != Family::StackFrame && f != Family::InitAnnounced && f != Family::GroupLeftAtExit &&
-         f != Family::GlooLoopbackFallback;
+         f != Family::GlooLoopbackFallback && f != Family::AddressFamilyUnsupported;
 }
 
 struct LogEvent {

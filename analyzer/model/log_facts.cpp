@@ -524,6 +524,8 @@ void add_log_event(LogFacts& facts, LogEvent e) {
     facts.exit_marks.push_back(std::move(e));
   else if (e.family == LogFamily::GlooLoopbackFallback)
     facts.gloo_loopback_fallbacks.push_back(std::move(e));
+  else if (e.family == LogFamily::AddressFamilyUnsupported)
+    facts.family_fallbacks.push_back(std::move(e));
   else if (rdzv::logs::is_other_error(e.family))
     facts.other_errors.push_back(std::move(e));
   else

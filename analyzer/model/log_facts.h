@@ -50,6 +50,10 @@ struct LogFacts {
   // Issue 29: gloo devices that bound loopback because the host name resolved to nothing
   // (gloo_loopback_fallback lines), in file order: those ranks published 127.0.0.1.
   std::vector<LogEvent> gloo_loopback_fallbacks;
+  // Issue 29: c10d's warnings that a store socket of one address family (IPv6, on a host
+  // without it) could not be made, after which it goes on to the next address
+  // (address_family_unsupported lines), in file order. Noise that every job on such a host logs.
+  std::vector<LogEvent> family_fallbacks;
   // torchelastic's agent restarting its workers (worker_group_restart lines), in file order.
   std::vector<LogEvent> restarts;
   // Issue 29: processes that ended, as the shell, the kernel's OOM killer, torch.multiprocessing

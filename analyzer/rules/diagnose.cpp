@@ -348,6 +348,26 @@ Verdict unknown_from_quiet_logs(const LogFacts& logs) {
   return v;
 }
 
+// Logs whose only c10d lines are its warnings that an IPv6 socket could not be made (errno 97,
+// EAFNOSUPPORT: the host has no IPv6; c10d goes on to IPv4), with no error anywhere: every job
+// on such a host prints them, the failed and the working alike, so they are not the failure. The
+// verdict says they are noise; that nothing else is in the logs is all it knows of the rest.
+Verdict healthy_from_family_noise(const LogFacts& logs) {
+  const LogEvent& w = logs.family_fallbacks.front();
+  Verdict v;
+  v.cls = FailureClass::Healthy;
+  v.confidence = "low";
+  v.summary = "the only c10d lines in " + std::to_string(logs.stats[Stat::LogLines]) + " log lines are " +
+              std::to_string(logs.family_fallbacks.size()) + " warning(s) that an IPv6 socket could not be made (" +
+              w.file + ":" + std::to_string(w.line) +
+              ": errno 97, Address family not supported): this host has no IPv6, and c10d goes on to the IPv4 "
+              "address, so every job on it prints them, working or not; nothing in these logs failed, and logs alone "
+              "cannot show a hang after them";
+  v.next_step = "nothing to fix for these warnings; if the job did fail or hang, its lines are not in these logs: "
+                "pass every rank's whole log, or `py-spy dump --pid PID` on a hung rank";
+  return v;
+}
+
 Verdict healthy_from_logs(const LogFacts& logs) {
   Verdict v;
   v.cls = FailureClass::Healthy;
@@ -529,7 +549,11 @@ Verdict verdict_without_candidates(const Context& c) {
   if (traced_ranks_fine) return healthy_from_traces(c);
   if (!c.has_traces() && c.logs.stats[Stat::LogFiles] > c.logs.errors.size() && c.logs.events.empty() &&
       c.logs.other_errors.empty())
-    return logs_show_workers_finished(c.logs) ? healthy_from_logs(c.logs) : unknown_from_quiet_logs(c.logs);
+  {
+    if (logs_show_workers_finished(c.logs)) return healthy_from_logs(c.logs);
+    if (!c.logs.family_fallbacks.empty()) return healthy_from_family_noise(c.logs);
+    return unknown_from_quiet_logs(c.logs);
+  }
   return unknown_with_what_is_missing(c, failed);
 }
 

@@ -1274,3 +1274,31 @@ TEST_CASE("logs: an unknown verdict quotes the transport error beside a reverse 
   CHECK(v.cls == FailureClass::Unknown);
   CHECK(v.summary.find("socketStartConnect") != std::string::npos);
 }
+
+// Issue 29 (heat#1003, pytorch#128998): c10d's warnings that an IPv6 socket could not be made on
+// a host without IPv6 are printed by every job there; alone they are no failure.
+TEST_CASE("logs: c10d's IPv6 address-family warnings alone are noise: healthy, low") {
+  const char* server = "[W socket.cpp:401] [c10d] The server socket cannot be initialized on [::]:29500 (errno: 97 - "
+                       "Address family not supported by protocol).";
+  const char* client = "[W socket.cpp:558] [c10d] The client socket cannot be initialized to connect to "
+                       "[localhost]:29500 (errno: 97 - Address family not supported by protocol).";
+  SECTION("alone") {
+    Verdict v = verdict_of({server, client, client});
+    CHECK(v.cls == FailureClass::Healthy);
+    CHECK(v.confidence == "low");
+    CHECK(v.summary.find("3 warning(s)") != std::string::npos);
+    CHECK(v.summary.find("no IPv6") != std::string::npos);
+  }
+  SECTION("NOT beside an error, a store failure or a death") {
+    CHECK(verdict_of({server, "RuntimeError: CUDA out of memory."}).cls != FailureClass::Healthy);
+    CHECK(verdict_of({server, "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to "
+                              "connect to (127.0.0.1, 29500)."})
+              .cls != FailureClass::Healthy);
+    CHECK(verdict_of({client, "Killed"}).cls != FailureClass::Healthy);
+  }
+  SECTION("NOT the same errno raised: that is an error") {
+    CHECK(verdict_of({"RuntimeError: The server socket cannot be initialized on [::]:29500 (errno: 97 - Address "
+                      "family not supported by protocol)."})
+              .cls != FailureClass::Healthy);
+  }
+}

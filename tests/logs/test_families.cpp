@@ -734,3 +734,15 @@ TEST_CASE("transport_error: gloo's full mesh given up, pair.cc and pair.h (issue
                 Family::GlooLoopbackFallback);
   CHECK_FALSE(is_rendezvous_message(w.family));
 }
+
+TEST_CASE("address_family_unsupported: c10d's IPv6 socket warnings, no failure (issue 29)", "[families]") {
+  auto e = must("[W socket.cpp:558] [c10d] The client socket cannot be initialized to connect to [localhost]:29500 "
+                "(errno: 97 - Address family not supported by protocol).",
+                Family::AddressFamilyUnsupported);
+  CHECK_FALSE(is_rendezvous_message(e.family));
+  // raised, it is an exception's line
+  CHECK(must("RuntimeError: The server socket cannot be initialized on [::]:29500 (errno: 97 - Address family not "
+             "supported by protocol).",
+             Family::ErrorLine)
+            .family == Family::ErrorLine);
+}
