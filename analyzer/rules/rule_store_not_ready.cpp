@@ -152,6 +152,26 @@ std::vector<Alternative> client_timeout_alternatives(const LogEvent& e) {
   };
 }
 
+// Refused connects and no timeout line: c10d's "is not yet listening (errno: 111 - Connection
+// refused), will retry" (1.x: "No socket on (H, P) is listening yet, will retry"). Nothing
+// listened at that port: the store not up yet, or a store that these clients were not sent to.
+// Refused is no dropped SYN, so not connect_timeout's.
+std::vector<Alternative> refused_alternatives(const LogEvent& e) {
+  std::vector<Alternative> out = client_timeout_alternatives(e);
+  out.pop_back();  // connect_timeout
+  out.push_back({FailureClass::ConfigMismatch, std::nullopt,
+                 "the store listens on another port or host than these clients were given (one side's MASTER_PORT, or "
+                 "a script's init_method port other than torchrun's --rdzv-endpoint: under torchrun the workers only "
+                 "connect, and the agent hosts the store)",
+                 "the store host's log (which port did it listen on?) beside the clients' MASTER_ADDR / MASTER_PORT "
+                 "or init_method"});
+  return out;
+}
+
+bool says_timeout(const LogEvent* e) {
+  return e->family == LogFamily::ClientConnectTimeout || e->family == LogFamily::ConnectTimeoutLegacy;
+}
+
 }  // namespace
 
 std::optional<Candidate> rule_store_not_ready(const Context& c) {
@@ -186,16 +206,23 @@ std::optional<Candidate> rule_store_not_ready(const Context& c) {
     v.confidence = "low";
     const LogEvent* e = log_hits.front();
     v.initiating_rank = std::nullopt;
+    const bool timed_out = std::any_of(log_hits.begin(), log_hits.end(), says_timeout);
     // Issue 13: the same line is printed by a store host that came late and by a blocked path.
-    v.summary = "clients timed out connecting to the store (" + e->host +
-                ") without another error: most likely the store was not up (c10d retries refused "
-                "connects silently); a store host that arrived late (straggler_timeout) or a "
-                "blocked path (connect_timeout) print the same line, so only a trace can prove it";
+    if (timed_out)
+      v.summary = "clients timed out connecting to the store (" + e->host +
+                  ") without another error: most likely the store was not up (c10d retries refused "
+                  "connects silently); a store host that arrived late (straggler_timeout) or a "
+                  "blocked path (connect_timeout) print the same line, so only a trace can prove it";
+    else
+      v.summary = "connects to the store (" + e->host + (e->port ? ":" + std::to_string(*e->port) : std::string()) +
+                  ") were refused and retried (" + e->file + ":" + std::to_string(e->line) +
+                  ": nothing listened on that port yet), and no line says they ever got through: the store was not "
+                  "up yet, or, if it never comes, it listens where these clients were not sent";
     v.next_step =
         "rerun with rdzvscope run to trace; meanwhile the store host's own log (did it start, and "
         "when?) and `nc -vz HOST PORT` from a failing node tell the three apart";
     out.discriminators.set("candidates", NameList{{"store_not_ready", "straggler_timeout", "connect_timeout"}});
-    out.alternatives = client_timeout_alternatives(*e);
+    out.alternatives = timed_out ? client_timeout_alternatives(*e) : refused_alternatives(*e);
     out.findings.push_back(log_finding(FailureClass::StoreNotReady, *e));
   }
   out.discriminators.set("refused_connects", std::int64_t{r.count});

@@ -1302,3 +1302,19 @@ TEST_CASE("logs: c10d's IPv6 address-family warnings alone are noise: healthy, l
               .cls != FailureClass::Healthy);
   }
 }
+
+// A log of refused connects only ("is not yet listening ... will retry") says nothing timed out:
+// the words say refused, and the alternatives are a late store host and a store elsewhere
+// (pytorch#143858: a script's init_method port under torchrun), not a dropped SYN.
+TEST_CASE("logs: refused store connects alone are worded as refused, not as a timeout") {
+  Job job;
+  job.log_line("[I1226 11:25:16.460453259 socket.cpp:919] [c10d - trace] The server socket on localhost:35980 is not "
+               "yet listening (errno: 111 - Connection refused), will retry.");
+  const Diagnosis d = job.diagnose_it();
+  CHECK(d.verdict.cls == FailureClass::StoreNotReady);
+  CHECK(d.verdict.summary.find("refused") != std::string::npos);
+  CHECK(d.verdict.summary.find("timed out") == std::string::npos);
+  CHECK(d.verdict.summary.find("localhost:35980") != std::string::npos);
+  CHECK(has_alternative(d, FailureClass::ConfigMismatch));
+  CHECK_FALSE(has_alternative(d, FailureClass::ConnectTimeout));
+}
