@@ -315,11 +315,18 @@ std::optional<RankPrefix> bracketed_host_rank_at(sv body, size_t p) {
 }
 
 // "[rank3]:", "[default3]:", "[3]:", "[Rank3]:", "[local_rank3]:", with optional
-// "<stdout>"/"<stderr>" before the colon; body[p] is '['.
+// "<stdout>"/"<stderr>" before the colon; and "[rank3] " (a script's own prefix, as the
+// project's e2e ranks and many training scripts print it): followed by a space only with the
+// word rank, since a bare "[3] " is as often a count or a device index; body[p] is '['.
 std::optional<RankPrefix> bracketed_rank_at(sv body, size_t p) {
   size_t q = p + 1;
+  sv named;
   for (sv word : {sv("rank"), sv("default"), sv("Rank"), sv("local_rank")}) {
-    if (body.substr(q).starts_with(word)) { q += word.size(); break; }
+    if (body.substr(q).starts_with(word)) {
+      q += word.size();
+      named = word;
+      break;
+    }
   }
   size_t after = 0;
   auto v = number_at(body, q, &after);
@@ -327,8 +334,11 @@ std::optional<RankPrefix> bracketed_rank_at(sv body, size_t p) {
   size_t r = after + 1;
   for (sv tag : {sv("<stdout>"), sv("<stderr>")})
     if (body.substr(r).starts_with(tag)) r += tag.size();
-  if (r >= body.size() || body[r] != ':') return std::nullopt;
-  return RankPrefix{static_cast<int>(*v), std::nullopt, r + 1};
+  if (r < body.size() && body[r] == ':') return RankPrefix{static_cast<int>(*v), std::nullopt, r + 1};
+  const bool rank_word = named == "rank" || named == "Rank";
+  if (rank_word && r == after + 1 && r < body.size() && body[r] == ' ')
+    return RankPrefix{static_cast<int>(*v), std::nullopt, r + 1};
+  return std::nullopt;
 }
 
 // srun -l's "  3: ".

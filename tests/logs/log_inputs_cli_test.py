@@ -23,7 +23,7 @@ WANT_CLASS, WANT_RANK = "straggler_timeout", 2
 
 
 def logs():
-    return log_inputs.rank_logs(STRAGGLER)
+    return log_inputs.without_own_prefixes(log_inputs.rank_logs(STRAGGLER))
 
 
 def expect_straggler(args, stdin=None, want_rank=WANT_RANK):

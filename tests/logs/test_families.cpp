@@ -746,3 +746,14 @@ TEST_CASE("address_family_unsupported: c10d's IPv6 socket warnings, no failure (
              Family::ErrorLine)
             .family == Family::ErrorLine);
 }
+
+TEST_CASE("rank prefixes: a script's own '[rank1] ' as well as torchrun's '[rank1]:' (stop 38)", "[families]") {
+  auto e = must("[rank1] e2e: FAILED DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/4",
+                Family::WaitTimeout);
+  CHECK(e.rank == 1);
+  CHECK(e.awaited_rank == 4);
+  CHECK(must("[Rank2] RuntimeError: Socket Timeout", Family::SocketTimeout).rank == 2);
+  // a bare "[3] " or "[default3] " is no rank prefix: a count, a device index
+  CHECK(must("[3] RuntimeError: Socket Timeout", Family::SocketTimeout).rank == -1);
+  CHECK(must("[default3] RuntimeError: Socket Timeout", Family::SocketTimeout).rank == -1);
+}

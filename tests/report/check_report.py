@@ -654,9 +654,12 @@ def cmd_markdown(rdzvscope, scenario, out):
     if len(block) != 2:
         fail(f"{name}.md: no fenced error line")
     line = block[1].split("\n", 1)[0]
-    # The whole line, byte for byte; only a rank prefix ("[rank3]:", "3: ") may be cut.
+    # The whole line, byte for byte; only a rank prefix ("[rank3]:", "3: ", a script's "[rank3] ")
+    # may be cut.
     def same(l):
-        return l == line or (line and l.endswith(line) and re.fullmatch(r"\s*\[?\w*?\d+\]?:\s*", l[:-len(line)]))
+        prefix = l[:-len(line)] if line else ""
+        return l == line or (line and l.endswith(line) and (re.fullmatch(r"\s*\[?\w*?\d+\]?:\s*", prefix) or
+                                                            re.fullmatch(r"\s*\[[Rr]ank\d+\] ", prefix)))
     if not any(same(l) for l in log_lines):
         fail(f"{name}.md: error line {line!r} is not a line of the logs")
     want = {"straggler": "Socket Timeout", "store_killed": "Connection reset by peer"}.get(name)

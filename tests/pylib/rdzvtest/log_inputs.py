@@ -35,6 +35,17 @@ def rank_logs(src_dir):
     return out
 
 
+# The project's e2e ranks begin their own lines with "[rankN] ", which the reader takes as the
+# line's rank: stripped where a test wants the file name (or a prefix it adds) to be the only
+# thing that says whose lines they are.
+OWN_PREFIX = re.compile(rb"^\[rank\d+\] ", re.M)
+
+
+def without_own_prefixes(logs):
+    """{rank: content} with the e2e ranks' own "[rankN] " line prefixes removed."""
+    return {rank: OWN_PREFIX.sub(b"", content) for rank, content in logs.items()}
+
+
 def gzip_bytes(data):
     return gzip.compress(data, mtime=0)
 
