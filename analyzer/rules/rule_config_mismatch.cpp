@@ -536,9 +536,7 @@ std::optional<Candidate> from_ranks_numbered_alike(const Context& c) {
               " were each announced twice in one start-up, by " + std::to_string(t->announced) +
               " processes, no more than the world has: one job whose nodes numbered their processes alike (the same "
               "node rank on each, or an allocation that disagrees with the trainer's node and device counts)" +
-              (t->missing.empty() ? std::string()
-                                  : ", so rank(s) " + rank_list(t->missing) +
-                                        " never came and the rendezvous could not complete");
+              ranks_never_came_words(*t);
   v.next_step = "give each node its own node rank (NODE_RANK, SLURM_NODEID, --node_rank) and match the allocation "
                 "to the trainer (srun --ntasks-per-node = devices per node, --nodes = num_nodes)";
   out.findings.push_back(log_finding(FailureClass::ConfigMismatch, c.logs.init_entries[t->second]));

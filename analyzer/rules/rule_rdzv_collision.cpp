@@ -313,9 +313,7 @@ std::optional<Candidate> collision_by_rank_twice(const Context& c) {
   v.summary = std::to_string(t->announced) + " processes entered init_process_group for a world of " +
               std::to_string(t->world) + ", rank(s) " + rank_list(t->twice) +
               " each announced twice in one start-up: two launches took the same ranks of one rendezvous" +
-              (t->missing.empty() ? std::string()
-                                  : ", and rank(s) " + rank_list(t->missing) +
-                                        " never came, so the rendezvous could not complete");
+              ranks_never_came_words(*t);
   v.next_step = "check that no second launch used the same MASTER_PORT (a job id beside each copy); give each node "
                 "its own node rank (NODE_RANK, SLURM_NODEID, --node_rank) and match the allocation to the trainer";
   out.findings.push_back(log_finding(FailureClass::RdzvCollision, c.logs.init_entries[t->second]));
@@ -324,6 +322,11 @@ std::optional<Candidate> collision_by_rank_twice(const Context& c) {
 }
 
 }  // namespace
+
+std::string ranks_never_came_words(const LogFacts::RanksTwice& t) {
+  if (t.missing.empty()) return {};
+  return ", and rank(s) " + rank_list(t.missing) + " never came, so the rendezvous could not complete";
+}
 
 std::optional<Candidate> rule_rdzv_collision(const Context& c) {
   for (const auto& [where, procs] : by_endpoint(c)) {

@@ -41,6 +41,12 @@ std::optional<Candidate> straggler_from_flight_recorder(const Context& c);
 // rule_store_unreachable's and rule_connect_timeout's case of a rank still blocked in a store
 // connect when the job was ended, the others at the store or not (rule_connect_inflight.cpp).
 std::optional<Candidate> store_unreachable_from_calls_in_flight(const Context& c);
+
+// The ranks of LogFacts::ranks_twice that nobody announced, as the end of a summary:
+// ", and rank(s) 4-7 never came, so the rendezvous could not complete", "" when none is missing.
+// rule_rdzv_collision (more announcements than the world) and rule_config_mismatch (no more)
+// both say it.
+std::string ranks_never_came_words(const LogFacts::RanksTwice& t);
 std::optional<Candidate> connect_timeout_from_calls_in_flight(const Context& c);
 // rule_rank_died's case of a process end the shell, the kernel, torch.multiprocessing or the
 // old launcher reported in the logs (rule_rank_died_reported.cpp).
